@@ -1,0 +1,29 @@
+"""Installs the dialoguecse_tf library and its stage entry points."""
+
+import setuptools
+
+setuptools.setup(
+    name="dialoguecse_tf",
+    version="0.1.0",
+    description=(
+        "TensorFlow 2 / Keras reproduction of DialogueCSE (Liu et al., EMNLP 2021): "
+        "dialogue-based contrastive learning of sentence embeddings."
+    ),
+    packages=setuptools.find_packages(include=["dialoguecse_tf", "dialoguecse_tf.*"]),
+    python_requires=">=3.10,<3.13",
+    install_requires=[
+        "tensorflow==2.20.0",
+        "tensorflow-text==2.20.1",
+        "tf-models-official==2.20.0",
+        "keras==3.15.1",
+        "keras-hub==0.32.0",
+        "numpy",
+        "scipy",
+        "scikit-learn",
+        "absl-py==1.4.0",
+        "safetensors",
+    ],
+    extras_require={
+        "test": ["pytest"],
+    },
+)
