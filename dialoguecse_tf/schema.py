@@ -1,0 +1,465 @@
+"""The TFRecord schema of every record type the project writes.
+
+Every writer and reader imports its feature names, shapes, serializer and
+parser from here, so the two sides cannot drift apart.
+
+Two record types:
+
+* ``MlmRecordSpec`` ("mlm"): masked-LM pretraining examples in Google BERT's
+  exact schema, so the shards are also readable by Google's
+  ``run_pretraining.py`` and the TF Model Garden BERT pretraining loader.
+* ``ContrastiveRecordSpec`` ("contrastive"): one response with its
+  bidirectional context and its candidates (true response first, then the
+  negatives) for the DialogueCSE stage.
+
+Multi-dimensional features are stored flattened in row-major order (as
+TFRecord int64 lists are 1-D) and come back from ``parse`` in their real
+shapes. A ``records_info.json`` written beside the shards records the record
+type, the spec and counts, so readers take shapes from the data instead of
+from flags that may disagree with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+# Google BERT pretraining features (names and types must not change).
+INPUT_IDS = "input_ids"
+INPUT_MASK = "input_mask"
+SEGMENT_IDS = "segment_ids"
+MASKED_LM_POSITIONS = "masked_lm_positions"
+MASKED_LM_IDS = "masked_lm_ids"
+MASKED_LM_WEIGHTS = "masked_lm_weights"
+NEXT_SENTENCE_LABELS = "next_sentence_labels"
+
+# Contrastive (DialogueCSE) features.
+CONTEXT_INPUT_IDS = "context_input_ids"
+CONTEXT_INPUT_MASK = "context_input_mask"
+CONTEXT_TURN_MASK = "context_turn_mask"
+CANDIDATE_INPUT_IDS = "candidate_input_ids"
+CANDIDATE_INPUT_MASK = "candidate_input_mask"
+
+RECORD_TYPE_MLM = "mlm"
+RECORD_TYPE_CONTRASTIVE = "contrastive"
+
+RECORDS_INFO_FILE = "records_info.json"
+
+_INT32_MIN = np.iinfo(np.int32).min
+_INT32_MAX = np.iinfo(np.int32).max
+# Fixed rather than AUTOTUNE so the read order does not depend on the
+# machine's CPU count.
+_MAX_PARALLEL_FILES = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class _Feature:
+    name: str
+    dtype: tf.DType  # wire dtype: tf.int64 or tf.float32
+    shape: tuple[int, ...]
+
+
+def _check_positive_int(owner: str, name: str, value: Any, minimum: int) -> None:
+    # bool is an int subclass and JSON/flag parsing can hand over floats or
+    # strings; any of them would silently produce wrong shapes.
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{owner}.{name} must be an int, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{owner}.{name} must be >= {minimum}, got {value}")
+
+
+class _RecordSpec:
+    """Serialization, parsing and JSON round trip shared by the record specs."""
+
+    record_type: ClassVar[str]
+
+    def _features(self) -> tuple[_Feature, ...]:
+        raise NotImplementedError
+
+    def _constant_features(self) -> dict[str, tf.train.Feature]:
+        """Features always written with a fixed value and ignored by ``parse``."""
+        return {}
+
+    def feature_spec(self) -> dict[str, tf.io.FixedLenFeature]:
+        """The features ``parse`` reads, with their real (unflattened) shapes.
+
+        A ``FixedLenFeature`` with a multi-dimensional shape parses the flat
+        stored list and reshapes it row-major, matching ``serialize``.
+        """
+        return {f.name: tf.io.FixedLenFeature(list(f.shape), f.dtype) for f in self._features()}
+
+    def serialize(self, example: Mapping[str, np.ndarray | Sequence]) -> bytes:
+        """Validates ``example`` against the spec and returns a serialized tf.train.Example.
+
+        Every feature must be present with exactly its real shape (e.g.
+        ``[num_context_turns, max_seq_length]``, not flattened). Integer
+        features accept integer or bool values that fit in int32 (``parse``
+        returns int32); float features also accept integers.
+        """
+        features = self._features()
+        expected_names = {f.name for f in features}
+        missing = [f.name for f in features if f.name not in example]
+        if missing:
+            raise ValueError(f"{type(self).__name__}: missing feature(s) {missing}")
+        unexpected = sorted(set(example) - expected_names - set(self._constant_features()))
+        if unexpected:
+            raise ValueError(
+                f"{type(self).__name__}: unexpected feature(s) {unexpected}; "
+                f"expected {sorted(expected_names)}"
+            )
+
+        tf_features = dict(self._constant_features())
+        for feature in features:
+            array = _as_array(feature.name, example[feature.name])
+            if array.shape != feature.shape:
+                raise ValueError(
+                    f"feature {feature.name!r}: expected shape {list(feature.shape)}, "
+                    f"got {list(array.shape)}"
+                )
+            tf_features[feature.name] = _to_tf_feature(feature, array)
+        for name, value in self._constant_features().items():
+            if name in example:
+                # Accept the field from callers converting existing BERT data,
+                # but it must still match the schema.
+                array = _as_array(name, example[name])
+                if array.shape != (1,):
+                    raise ValueError(f"feature {name!r}: expected shape [1], got {list(array.shape)}")
+                tf_features[name] = _to_tf_feature(_Feature(name, tf.int64, (1,)), array)
+        proto = tf.train.Example(features=tf.train.Features(feature=tf_features))
+        return proto.SerializeToString()
+
+    def parse(self, serialized: tf.Tensor) -> dict[str, tf.Tensor]:
+        """Parses ONE serialized example (a scalar string tensor).
+
+        Usable in ``tf.data.Dataset.map`` before batching. Integer features
+        come back as int32 and float features as float32, in their real
+        shapes.
+        """
+        parsed = tf.io.parse_single_example(serialized, self.feature_spec())
+        return {
+            name: tf.cast(tensor, tf.int32) if tensor.dtype == tf.int64 else tensor
+            for name, tensor in parsed.items()
+        }
+
+    def to_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]):
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        missing = sorted(names - set(values))
+        unknown = sorted(set(values) - names)
+        if missing or unknown:
+            raise ValueError(
+                f"{cls.__name__}.from_dict: missing field(s) {missing}, unknown field(s) {unknown}"
+            )
+        return cls(**values)
+
+
+def _as_array(name: str, value: Any) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except ValueError as err:  # ragged nested lists
+        raise ValueError(f"feature {name!r}: not a rectangular array ({err})") from err
+
+
+def _to_tf_feature(feature: _Feature, array: np.ndarray) -> tf.train.Feature:
+    kind = array.dtype.kind
+    if feature.dtype == tf.float32:
+        if kind not in "fiub":
+            raise ValueError(f"feature {feature.name!r}: expected float values, got dtype {array.dtype}")
+        return tf.train.Feature(
+            float_list=tf.train.FloatList(value=array.astype(np.float32).reshape(-1).tolist())
+        )
+    if kind not in "iub":
+        raise ValueError(f"feature {feature.name!r}: expected integer values, got dtype {array.dtype}")
+    if array.size and (array.min() < _INT32_MIN or array.max() > _INT32_MAX):
+        raise ValueError(
+            f"feature {feature.name!r}: values [{array.min()}, {array.max()}] do not fit in int32"
+        )
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=array.astype(np.int64).reshape(-1).tolist()))
+
+
+@dataclasses.dataclass(frozen=True)
+class MlmRecordSpec(_RecordSpec):
+    """Masked-LM pretraining records in Google BERT's schema.
+
+    ``next_sentence_labels`` is always written as ``[0]`` so BERT's readers,
+    which require it, accept the records; ``parse`` ignores it.
+    """
+
+    record_type: ClassVar[str] = RECORD_TYPE_MLM
+
+    max_seq_length: int
+    max_predictions_per_seq: int
+
+    def __post_init__(self):
+        _check_positive_int("MlmRecordSpec", "max_seq_length", self.max_seq_length, 1)
+        _check_positive_int("MlmRecordSpec", "max_predictions_per_seq", self.max_predictions_per_seq, 1)
+
+    def _features(self) -> tuple[_Feature, ...]:
+        seq = (self.max_seq_length,)
+        preds = (self.max_predictions_per_seq,)
+        return (
+            _Feature(INPUT_IDS, tf.int64, seq),
+            _Feature(INPUT_MASK, tf.int64, seq),
+            _Feature(SEGMENT_IDS, tf.int64, seq),
+            _Feature(MASKED_LM_POSITIONS, tf.int64, preds),
+            _Feature(MASKED_LM_IDS, tf.int64, preds),
+            _Feature(MASKED_LM_WEIGHTS, tf.float32, preds),
+        )
+
+    def _constant_features(self) -> dict[str, tf.train.Feature]:
+        return {NEXT_SENTENCE_LABELS: tf.train.Feature(int64_list=tf.train.Int64List(value=[0]))}
+
+
+@dataclasses.dataclass(frozen=True)
+class ContrastiveRecordSpec(_RecordSpec):
+    """DialogueCSE records: a response's context turns and its candidates.
+
+    ``context_*`` are ``[num_context_turns, max_seq_length]`` with
+    ``context_turn_mask`` ``[num_context_turns]`` marking real turns (1) versus
+    padding turns (0) of short contexts. ``candidate_*`` are
+    ``[num_candidates, max_seq_length]`` with the true response in row 0.
+    Segment ids are all zero and are not stored.
+    """
+
+    record_type: ClassVar[str] = RECORD_TYPE_CONTRASTIVE
+
+    max_seq_length: int
+    num_context_turns: int
+    num_negatives: int
+
+    def __post_init__(self):
+        _check_positive_int("ContrastiveRecordSpec", "max_seq_length", self.max_seq_length, 1)
+        _check_positive_int("ContrastiveRecordSpec", "num_context_turns", self.num_context_turns, 1)
+        _check_positive_int("ContrastiveRecordSpec", "num_negatives", self.num_negatives, 0)
+
+    @property
+    def num_candidates(self) -> int:
+        return 1 + self.num_negatives
+
+    def _features(self) -> tuple[_Feature, ...]:
+        context = (self.num_context_turns, self.max_seq_length)
+        candidates = (self.num_candidates, self.max_seq_length)
+        return (
+            _Feature(CONTEXT_INPUT_IDS, tf.int64, context),
+            _Feature(CONTEXT_INPUT_MASK, tf.int64, context),
+            _Feature(CONTEXT_TURN_MASK, tf.int64, (self.num_context_turns,)),
+            _Feature(CANDIDATE_INPUT_IDS, tf.int64, candidates),
+            _Feature(CANDIDATE_INPUT_MASK, tf.int64, candidates),
+        )
+
+
+RecordSpec = MlmRecordSpec | ContrastiveRecordSpec
+
+_SPEC_TYPES: dict[str, type[MlmRecordSpec] | type[ContrastiveRecordSpec]] = {
+    RECORD_TYPE_MLM: MlmRecordSpec,
+    RECORD_TYPE_CONTRASTIVE: ContrastiveRecordSpec,
+}
+
+
+def _json_default(value: Any) -> Any:
+    # Counts are often numpy integers, which json cannot encode.
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"records info: {value!r} ({type(value).__name__}) is not JSON serializable")
+
+
+def write_records_info(output_dir: str, spec: RecordSpec, stats: Mapping[str, Any]) -> str:
+    """Writes ``output_dir/records_info.json`` atomically and returns its path.
+
+    The file holds ``{"record_type", "spec", "stats"}``; ``stats`` is free-form
+    JSON (e.g. ``num_records``, per-shard counts).
+    """
+    tf.io.gfile.makedirs(output_dir)
+    path = os.path.join(output_dir, RECORDS_INFO_FILE)
+    text = json.dumps(
+        {"record_type": spec.record_type, "spec": spec.to_dict(), "stats": dict(stats)},
+        indent=2,
+        sort_keys=True,
+        default=_json_default,
+    )
+    tmp_path = _temporary_path(path)
+    with tf.io.gfile.GFile(tmp_path, "w") as f:
+        f.write(text + "\n")
+    tf.io.gfile.rename(tmp_path, path, overwrite=True)
+    return path
+
+
+def read_records_info(path_or_dir: str, record_type: str | None = None) -> tuple[RecordSpec, dict[str, Any]]:
+    """Reads a records info file (or ``dir/records_info.json``) into ``(spec, stats)``.
+
+    With ``record_type`` set, raises ValueError unless the file holds that type.
+    """
+    path = path_or_dir
+    if tf.io.gfile.isdir(path_or_dir):
+        path = os.path.join(path_or_dir, RECORDS_INFO_FILE)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"records info file {path} not found (written beside the record shards)")
+    with tf.io.gfile.GFile(path, "r") as f:
+        info = json.load(f)
+    file_type = info.get("record_type")
+    if file_type not in _SPEC_TYPES:
+        raise ValueError(f"{path}: unknown record_type {file_type!r}; expected one of {sorted(_SPEC_TYPES)}")
+    if record_type is not None and file_type != record_type:
+        raise ValueError(f"{path}: holds {file_type!r} records but {record_type!r} records were expected")
+    spec = _SPEC_TYPES[file_type].from_dict(info["spec"])
+    return spec, dict(info.get("stats", {}))
+
+
+def check_compatible(spec: RecordSpec, **expected: Any) -> None:
+    """Raises ValueError if any requested value disagrees with ``spec``.
+
+    Values of None are skipped, so flags left unset defer to the file.
+    """
+    field_names = {f.name for f in dataclasses.fields(spec)}
+    for name, requested in expected.items():
+        if name not in field_names:
+            raise ValueError(f"{type(spec).__name__} has no field {name!r}; fields are {sorted(field_names)}")
+        if requested is None:
+            continue
+        file_value = getattr(spec, name)
+        if requested != file_value:
+            raise ValueError(
+                f"{name}: the records were written with {name}={file_value} "
+                f"but {name}={requested} was requested"
+            )
+
+
+def _temporary_path(final_path: str) -> str:
+    # A hidden name in the same directory: the rename stays on one filesystem,
+    # and globs like "prefix-*" or "*.tfrecord" never pick up partial output.
+    directory, base = os.path.split(final_path)
+    return os.path.join(directory, f".{base}.tmp")
+
+
+class ShardedRecordWriter:
+    """Writes serialized examples round-robin to ``{prefix}-{i:05d}-of-{n:05d}.tfrecord``.
+
+    Use as a context manager. Shards are written under temporary names and
+    renamed only when the ``with`` body completes; if it raises, the temporary
+    files are removed so nothing that looks like complete output is left.
+    Existing files with the final names are overwritten on success.
+    """
+
+    def __init__(self, output_prefix: str, num_shards: int):
+        _check_positive_int("ShardedRecordWriter", "num_shards", num_shards, 1)
+        if not os.path.basename(output_prefix):
+            raise ValueError(f"output_prefix {output_prefix!r} must end in a file name prefix, not a directory")
+        self._paths = [
+            f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)
+        ]
+        self._tmp_paths = [_temporary_path(p) for p in self._paths]
+        self._writers: list[tf.io.TFRecordWriter] = []
+        self._shard_counts = [0] * num_shards
+        self._next_shard = 0
+
+    @property
+    def paths(self) -> list[str]:
+        """Final shard paths (they exist only after a successful close)."""
+        return list(self._paths)
+
+    @property
+    def num_written(self) -> int:
+        return sum(self._shard_counts)
+
+    @property
+    def shard_counts(self) -> list[int]:
+        return list(self._shard_counts)
+
+    def __enter__(self) -> "ShardedRecordWriter":
+        if self._writers:
+            raise RuntimeError("ShardedRecordWriter is already open")
+        directory = os.path.dirname(self._paths[0])
+        if directory:
+            tf.io.gfile.makedirs(directory)
+        try:
+            for tmp_path in self._tmp_paths:
+                self._writers.append(tf.io.TFRecordWriter(tmp_path))
+        except Exception:
+            self._abort()
+            raise
+        return self
+
+    def write(self, serialized: bytes) -> None:
+        if not self._writers:
+            raise RuntimeError("ShardedRecordWriter.write called outside its `with` block")
+        if not isinstance(serialized, bytes):
+            raise TypeError(f"write expects serialized bytes (spec.serialize(...)), got {type(serialized).__name__}")
+        self._writers[self._next_shard].write(serialized)
+        self._shard_counts[self._next_shard] += 1
+        self._next_shard = (self._next_shard + 1) % len(self._paths)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self._abort()
+            return
+        try:
+            # Close (flush) every shard before renaming any, so a write error
+            # cannot leave a mix of final and missing shards.
+            for writer in self._writers:
+                writer.close()
+        except Exception:
+            self._abort()
+            raise
+        self._writers = []
+        for tmp_path, path in zip(self._tmp_paths, self._paths):
+            tf.io.gfile.rename(tmp_path, path, overwrite=True)
+
+    def _abort(self) -> None:
+        for writer in self._writers:
+            try:
+                writer.close()
+            except Exception:  # the original error matters more
+                pass
+        self._writers = []
+        for tmp_path in self._tmp_paths:
+            if tf.io.gfile.exists(tmp_path):
+                tf.io.gfile.remove(tmp_path)
+
+
+def _glob(file_pattern: str | Sequence[str]) -> list[str]:
+    patterns = [file_pattern] if isinstance(file_pattern, str) else list(file_pattern)
+    files: set[str] = set()
+    for pattern in patterns:
+        try:
+            files.update(tf.io.gfile.glob(pattern))
+        except tf.errors.NotFoundError:
+            pass
+    return sorted(files)
+
+
+def read_dataset(
+    file_pattern: str | Sequence[str],
+    spec: RecordSpec,
+    shuffle_files: bool = False,
+    seed: int | None = None,
+) -> tf.data.Dataset:
+    """Returns a dataset of parsed, unbatched examples from the matching files.
+
+    Files are read in parallel with ``interleave``, one record per file in
+    turn. With ``shuffle_files=False`` (or a ``seed``) the order is
+    deterministic; for at most 16 shards from ``ShardedRecordWriter`` it is
+    the original write order.
+    """
+    files = _glob(file_pattern)
+    if not files:
+        raise FileNotFoundError(f"no record files match {file_pattern!r}")
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if shuffle_files:
+        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    deterministic = not shuffle_files or seed is not None
+    dataset = dataset.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=min(len(files), _MAX_PARALLEL_FILES),
+        block_length=1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic,
+    )
+    return dataset.map(spec.parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)

@@ -1,0 +1,183 @@
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dialoguecse_tf import schema
+
+MLM_SPEC = schema.MlmRecordSpec(max_seq_length=12, max_predictions_per_seq=3)
+CONTRASTIVE_SPEC = schema.ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
+
+
+def random_mlm_example(rng, spec=MLM_SPEC):
+    length, preds = spec.max_seq_length, spec.max_predictions_per_seq
+    return {
+        schema.INPUT_IDS: rng.integers(0, 30000, size=length),
+        schema.INPUT_MASK: rng.integers(0, 2, size=length),
+        schema.SEGMENT_IDS: rng.integers(0, 2, size=length),
+        schema.MASKED_LM_POSITIONS: rng.integers(0, length, size=preds),
+        schema.MASKED_LM_IDS: rng.integers(0, 30000, size=preds),
+        schema.MASKED_LM_WEIGHTS: rng.integers(0, 2, size=preds).astype(np.float32),
+    }
+
+
+def random_contrastive_example(rng, spec=CONTRASTIVE_SPEC):
+    context = (spec.num_context_turns, spec.max_seq_length)
+    candidates = (spec.num_candidates, spec.max_seq_length)
+    return {
+        schema.CONTEXT_INPUT_IDS: rng.integers(0, 30000, size=context),
+        schema.CONTEXT_INPUT_MASK: rng.integers(0, 2, size=context),
+        schema.CONTEXT_TURN_MASK: rng.integers(0, 2, size=spec.num_context_turns),
+        schema.CANDIDATE_INPUT_IDS: rng.integers(0, 30000, size=candidates),
+        schema.CANDIDATE_INPUT_MASK: rng.integers(0, 2, size=candidates),
+    }
+
+
+EXPECTED_SHAPES = {
+    "mlm": {
+        schema.INPUT_IDS: [12],
+        schema.INPUT_MASK: [12],
+        schema.SEGMENT_IDS: [12],
+        schema.MASKED_LM_POSITIONS: [3],
+        schema.MASKED_LM_IDS: [3],
+        schema.MASKED_LM_WEIGHTS: [3],
+    },
+    "contrastive": {
+        schema.CONTEXT_INPUT_IDS: [3, 8],
+        schema.CONTEXT_INPUT_MASK: [3, 8],
+        schema.CONTEXT_TURN_MASK: [3],
+        schema.CANDIDATE_INPUT_IDS: [3, 8],
+        schema.CANDIDATE_INPUT_MASK: [3, 8],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "spec, make_example",
+    [(MLM_SPEC, random_mlm_example), (CONTRASTIVE_SPEC, random_contrastive_example)],
+    ids=["mlm", "contrastive"],
+)
+def test_round_trip_through_shards(tmp_path, spec, make_example):
+    rng = np.random.default_rng(0)
+    examples = [make_example(rng) for _ in range(11)]
+    with schema.ShardedRecordWriter(str(tmp_path / "train"), num_shards=3) as writer:
+        for example in examples:
+            writer.write(spec.serialize(example))
+    assert writer.num_written == 11
+    assert writer.shard_counts == [4, 4, 3]
+    assert [p.rsplit("/", 1)[-1] for p in writer.paths] == [
+        f"train-{i:05d}-of-00003.tfrecord" for i in range(3)
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"train-{i:05d}-of-00003.tfrecord" for i in range(3)]
+
+    dataset = schema.read_dataset(str(tmp_path / "train-*"), spec)
+    expected_shapes = EXPECTED_SHAPES[spec.record_type]
+    for name, tensor_spec in dataset.element_spec.items():
+        assert tensor_spec.shape.as_list() == expected_shapes[name]
+    assert set(dataset.element_spec) == set(expected_shapes)
+
+    parsed = list(dataset.as_numpy_iterator())
+    assert len(parsed) == len(examples)
+    # Round-robin writing + one-record-per-file interleave restores write order.
+    for got, want in zip(parsed, examples):
+        for name, value in want.items():
+            expected_dtype = np.float32 if name == schema.MASKED_LM_WEIGHTS else np.int32
+            assert got[name].dtype == expected_dtype, name
+            np.testing.assert_array_equal(got[name], value.astype(expected_dtype), err_msg=name)
+
+    shuffled = list(schema.read_dataset([str(tmp_path / "train-*")], spec, shuffle_files=True, seed=1))
+    assert len(shuffled) == len(examples)
+
+
+def test_parse_works_in_dataset_map_on_scalar_strings():
+    rng = np.random.default_rng(1)
+    serialized = [CONTRASTIVE_SPEC.serialize(random_contrastive_example(rng)) for _ in range(4)]
+    batch = next(iter(tf.data.Dataset.from_tensor_slices(serialized).map(CONTRASTIVE_SPEC.parse).batch(4)))
+    assert batch[schema.CONTEXT_INPUT_IDS].shape == (4, 3, 8)
+    assert batch[schema.CANDIDATE_INPUT_IDS].shape == (4, CONTRASTIVE_SPEC.num_candidates, 8)
+
+
+def test_mlm_record_readable_with_google_bert_feature_spec():
+    rng = np.random.default_rng(2)
+    example = random_mlm_example(rng)
+    # Verbatim from Google BERT's run_pretraining.py input_fn_builder.
+    name_to_features = {
+        "input_ids": tf.io.FixedLenFeature([12], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([12], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([12], tf.int64),
+        "masked_lm_positions": tf.io.FixedLenFeature([3], tf.int64),
+        "masked_lm_ids": tf.io.FixedLenFeature([3], tf.int64),
+        "masked_lm_weights": tf.io.FixedLenFeature([3], tf.float32),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+    parsed = tf.io.parse_single_example(MLM_SPEC.serialize(example), name_to_features)
+    for name, value in example.items():
+        np.testing.assert_array_equal(parsed[name].numpy(), value, err_msg=name)
+    np.testing.assert_array_equal(parsed["next_sentence_labels"].numpy(), [0])
+
+
+def test_serialize_rejects_wrong_shape():
+    example = random_contrastive_example(np.random.default_rng(3))
+    example[schema.CONTEXT_INPUT_MASK] = example[schema.CONTEXT_INPUT_MASK].reshape(-1)
+    with pytest.raises(ValueError, match=r"'context_input_mask'.*expected shape \[3, 8\], got \[24\]"):
+        CONTRASTIVE_SPEC.serialize(example)
+
+
+def test_serialize_rejects_missing_feature():
+    example = random_mlm_example(np.random.default_rng(4))
+    del example[schema.MASKED_LM_WEIGHTS]
+    with pytest.raises(ValueError, match="masked_lm_weights"):
+        MLM_SPEC.serialize(example)
+
+
+def test_serialize_rejects_unexpected_feature_and_float_ids():
+    example = random_mlm_example(np.random.default_rng(5))
+    with pytest.raises(ValueError, match="input_idz"):
+        MLM_SPEC.serialize({**example, "input_idz": example[schema.INPUT_IDS]})
+    with pytest.raises(ValueError, match="'input_ids'.*integer"):
+        MLM_SPEC.serialize({**example, schema.INPUT_IDS: example[schema.INPUT_IDS] + 0.5})
+
+
+def test_records_info_round_trip_and_mismatch(tmp_path):
+    path = schema.write_records_info(str(tmp_path), CONTRASTIVE_SPEC, {"num_records": np.int64(11)})
+    assert path == str(tmp_path / schema.RECORDS_INFO_FILE)
+    assert json.loads((tmp_path / schema.RECORDS_INFO_FILE).read_text())["record_type"] == "contrastive"
+    assert [p.name for p in tmp_path.iterdir()] == [schema.RECORDS_INFO_FILE]
+
+    spec, stats = schema.read_records_info(str(tmp_path), record_type="contrastive")
+    assert spec == CONTRASTIVE_SPEC
+    assert stats == {"num_records": 11}
+    assert schema.read_records_info(path)[0] == CONTRASTIVE_SPEC
+
+    schema.check_compatible(spec, max_seq_length=8, num_negatives=None)
+    with pytest.raises(ValueError, match=r"num_negatives.*num_negatives=2.*num_negatives=5"):
+        schema.check_compatible(spec, num_negatives=5)
+    with pytest.raises(ValueError, match="'contrastive'.*'mlm'"):
+        schema.read_records_info(str(tmp_path), record_type="mlm")
+
+
+def test_spec_dict_round_trip_and_validation():
+    assert schema.MlmRecordSpec.from_dict(MLM_SPEC.to_dict()) == MLM_SPEC
+    assert CONTRASTIVE_SPEC.to_dict() == {"max_seq_length": 8, "num_context_turns": 3, "num_negatives": 2}
+    with pytest.raises(ValueError, match="num_negatives"):
+        schema.ContrastiveRecordSpec.from_dict({"max_seq_length": 8, "num_context_turns": 3})
+    with pytest.raises(ValueError, match="max_seq_length"):
+        schema.MlmRecordSpec(max_seq_length=12.0, max_predictions_per_seq=3)
+
+
+def test_missing_records_info_and_no_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="records_info.json"):
+        schema.read_records_info(str(tmp_path))
+    pattern = str(tmp_path / "nothing-*.tfrecord")
+    with pytest.raises(FileNotFoundError, match="nothing-"):
+        schema.read_dataset(pattern, MLM_SPEC)
+
+
+def test_writer_leaves_nothing_when_body_raises(tmp_path):
+    rng = np.random.default_rng(6)
+    with pytest.raises(RuntimeError, match="boom"):
+        with schema.ShardedRecordWriter(str(tmp_path / "train"), num_shards=2) as writer:
+            writer.write(MLM_SPEC.serialize(random_mlm_example(rng)))
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
