@@ -1,0 +1,433 @@
+"""Readers that turn each supported corpus format into `Dialogue` objects.
+
+Every reader is a generator taking `path`, `skip_malformed` and `stats` (a `PrepStats`).
+Files are read as bytes and decoded as UTF-8 line by line (a UTF-8 byte-order mark at the
+start of the file is ignored), so an encoding error names its line. Lines are split on
+"\\n" only, and a trailing "\\r" is removed. Blank (whitespace-only) lines are skipped and
+counted as "blank_lines". A malformed line raises `DataFormatError` ("file:line: message",
+1-based line numbers); with `skip_malformed=True` it is skipped instead and counted in
+`stats.malformed` under its reason. Each yielded dialogue counts one "dialogues_read".
+Utterance texts are kept exactly as written; an utterance that is empty or whitespace-only
+is malformed. Dialogue ids are "<file stem>-<line number>" unless stated otherwise.
+
+Formats (`READERS` / `read_corpus` names in brackets):
+
+[authors] the DialogueCSE authors' contrastive training format (`train_data.txt`): 6 tab-
+separated fields per line: left context utterances joined by "|" (may be empty); right context
+joined by "|" (may be empty); speaker roles 0/1 joined by "|"; an integer label; the candidate
+responses joined by "|" (candidate 0 is the true response); one 0/1 label per candidate joined
+by "|" (exactly the first is 1). The roles list has one entry per context utterance except
+that the last left role, the response role and the first right role share one entry written
+"a-b-c", so a line with L left and R right utterances has L + R - 1 entries, e.g. L=2, R=1:
+"0|1-0-1". All lines of the authors' released sample have both contexts non-empty; for an
+empty context the shared entry loses that side: "b-c" first (no left context), "a-b" last (no
+right context), a lone "b" (neither). Turns are left + [candidate 0] + right with speakers
+"0"/"1" from the roles; `response_index` = L.
+
+[mdc] Microsoft Dialogue Challenge raw TSV: a header line whose first five columns are
+`session.ID, Message.ID, Message.Timestamp, Message.From, Message.Text`, then one row per
+message with any number of further dialogue-act columns such as `request(moviename;city=
+Seattle)`. One dialogue per session.ID, whose rows must be contiguous; turns are ordered by the
+integer Message.ID (file order among equal ids). Speaker is Message.From ("user" or "agent");
+the intent is the act names (text before "(") of all non-empty act columns, deduplicated in
+order and joined with "+", or None without acts. The dialogue id is "<file stem>-<session.ID>"
+(the three MDC domain files each number their sessions from 1) and its line number is that of
+the session's first row. A malformed row is skipped alone; a bad header always raises.
+
+[ecd] the full E-commerce Dialogue Corpus release in response-selection format: `label \\t
+utt_1 \\t ... \\t utt_k \\t response` with label 0 or 1 and at least one context utterance.
+Only label-1 lines become dialogues (turns utt_1..utt_k, response); label-0 lines (sampled
+negative responses) are skipped and counted as "skipped_non_positive". Speakers alternate
+"0"/"1" and the response is "1". Space-segmented Chinese text is kept as is.
+
+[jsonl] this project's generic JSON Lines format, for any other corpus. One dialogue per line,
+a JSON object:
+    {"dialogue_id": "d1",                                  optional
+     "turns": [{"speaker": "user", "text": "hi", "intent": "greet"}, ...],
+     "response_index": 3,                                  optional
+     "candidates": ["true response", "negative", ...],    optional
+     "candidate_labels": [1, 0, ...]}                      optional
+- "dialogue_id": non-empty string; default "<file stem>-<line number>".
+- "turns": non-empty list of objects; "speaker" a non-empty string, "text" a string that is not
+  empty or whitespace-only, "intent" a string or null (optional; null when absent).
+- "response_index", "candidates", "candidate_labels" carry the authors' contrastive samples and
+  come together or not at all: an index into "turns", a non-empty list of non-empty strings whose
+  first item equals the text of turns[response_index], and one 0/1 label per candidate with
+  exactly the first equal to 1.
+- Other keys are ignored. Files are UTF-8; `write_jsonl` writes non-ASCII characters unescaped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+
+from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn
+from dialoguecse_tf.data.preprocessing import PrepStats
+
+PathLike = str | os.PathLike
+
+
+class _LineError(Exception):
+    """Raised by line parsers, which do not know the path; turned into DataFormatError."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def _iter_lines(path: PathLike, stats: PrepStats, skip_malformed: bool) -> Iterator[tuple[int, str]]:
+    """Yields (1-based line number, decoded line) for every non-blank line."""
+    with open(path, "rb") as f:
+        for line_number, raw in enumerate(f, start=1):
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                error = _LineError("invalid_utf8", f"invalid UTF-8 ({e.reason} at byte {e.start})")
+                _malformed(path, line_number, error, stats, skip_malformed)
+                continue
+            if line_number == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            if not line.strip():
+                stats.increment("blank_lines")
+                continue
+            yield line_number, line
+
+
+def _malformed(path: PathLike, line_number: int, error: _LineError, stats: PrepStats, skip_malformed: bool) -> None:
+    if not skip_malformed:
+        raise DataFormatError(path, line_number, error.message, reason=error.reason) from None
+    stats.malformed_line(error.reason, path, line_number)
+
+
+def _read_lines(
+    path: PathLike,
+    stats: PrepStats | None,
+    skip_malformed: bool,
+    parse: Callable[[str, int], Dialogue | None],
+) -> Iterator[Dialogue]:
+    """Runs a one-line-one-record parser over a file; `parse` returns None to skip a line."""
+    stats = stats if stats is not None else PrepStats()
+    for line_number, line in _iter_lines(path, stats, skip_malformed):
+        try:
+            dialogue = parse(line, line_number)
+        except _LineError as error:
+            _malformed(path, line_number, error, stats, skip_malformed)
+            continue
+        if dialogue is not None:
+            stats.increment("dialogues_read")
+            yield dialogue
+
+
+def _utterance(text: str, what: str) -> str:
+    if not text.strip():
+        raise _LineError("empty_utterance", f"empty {what}")
+    return text
+
+
+def _split_utterances(field: str, what: str) -> list[str]:
+    if field == "":
+        return []
+    return [_utterance(text, f"utterance {i + 1} in {what}") for i, text in enumerate(field.split("|"))]
+
+
+def _check_candidate_labels(labels: tuple[int, ...], n_candidates: int) -> tuple[int, ...]:
+    if len(labels) != n_candidates:
+        raise _LineError("label_count", f"{len(labels)} candidate labels for {n_candidates} candidates")
+    if any(label not in (0, 1) for label in labels):
+        raise _LineError("bad_label", "candidate labels must be 0 or 1")
+    if labels[0] != 1 or sum(labels) != 1:
+        raise _LineError("bad_label", "exactly the first candidate label must be 1")
+    return labels
+
+
+def _authors_roles(field: str, n_left: int, n_right: int) -> list[str]:
+    entries = field.split("|")
+    expected_entries = max(n_left, 1) + max(n_right, 1) - 1
+    boundary = max(n_left - 1, 0)
+    if len(entries) != expected_entries:
+        raise _LineError("role_count", f"{len(entries)} role entries for {n_left} left and {n_right} right "
+                                       f"utterances (expected {expected_entries})")
+    shared = entries[boundary].split("-")
+    expected_shared = 1 + (n_left > 0) + (n_right > 0)
+    if len(shared) != expected_shared:
+        raise _LineError("bad_roles", f"role entry {boundary + 1} is {entries[boundary]!r}; expected "
+                                      f"{expected_shared} '-'-joined roles around the response")
+    roles = entries[:boundary] + shared + entries[boundary + 1:]
+    if any(role not in ("0", "1") for role in roles):
+        raise _LineError("bad_roles", f"roles must be 0 or 1, got {field[:80]!r}")
+    return roles
+
+
+def read_authors_contrastive(
+    path: PathLike, skip_malformed: bool = False, stats: PrepStats | None = None
+) -> Iterator[Dialogue]:
+    """Reads the authors' contrastive training format (see the module docstring)."""
+    source = str(path)
+    stem = pathlib.Path(path).stem
+
+    def parse(line: str, line_number: int) -> Dialogue:
+        fields = line.split("\t")
+        if len(fields) != 6:
+            raise _LineError("field_count", f"expected 6 tab-separated fields, got {len(fields)}")
+        left_field, right_field, roles_field, label_field, candidates_field, labels_field = fields
+        left = _split_utterances(left_field, "left context")
+        right = _split_utterances(right_field, "right context")
+        roles = _authors_roles(roles_field, len(left), len(right))
+        try:
+            int(label_field)
+        except ValueError:
+            raise _LineError("bad_label", f"label field is not an integer: {label_field[:40]!r}") from None
+        candidates = tuple(_utterance(text, f"candidate {i + 1}") for i, text in enumerate(candidates_field.split("|")))
+        try:
+            labels = tuple(int(label) for label in labels_field.split("|"))
+        except ValueError:
+            raise _LineError("bad_label", f"candidate labels are not integers: {labels_field[:80]!r}") from None
+        labels = _check_candidate_labels(labels, len(candidates))
+        texts = left + [candidates[0]] + right
+        return Dialogue(
+            dialogue_id=f"{stem}-{line_number}",
+            turns=tuple(Turn(speaker=role, text=text) for role, text in zip(roles, texts)),
+            response_index=len(left),
+            candidates=candidates,
+            candidate_labels=labels,
+            source=source,
+            line_number=line_number,
+        )
+
+    return _read_lines(path, stats, skip_malformed, parse)
+
+
+def read_ecd_release(
+    path: PathLike, skip_malformed: bool = False, stats: PrepStats | None = None
+) -> Iterator[Dialogue]:
+    """Reads the full ECD release (response-selection format; see the module docstring)."""
+    source = str(path)
+    stem = pathlib.Path(path).stem
+    counted = stats if stats is not None else PrepStats()
+
+    def parse(line: str, line_number: int) -> Dialogue | None:
+        fields = line.split("\t")
+        if len(fields) < 3:
+            raise _LineError("field_count", f"expected a label, context utterances and a response, "
+                                            f"got {len(fields)} field(s)")
+        label = fields[0].strip()
+        if label not in ("0", "1"):
+            raise _LineError("bad_label", f"label must be 0 or 1, got {fields[0][:40]!r}")
+        if label == "0":
+            counted.increment("skipped_non_positive")
+            return None
+        texts = [_utterance(text, f"utterance {i + 1}") for i, text in enumerate(fields[1:])]
+        n = len(texts)
+        return Dialogue(
+            dialogue_id=f"{stem}-{line_number}",
+            turns=tuple(Turn(speaker="1" if (n - 1 - i) % 2 == 0 else "0", text=text) for i, text in enumerate(texts)),
+            source=source,
+            line_number=line_number,
+        )
+
+    return _read_lines(path, counted, skip_malformed, parse)
+
+
+_MDC_COLUMNS = ("session.id", "message.id", "message.timestamp", "message.from", "message.text")
+_DIALOGUE_ACT = re.compile(r"\s*([A-Za-z_][\w.-]*)\s*\(.*\)\s*")
+
+
+def _mdc_intent(act_columns: list[str]) -> str | None:
+    names: list[str] = []
+    for column in act_columns:
+        if not column.strip():
+            continue
+        match = _DIALOGUE_ACT.fullmatch(column)
+        if match is None:
+            raise _LineError("bad_dialogue_act", f"dialogue act is not 'name(...)': {column[:80]!r}")
+        if match.group(1) not in names:
+            names.append(match.group(1))
+    return "+".join(names) if names else None
+
+
+def read_mdc_tsv(
+    path: PathLike, skip_malformed: bool = False, stats: PrepStats | None = None
+) -> Iterator[Dialogue]:
+    """Reads a Microsoft Dialogue Challenge raw TSV file (see the module docstring)."""
+    stats = stats if stats is not None else PrepStats()
+    source = str(path)
+    stem = pathlib.Path(path).stem
+    finished: set[str] = set()
+    session: str | None = None
+    first_line = 0
+    rows: list[tuple[int, int, Turn]] = []
+
+    def dialogue() -> Dialogue:
+        rows.sort(key=lambda row: (row[0], row[1]))
+        stats.increment("dialogues_read")
+        return Dialogue(dialogue_id=f"{stem}-{session}", turns=tuple(turn for _, _, turn in rows),
+                        source=source, line_number=first_line)
+
+    lines = _iter_lines(path, stats, skip_malformed)
+    header = next(lines, None)
+    if header is None:
+        return
+    header_line, header_text = header
+    columns = tuple(c.strip().lower() for c in header_text.split("\t")[:5])
+    if columns != _MDC_COLUMNS:
+        raise DataFormatError(path, header_line, "MDC header must start with session.ID, Message.ID, "
+                                                 "Message.Timestamp, Message.From, Message.Text",
+                              reason="bad_header")
+    for line_number, line in lines:
+        try:
+            fields = line.split("\t")
+            if len(fields) < 5:
+                raise _LineError("field_count", f"expected at least 5 tab-separated fields, got {len(fields)}")
+            session_id, message_id, _timestamp, speaker, text = fields[:5]
+            session_id = session_id.strip()
+            if not session_id:
+                raise _LineError("bad_session_id", "empty session.ID")
+            try:
+                order = int(message_id)
+            except ValueError:
+                raise _LineError("bad_message_id", f"Message.ID is not an integer: {message_id[:40]!r}") from None
+            speaker = speaker.strip().lower()
+            if speaker not in ("user", "agent"):
+                raise _LineError("bad_speaker", f"Message.From must be user or agent, got {fields[3][:40]!r}")
+            turn = Turn(speaker=speaker, text=_utterance(text, "Message.Text"), intent=_mdc_intent(fields[5:]))
+            if session_id != session and session_id in finished:
+                raise _LineError("non_contiguous_session", f"rows of session {session_id!r} are not contiguous")
+        except _LineError as error:
+            _malformed(path, line_number, error, stats, skip_malformed)
+            continue
+        if session_id != session:
+            if rows:
+                yield dialogue()
+            if session is not None:
+                finished.add(session)
+            session, first_line, rows = session_id, line_number, []
+        rows.append((order, line_number, turn))
+    if rows:
+        yield dialogue()
+
+
+def _jsonl_dialogue(obj: object, default_id: str, source: str, line_number: int) -> Dialogue:
+    if not isinstance(obj, dict):
+        raise _LineError("bad_json", "a line must hold a JSON object")
+    dialogue_id = obj.get("dialogue_id", default_id)
+    if not isinstance(dialogue_id, str) or not dialogue_id:
+        raise _LineError("bad_dialogue_id", "dialogue_id must be a non-empty string")
+    raw_turns = obj.get("turns")
+    if not isinstance(raw_turns, list) or not raw_turns:
+        raise _LineError("missing_turns", "turns must be a non-empty list")
+    turns = []
+    for i, raw in enumerate(raw_turns, start=1):
+        if not isinstance(raw, dict):
+            raise _LineError("bad_turn", f"turn {i} is not an object")
+        speaker, text, intent = raw.get("speaker"), raw.get("text"), raw.get("intent")
+        if not isinstance(speaker, str) or not speaker:
+            raise _LineError("bad_turn", f"turn {i}: speaker must be a non-empty string")
+        if not isinstance(text, str):
+            raise _LineError("bad_turn", f"turn {i}: text must be a string")
+        if intent is not None and not isinstance(intent, str):
+            raise _LineError("bad_turn", f"turn {i}: intent must be a string or null")
+        turns.append(Turn(speaker=speaker, text=_utterance(text, f"text in turn {i}"), intent=intent))
+
+    contrastive = [obj.get(key) for key in ("response_index", "candidates", "candidate_labels")]
+    if all(value is None for value in contrastive):
+        return Dialogue(dialogue_id=dialogue_id, turns=tuple(turns), source=source, line_number=line_number)
+    response_index, candidates, labels = contrastive
+    if any(value is None for value in contrastive):
+        raise _LineError("bad_candidates", "response_index, candidates and candidate_labels come together")
+    if type(response_index) is not int or not 0 <= response_index < len(turns):
+        raise _LineError("bad_candidates", f"response_index must index turns, got {response_index!r}")
+    if not isinstance(candidates, list) or not candidates or not all(isinstance(c, str) for c in candidates):
+        raise _LineError("bad_candidates", "candidates must be a non-empty list of strings")
+    candidates = tuple(_utterance(c, f"candidate {i + 1}") for i, c in enumerate(candidates))
+    if candidates[0] != turns[response_index].text:
+        raise _LineError("bad_candidates", "candidates[0] must equal the text of turns[response_index]")
+    if not isinstance(labels, list) or not all(type(label) is int for label in labels):
+        raise _LineError("bad_label", "candidate_labels must be a list of integers")
+    labels = _check_candidate_labels(tuple(labels), len(candidates))
+    return Dialogue(dialogue_id=dialogue_id, turns=tuple(turns), response_index=response_index,
+                    candidates=candidates, candidate_labels=labels, source=source, line_number=line_number)
+
+
+def read_jsonl(path: PathLike, skip_malformed: bool = False, stats: PrepStats | None = None) -> Iterator[Dialogue]:
+    """Reads the project's generic JSON Lines format (see the module docstring)."""
+    source = str(path)
+    stem = pathlib.Path(path).stem
+
+    def parse(line: str, line_number: int) -> Dialogue:
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise _LineError("bad_json", f"invalid JSON: {e}") from None
+        return _jsonl_dialogue(obj, f"{stem}-{line_number}", source, line_number)
+
+    return _read_lines(path, stats, skip_malformed, parse)
+
+
+def _jsonl_object(dialogue: Dialogue) -> dict:
+    turns = []
+    for turn in dialogue.turns:
+        item = {"speaker": turn.speaker, "text": turn.text}
+        if turn.intent is not None:
+            item["intent"] = turn.intent
+        turns.append(item)
+    obj: dict = {"dialogue_id": dialogue.dialogue_id, "turns": turns}
+    if dialogue.response_index is not None:
+        obj["response_index"] = dialogue.response_index
+        obj["candidates"] = list(dialogue.candidates or ())
+        obj["candidate_labels"] = list(dialogue.candidate_labels or ())
+    return obj
+
+
+def write_jsonl(dialogues: Iterable[Dialogue], path: PathLike) -> int:
+    """Writes dialogues in the generic JSON Lines format; returns how many were written.
+
+    The file appears atomically (temporary file + rename), so an interrupted run never
+    leaves a truncated corpus behind. `source` and `line_number` are not written: they
+    describe where a dialogue was read, which the new file replaces.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp_path = tempfile.mkstemp(dir=directory, prefix=".jsonl-", suffix=".tmp")
+    count = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            for dialogue in dialogues:
+                f.write(json.dumps(_jsonl_object(dialogue), ensure_ascii=False))
+                f.write("\n")
+                count += 1
+        os.replace(tmp_path, path)
+    except BaseException:
+        os.unlink(tmp_path)
+        raise
+    return count
+
+
+READERS: dict[str, Callable[..., Iterator[Dialogue]]] = {
+    "authors": read_authors_contrastive,
+    "mdc": read_mdc_tsv,
+    "ecd": read_ecd_release,
+    "jsonl": read_jsonl,
+}
+
+
+def read_corpus(
+    path: PathLike, input_format: str, skip_malformed: bool = False, stats: PrepStats | None = None
+) -> Iterator[Dialogue]:
+    """Reads `path` with the reader registered under `input_format` in `READERS`."""
+    try:
+        reader = READERS[input_format]
+    except KeyError:
+        raise ValueError(f"unknown input format {input_format!r}; valid formats: "
+                         f"{', '.join(sorted(READERS))}") from None
+    return reader(path, skip_malformed=skip_malformed, stats=stats)
