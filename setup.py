@@ -22,7 +22,9 @@ setuptools.setup(
         "scikit-learn",
         "absl-py==1.4.0",
         "safetensors",
+        "bm25s==0.3.16",
     ],
+    entry_points={"console_scripts": ["dialoguecse-embed=dialoguecse_tf.cli.embed:run"]},
     extras_require={
         "test": ["pytest"],
     },

@@ -16,3 +16,34 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.fail(f"real data folder {SHARED_DATA} is missing (expected ../shared/data beside the repo)")
     return SHARED_DATA
+
+
+TINY_WORDS = (
+    "the order refund invoice address delivery when where is my i want a to please thanks "
+    "hello change ship late money back track package discount code 退 货 我 想 要"
+).split()
+
+
+@pytest.fixture
+def tiny_vocab_file(tmp_path):
+    """A small WordPiece vocabulary with BERT's special tokens at ids 0..4."""
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + TINY_WORDS + ["##s", "##ed", "?", ",", "."]
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def tiny_bert_config(tiny_vocab_file):
+    from dialoguecse_tf.bert_config import BertConfig
+
+    with open(tiny_vocab_file, encoding="utf-8") as reader:
+        vocab_size = sum(1 for _ in reader)
+    return BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=24,
+    )

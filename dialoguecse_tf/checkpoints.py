@@ -1,0 +1,374 @@
+"""Reading and writing BERT checkpoints in every form the project accepts.
+
+Three forms load into the same keras-hub backbone:
+
+1. Google's TF1 release folder (`bert_config.json`, `bert_model.ckpt.*`, `vocab.txt`),
+   e.g. `chinese_L-12_H-768_A-12`, the checkpoint the paper started from.
+2. A HuggingFace BERT folder (`config.json`, `model.safetensors`, `vocab.txt`).
+3. The project's own checkpoint folder, written by `save_checkpoint`: Google's layout
+   (so the original BERT code and its converters read it too) plus `tokenizer_config.json`
+   and a `dialoguecse_checkpoint.json` marker with the stage's metadata.
+
+All forms go through one table mapping Google's variable names to backbone variables, so
+a missing or mis-shaped variable fails the same way whatever the source.
+"""
+
+import dataclasses
+import datetime
+import glob
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from dialoguecse_tf.bert_config import BertConfig
+from dialoguecse_tf.encoder import build_backbone, transformer_layers
+from dialoguecse_tf.tokenization import Tokenizer
+
+CHECKPOINT_MARKER_FILE = "dialoguecse_checkpoint.json"
+TF1_CONFIG_FILE = "bert_config.json"
+TF1_CHECKPOINT_NAME = "bert_model.ckpt"
+HF_CONFIG_FILE = "config.json"
+HF_WEIGHTS_FILE = "model.safetensors"
+VOCAB_FILE = "vocab.txt"
+
+FORMAT_TF1 = "tf1"
+FORMAT_HF = "hf"
+FORMAT_PROJECT = "project"
+
+# Google's pretraining checkpoints keep the masked-LM and next-sentence heads beside the
+# encoder; the MLM head is handed to the pretraining stage, the rest is not encoder state.
+MLM_HEAD_PREFIX = "cls/predictions/"
+_IGNORED_PREFIXES = ("cls/seq_relationship/", "global_step")
+_OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Mapping:
+    name: str  # Google TF1 variable name
+    variable: object  # keras variable
+    keras_shape: tuple
+
+
+def bert_variable_mapping(backbone) -> list:
+    """Google TF1 name for every backbone variable; reshapes are derived from shapes."""
+    rows = []
+
+    def add(name, variable):
+        rows.append(_Mapping(name, variable, tuple(variable.shape)))
+
+    add("bert/embeddings/word_embeddings", backbone.get_layer("token_embedding").embeddings)
+    add(
+        "bert/embeddings/position_embeddings",
+        backbone.get_layer("position_embedding").position_embeddings,
+    )
+    add("bert/embeddings/token_type_embeddings", backbone.get_layer("segment_embedding").embeddings)
+    norm = backbone.get_layer("embeddings_layer_norm")
+    add("bert/embeddings/LayerNorm/gamma", norm.gamma)
+    add("bert/embeddings/LayerNorm/beta", norm.beta)
+    for index, layer in enumerate(transformer_layers(backbone)):
+        prefix = f"bert/encoder/layer_{index}/"
+        attention = layer._self_attention_layer
+        for part, dense in (
+            ("query", attention.query_dense),
+            ("key", attention.key_dense),
+            ("value", attention.value_dense),
+        ):
+            add(f"{prefix}attention/self/{part}/kernel", dense.kernel)
+            add(f"{prefix}attention/self/{part}/bias", dense.bias)
+        add(f"{prefix}attention/output/dense/kernel", attention.output_dense.kernel)
+        add(f"{prefix}attention/output/dense/bias", attention.output_dense.bias)
+        add(f"{prefix}attention/output/LayerNorm/gamma", layer._self_attention_layer_norm.gamma)
+        add(f"{prefix}attention/output/LayerNorm/beta", layer._self_attention_layer_norm.beta)
+        add(f"{prefix}intermediate/dense/kernel", layer._feedforward_intermediate_dense.kernel)
+        add(f"{prefix}intermediate/dense/bias", layer._feedforward_intermediate_dense.bias)
+        add(f"{prefix}output/dense/kernel", layer._feedforward_output_dense.kernel)
+        add(f"{prefix}output/dense/bias", layer._feedforward_output_dense.bias)
+        add(f"{prefix}output/LayerNorm/gamma", layer._feedforward_layer_norm.gamma)
+        add(f"{prefix}output/LayerNorm/beta", layer._feedforward_layer_norm.beta)
+    pooler = backbone.get_layer("pooled_dense")
+    add("bert/pooler/dense/kernel", pooler.kernel)
+    add("bert/pooler/dense/bias", pooler.bias)
+    return rows
+
+
+def assign_bert_variables(backbone, variables: dict, source: str) -> dict:
+    """Copies Google-named arrays into `backbone`; returns the MLM-head arrays found.
+
+    Every backbone variable must be present with a compatible shape (attention kernels
+    differ from Google's 2-D layout only by a reshape), and every `bert/` array must be
+    used: either mismatch means the checkpoint is not the architecture the config says.
+    """
+    mapping = bert_variable_mapping(backbone)
+    missing, misshaped = [], []
+    for row in mapping:
+        if row.name not in variables:
+            missing.append(row.name)
+            continue
+        value = np.asarray(variables[row.name])
+        if value.size != int(np.prod(row.keras_shape)) or (
+            value.ndim == len(row.keras_shape) and value.shape != row.keras_shape
+        ):
+            misshaped.append(f"{row.name}: checkpoint {value.shape}, encoder expects {row.keras_shape}")
+    if missing or misshaped:
+        problems = [f"missing {name}" for name in missing] + [f"mis-shaped {text}" for text in misshaped]
+        raise ValueError(
+            f"{source}: checkpoint does not match the BERT config "
+            f"({len(missing)} missing, {len(misshaped)} mis-shaped variables):\n  "
+            + "\n  ".join(problems[:20])
+            + ("\n  ..." if len(problems) > 20 else "")
+        )
+    used = {row.name for row in mapping}
+    unexpected = sorted(
+        name
+        for name in variables
+        if name.startswith("bert/") and name not in used and not name.endswith(_OPTIMIZER_SUFFIXES)
+    )
+    if unexpected:
+        raise ValueError(
+            f"{source}: checkpoint has encoder variables the BERT config does not account for "
+            f"(is num_hidden_layers right?): {unexpected[:10]}"
+        )
+    for row in mapping:
+        row.variable.assign(np.reshape(variables[row.name], row.keras_shape).astype(np.float32))
+    return {
+        name: np.asarray(value)
+        for name, value in variables.items()
+        if name.startswith(MLM_HEAD_PREFIX) and not name.endswith(_OPTIMIZER_SUFFIXES)
+    }
+
+
+def backbone_to_tf1_variables(backbone) -> dict:
+    """The backbone's weights under Google's names and 2-D layouts."""
+    result = {}
+    for row in bert_variable_mapping(backbone):
+        value = np.asarray(row.variable.numpy())
+        if len(row.keras_shape) == 3:
+            # Attention kernels: [H, heads, head] -> [H, H] and [heads, head, H] -> [H, H].
+            if row.name.endswith("attention/output/dense/kernel"):
+                value = value.reshape(-1, row.keras_shape[-1])
+            else:
+                value = value.reshape(row.keras_shape[0], -1)
+        elif len(row.keras_shape) == 2 and row.name.endswith("/bias"):
+            value = value.reshape(-1)
+        result[row.name] = value
+    return result
+
+
+def _hf_name_to_tf1(name: str):
+    """Maps one HuggingFace BERT tensor name to (Google name, needs transpose), or None."""
+    for prefix in ("bert.", "model."):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    if name.endswith("position_ids") or name.startswith(("cls.predictions.decoder.", "cls.seq_relationship.")):
+        return None
+    if name == "cls.predictions.bias":
+        return "cls/predictions/output_bias", False
+    parts = name.split(".")
+    leaf = parts.pop()
+    path = "/".join(parts).replace("encoder/layer/", "encoder/layer_")
+    is_norm = parts[-1] == "LayerNorm"
+    if parts[0] == "embeddings" and not is_norm:
+        if leaf != "weight":
+            raise ValueError(f"unexpected HuggingFace tensor {name}")
+        return f"bert/{path}", False
+    if is_norm:
+        leaf = {"weight": "gamma", "bias": "beta", "gamma": "gamma", "beta": "beta"}[leaf]
+        transpose = False
+    elif leaf == "weight":
+        leaf, transpose = "kernel", True
+    else:
+        transpose = False
+    top = "" if path.startswith("cls/") else "bert/"
+    return f"{top}{path}/{leaf}", transpose
+
+
+def read_hf_variables(folder: str) -> dict:
+    """Reads `model.safetensors` (NumPy only: no torch) under Google's variable names."""
+    from safetensors.numpy import load_file
+
+    weights_path = os.path.join(folder, HF_WEIGHTS_FILE)
+    try:
+        tensors = load_file(weights_path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"HuggingFace weights not found: {weights_path}") from None
+    result = {}
+    for name, value in tensors.items():
+        try:
+            mapped = _hf_name_to_tf1(name)
+        except (KeyError, ValueError, IndexError):
+            raise ValueError(f"{weights_path}: unexpected tensor {name!r} for a BERT model") from None
+        if mapped is None:
+            continue
+        tf1_name, transpose = mapped
+        result[tf1_name] = value.T if transpose else value
+    return result
+
+
+def find_tf1_checkpoint(path: str) -> str:
+    """Resolves a folder or a checkpoint prefix to the prefix of a TF checkpoint."""
+    if os.path.exists(path + ".index"):
+        return path
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"no TF checkpoint at {path} (expected a folder or a '<prefix>.index' file)")
+    preferred = os.path.join(path, TF1_CHECKPOINT_NAME)
+    if os.path.exists(preferred + ".index"):
+        return preferred
+    latest = tf.train.latest_checkpoint(path)
+    if latest:
+        return latest
+    indexes = sorted(glob.glob(os.path.join(path, "*.index")))
+    if len(indexes) == 1:
+        return indexes[0][: -len(".index")]
+    raise FileNotFoundError(
+        f"{path}: expected exactly one TF checkpoint (*.index), found {len(indexes)}"
+    )
+
+
+def read_tf1_variables(prefix: str) -> dict:
+    reader = tf.train.load_checkpoint(prefix)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def write_tf1_variables(prefix: str, variables: dict) -> None:
+    """Writes a TF checkpoint bundle with exactly the given variable names.
+
+    `SaveV2` keeps names as given, which is what makes the file readable by Google's
+    TF1 `Saver` and by `tf.train.load_checkpoint` alike.
+    """
+    names = sorted(variables)
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tf.convert_to_tensor(variables[name]) for name in names],
+    )
+
+
+def detect_format(path: str) -> str:
+    if os.path.isdir(path):
+        if os.path.exists(os.path.join(path, CHECKPOINT_MARKER_FILE)):
+            return FORMAT_PROJECT
+        if os.path.exists(os.path.join(path, HF_WEIGHTS_FILE)):
+            return FORMAT_HF
+        if os.path.exists(os.path.join(path, TF1_CONFIG_FILE)):
+            return FORMAT_TF1
+        raise ValueError(
+            f"{path}: not a BERT checkpoint folder: expected {CHECKPOINT_MARKER_FILE} (this project), "
+            f"{HF_CONFIG_FILE} + {HF_WEIGHTS_FILE} (HuggingFace) or {TF1_CONFIG_FILE} + "
+            f"{TF1_CHECKPOINT_NAME}.* (Google)"
+        )
+    if os.path.exists(path + ".index"):
+        return FORMAT_TF1
+    raise FileNotFoundError(f"checkpoint path does not exist: {path}")
+
+
+@dataclasses.dataclass
+class LoadedCheckpoint:
+    config: BertConfig
+    backbone: object
+    tokenizer: Tokenizer
+    source_format: str
+    path: str
+    mlm_head: dict  # Google-named `cls/predictions/*` arrays; empty if the checkpoint has none
+    metadata: dict
+
+
+def load_checkpoint(
+    path: str,
+    max_seq_length: int = 128,
+    do_lower_case: bool | None = None,
+    vocab_file: str | None = None,
+) -> LoadedCheckpoint:
+    """Loads an encoder and its tokenizer from any supported checkpoint form.
+
+    `do_lower_case=None` takes the checkpoint's own tokenizer setting (Google folders do
+    not record it; uncased is assumed there, right for `chinese_L-12_H-768_A-12`).
+    `vocab_file` overrides the folder's `vocab.txt`.
+    """
+    source_format = detect_format(path)
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    metadata = {}
+    if source_format == FORMAT_HF:
+        config = BertConfig.from_hf_json_file(os.path.join(folder, HF_CONFIG_FILE))
+        variables = read_hf_variables(folder)
+    else:
+        config = BertConfig.from_json_file(os.path.join(folder, TF1_CONFIG_FILE))
+        variables = read_tf1_variables(find_tf1_checkpoint(path))
+        if source_format == FORMAT_PROJECT:
+            with open(os.path.join(folder, CHECKPOINT_MARKER_FILE), encoding="utf-8") as reader:
+                metadata = json.load(reader)
+    tokenizer = _load_tokenizer(folder, vocab_file, do_lower_case, max_seq_length)
+    if tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(
+            f"{path}: vocabulary {tokenizer.vocab_file} has {tokenizer.vocab_size} tokens but the "
+            f"BERT config says vocab_size={config.vocab_size}"
+        )
+    if max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"max_seq_length {max_seq_length} exceeds the checkpoint's max_position_embeddings "
+            f"{config.max_position_embeddings}"
+        )
+    backbone = build_backbone(config)
+    mlm_head = assign_bert_variables(backbone, variables, source=path)
+    return LoadedCheckpoint(config, backbone, tokenizer, source_format, path, mlm_head, metadata)
+
+
+def _load_tokenizer(folder, vocab_file, do_lower_case, max_seq_length) -> Tokenizer:
+    if vocab_file is None:
+        vocab_file = os.path.join(folder, VOCAB_FILE)
+    if do_lower_case is None:
+        do_lower_case = True
+        for name in ("tokenizer_config.json",):
+            config_path = os.path.join(folder, name)
+            if os.path.exists(config_path):
+                with open(config_path, encoding="utf-8") as reader:
+                    do_lower_case = bool(json.load(reader).get("do_lower_case", True))
+    return Tokenizer(vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length)
+
+
+def save_checkpoint(
+    directory: str,
+    backbone,
+    config: BertConfig,
+    tokenizer: Tokenizer,
+    metadata: dict | None = None,
+    mlm_head: dict | None = None,
+) -> str:
+    """Writes the project's checkpoint folder; replaces `directory` only once complete.
+
+    The folder is built beside the target and renamed into place, so a crash leaves
+    either the previous checkpoint or none, never a half-written one.
+    """
+    directory = os.path.abspath(directory)
+    parent = os.path.dirname(directory)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(directory) + "-", dir=parent)
+    try:
+        variables = backbone_to_tf1_variables(backbone)
+        variables.update(mlm_head or {})
+        write_tf1_variables(os.path.join(staging, TF1_CHECKPOINT_NAME), variables)
+        config.to_json_file(os.path.join(staging, TF1_CONFIG_FILE))
+        tokenizer.save(staging)
+        marker = {
+            "format_version": 1,
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            **(metadata or {}),
+        }
+        with open(os.path.join(staging, CHECKPOINT_MARKER_FILE), "w", encoding="utf-8") as writer:
+            json.dump(marker, writer, indent=2, sort_keys=True)
+        if os.path.isdir(directory):
+            retired = directory + ".old"
+            shutil.rmtree(retired, ignore_errors=True)
+            os.replace(directory, retired)
+            os.replace(staging, directory)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.replace(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return directory

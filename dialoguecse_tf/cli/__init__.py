@@ -1,0 +1,1 @@
+"""Command-line entry points installed with the package (absl `main`s)."""

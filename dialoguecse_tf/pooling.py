@@ -1,0 +1,50 @@
+"""The project's one pooling implementation (token embeddings -> sentence embedding).
+
+The paper takes "the mean pooling of BERT's output embeddings as the sentence embedding";
+padding positions must not move the mean, so it is masked. CLS pooling is kept for the
+BERT-CLS baselines of Table 2.
+"""
+
+import keras
+from keras import ops
+
+POOLING_MODES = ("mean", "cls")
+
+
+def masked_mean(embeddings, mask):
+    """Mean of the token embeddings where `mask` is 1; works on any leading shape.
+
+    `embeddings` [..., L, D] and `mask` [..., L] (1 = real token). A row whose mask is all
+    zero (e.g. a missing context turn) pools to zeros instead of NaN.
+    """
+    mask = ops.cast(mask, embeddings.dtype)[..., None]
+    total = ops.sum(embeddings * mask, axis=-2)
+    count = ops.maximum(ops.sum(mask, axis=-2), 1.0)
+    return total / count
+
+
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class MaskedMeanPooling(keras.layers.Layer):
+    """`masked_mean` as a layer: inputs `embeddings` [..., L, D] and `mask` [..., L]."""
+
+    def call(self, embeddings, mask):
+        return masked_mean(embeddings, mask)
+
+
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class SentencePooling(keras.layers.Layer):
+    """Pools BERT's sequence output into one vector per sequence: `mean` or `cls`."""
+
+    def __init__(self, pooling: str = "mean", **kwargs):
+        super().__init__(**kwargs)
+        if pooling not in POOLING_MODES:
+            raise ValueError(f"pooling must be one of {POOLING_MODES}, got {pooling!r}")
+        self.pooling = pooling
+
+    def call(self, sequence_output, padding_mask):
+        if self.pooling == "cls":
+            return sequence_output[..., 0, :]
+        return masked_mean(sequence_output, padding_mask)
+
+    def get_config(self):
+        return {**super().get_config(), "pooling": self.pooling}

@@ -1,0 +1,393 @@
+"""BERT WordPiece tokenization that runs inside TensorFlow graphs.
+
+`Tokenizer` wraps `tensorflow_text.BertTokenizer`, so the same object tokenizes in
+`tf.data` pipelines, in `tf.function`s and inside an exported SavedModel (it is a
+`tf.Module`; its vocabulary table travels with the model). `build_vocab` learns a
+vocabulary for a BERT trained from scratch with tensorflow-text's own learner, using
+the same basic-tokenizer settings as `Tokenizer`, so the two always agree on words.
+"""
+
+import json
+import os
+import unicodedata
+from typing import Iterable
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import bert_vocab_from_dataset
+
+PAD_TOKEN = "[PAD]"
+UNK_TOKEN = "[UNK]"
+CLS_TOKEN = "[CLS]"
+SEP_TOKEN = "[SEP]"
+MASK_TOKEN = "[MASK]"
+SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+
+VOCAB_FILE = "vocab.txt"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+DEFAULT_MAX_SEQ_LENGTH = 128
+
+_SUFFIX = "##"
+
+# The code point ranges that BERT's basic tokenizer (and tf_text's copy of it) splits
+# into one word per character; detokenize needs the same list to undo that split.
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+
+def _is_cjk_char(token: str) -> bool:
+    if len(token) != 1:
+        return False
+    code = ord(token)
+    return any(low <= code <= high for low, high in _CJK_RANGES)
+
+
+def _is_punctuation(char: str) -> bool:
+    # tf_text's basic tokenizer splits off ASCII symbols and Unicode class P, like BERT.
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _basic_tokenizer_params(do_lower_case: bool) -> dict:
+    # Vocabulary learning and tokenization must split words identically, or the learned
+    # vocabulary does not cover what the tokenizer looks up.
+    return {"lower_case": bool(do_lower_case)}
+
+
+def load_vocab(vocab_file) -> list[str]:
+    """Reads a BERT vocab.txt: one UTF-8 token per line, the line number is the id."""
+    vocab_file = os.fspath(vocab_file)
+    if not os.path.isfile(vocab_file):
+        raise FileNotFoundError(f"BERT vocabulary file not found: {vocab_file}")
+    with open(vocab_file, encoding="utf-8", newline="") as reader:
+        text = reader.read()
+    # Split on "\n" only: str.splitlines would also split on tokens such as U+2028.
+    tokens = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    missing = [token for token in SPECIAL_TOKENS if token not in tokens]
+    if missing:
+        raise ValueError(f"BERT vocabulary {vocab_file} lacks the special tokens {missing}")
+    if len(set(tokens)) != len(tokens):
+        seen, duplicates = set(), []
+        for token in tokens:
+            if token in seen:
+                duplicates.append(token)
+            seen.add(token)
+        raise ValueError(f"BERT vocabulary {vocab_file} repeats tokens {duplicates[:10]}")
+    return tokens
+
+
+def write_vocab(tokens: Iterable[str], vocab_file) -> None:
+    """Writes tokens one per line (UTF-8), the form `load_vocab` reads."""
+    tokens = list(tokens)
+    for token in tokens:
+        if not token or "\n" in token or "\r" in token:
+            raise ValueError(f"cannot write vocabulary token {token!r}: empty or contains a newline")
+    with open(vocab_file, "w", encoding="utf-8", newline="\n") as writer:
+        writer.write("".join(token + "\n" for token in tokens))
+
+
+class Tokenizer(tf.Module):
+    """BERT WordPiece tokenizer: raw strings -> `[CLS] pieces [SEP] [PAD]...` ids.
+
+    `tokenize` and `__call__` are TensorFlow ops only, so they run eagerly, in
+    `tf.data.Dataset.map` and in a `tf.function` with a `tf.TensorSpec([None], tf.string)`
+    signature, and a SavedModel that holds this module carries the vocabulary table
+    (load it after `import tensorflow_text`, which registers the tokenizer ops).
+    Input that is not valid UTF-8 raises `tf.errors.InvalidArgumentError` whose
+    message says so: tf_text on its own would silently turn such text into [UNK]s.
+    """
+
+    # tf.Module walks every attribute (for `variables`, saving, ...); walking the Python
+    # copies of a 30k-token vocabulary makes that take seconds.
+    _TF_MODULE_IGNORED_PROPERTIES = tf.Module._TF_MODULE_IGNORED_PROPERTIES | {
+        "_vocab",
+        "_token_to_id",
+        "_special_ids",
+    }
+
+    def __init__(self, vocab_file, do_lower_case: bool = True, max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH):
+        super().__init__(name="tokenizer")
+        _check_max_seq_length(max_seq_length)
+        vocab = load_vocab(vocab_file)
+        if vocab[0] != PAD_TOKEN:
+            raise ValueError(
+                f"BERT vocabulary {os.fspath(vocab_file)} must have {PAD_TOKEN} as id 0 (padding "
+                f"uses id 0), but id 0 is {vocab[0]!r} and {PAD_TOKEN} is id {vocab.index(PAD_TOKEN)}"
+            )
+        self._vocab_file = os.fspath(vocab_file)
+        self._do_lower_case = bool(do_lower_case)
+        self._max_seq_length = int(max_seq_length)
+        self._vocab = tuple(vocab)
+        self._token_to_id = {token: index for index, token in enumerate(vocab)}
+        self._special_ids = frozenset(self._token_to_id[token] for token in SPECIAL_TOKENS)
+        # One OOV bucket is never returned (WordpieceTokenizer maps unknown words to [UNK]);
+        # StaticVocabularyTable simply needs at least one.
+        self._table = tf.lookup.StaticVocabularyTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(vocab, dtype=tf.string),
+                tf.range(len(vocab), dtype=tf.int64),
+            ),
+            num_oov_buckets=1,
+        )
+        longest_piece = max(len(token[len(_SUFFIX):] if token.startswith(_SUFFIX) else token) for token in vocab)
+        self._bert_tokenizer = tf_text.BertTokenizer(
+            self._table,
+            suffix_indicator=_SUFFIX,
+            max_chars_per_token=longest_piece,
+            token_out_type=tf.int64,
+            unknown_token=UNK_TOKEN,
+            **_basic_tokenizer_params(do_lower_case),
+        )
+
+    @classmethod
+    def from_directory(cls, directory, max_seq_length: int | None = None) -> "Tokenizer":
+        """Reads `vocab.txt` and `tokenizer_config.json` from a folder.
+
+        `do_lower_case` comes from `tokenizer_config.json` (this project's file and
+        HuggingFace's use the same key) and defaults to True when the file or key is
+        absent. `max_seq_length` is the argument, else the file's `max_seq_length`,
+        else 128; HuggingFace's `model_max_length` is deliberately not used, it is the
+        position limit of the model, not a training length.
+        """
+        directory = os.fspath(directory)
+        config = {}
+        config_path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+        if os.path.isfile(config_path):
+            with open(config_path, encoding="utf-8") as reader:
+                config = json.load(reader)
+        if max_seq_length is None:
+            max_seq_length = config.get("max_seq_length", DEFAULT_MAX_SEQ_LENGTH)
+        return cls(
+            os.path.join(directory, VOCAB_FILE),
+            do_lower_case=bool(config.get("do_lower_case", True)),
+            max_seq_length=max_seq_length,
+        )
+
+    def save(self, directory) -> None:
+        """Writes `vocab.txt` and `tokenizer_config.json` into `directory`."""
+        directory = os.fspath(directory)
+        os.makedirs(directory, exist_ok=True)
+        write_vocab(self._vocab, os.path.join(directory, VOCAB_FILE))
+        config = {"do_lower_case": self._do_lower_case, "max_seq_length": self._max_seq_length}
+        with open(os.path.join(directory, TOKENIZER_CONFIG_FILE), "w", encoding="utf-8") as writer:
+            json.dump(config, writer, indent=2, sort_keys=True)
+            writer.write("\n")
+
+    @property
+    def vocab(self) -> list[str]:
+        return list(self._vocab)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._vocab)
+
+    @property
+    def vocab_file(self) -> str:
+        return self._vocab_file
+
+    @property
+    def do_lower_case(self) -> bool:
+        return self._do_lower_case
+
+    @property
+    def max_seq_length(self) -> int:
+        return self._max_seq_length
+
+    @property
+    def pad_id(self) -> int:
+        return self._token_to_id[PAD_TOKEN]
+
+    @property
+    def unk_id(self) -> int:
+        return self._token_to_id[UNK_TOKEN]
+
+    @property
+    def cls_id(self) -> int:
+        return self._token_to_id[CLS_TOKEN]
+
+    @property
+    def sep_id(self) -> int:
+        return self._token_to_id[SEP_TOKEN]
+
+    @property
+    def mask_id(self) -> int:
+        return self._token_to_id[MASK_TOKEN]
+
+    # A graph function even when called eagerly: eager tf_text ops cost several ms a call.
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(self, texts) -> tf.RaggedTensor:
+        """[B] UTF-8 strings -> int64 RaggedTensor [B, (wordpieces)], no [CLS]/[SEP]."""
+        texts = _checked_utf8(texts)
+        return self._bert_tokenizer.tokenize(texts).merge_dims(-2, -1)
+
+    def __call__(self, texts, max_seq_length: int | None = None) -> dict:
+        """[B] strings -> int32 `token_ids`, `segment_ids`, `padding_mask`, each [B, L].
+
+        Each row is `[CLS] wordpieces [SEP]` followed by [PAD] (id 0); wordpieces are cut
+        so that the row fits L, [CLS] and [SEP] are always kept. An empty string gives
+        `[CLS] [SEP]`.
+        """
+        length = self._max_seq_length if max_seq_length is None else max_seq_length
+        _check_max_seq_length(length)
+        return self._pack(tf.convert_to_tensor(texts, dtype=tf.string), int(length))
+
+    # A graph function for the same reason as `tokenize`; one trace per length.
+    @tf.function(reduce_retracing=True)
+    def _pack(self, texts, length):
+        pieces = self.tokenize(texts)
+        (trimmed,) = tf_text.RoundRobinTrimmer(max_seq_length=length - 2).trim([pieces])
+        ids, segments = tf_text.combine_segments(
+            [trimmed], start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
+        )
+        token_ids, padding_mask = tf_text.pad_model_inputs(ids, max_seq_length=length, pad_value=self.pad_id)
+        segment_ids, _ = tf_text.pad_model_inputs(segments, max_seq_length=length, pad_value=0)
+        return {
+            "token_ids": tf.cast(token_ids, tf.int32),
+            "segment_ids": tf.cast(segment_ids, tf.int32),
+            "padding_mask": tf.cast(padding_mask, tf.int32),
+        }
+
+    def tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
+        unk_id = self.unk_id
+        return [self._token_to_id.get(token, unk_id) for token in tokens]
+
+    def ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
+        tokens = []
+        for index in ids:
+            index = int(index)
+            if not 0 <= index < len(self._vocab):
+                raise ValueError(f"token id {index} is outside the vocabulary [0, {len(self._vocab)})")
+            tokens.append(self._vocab[index])
+        return tokens
+
+    def tokenize_to_strings(self, text: str) -> list[str]:
+        """The wordpiece strings of one text (unknown words come back as [UNK])."""
+        return self.ids_to_tokens(self.tokenize([text])[0].numpy())
+
+    def detokenize(self, ids) -> list[str]:
+        """[B, L] ids (numpy, tensor, ragged tensor or nested lists) -> B texts.
+
+        Special tokens ([PAD], [UNK], [CLS], [SEP], [MASK]) are dropped, `##` pieces are
+        glued to the piece before them, CJK characters are joined to their neighbours
+        without a space and all other words are joined with one space.
+
+        What round-trips, `detokenize(tokenizer(text)["token_ids"]) == [text]`, provided
+        nothing was truncated and every word is in the vocabulary (no [UNK]):
+          * text made of CJK characters and words separated by single spaces, with no
+            space next to a CJK character and no punctuation, e.g. "我想退货refund now";
+          * with `do_lower_case`, only text already lower-case without accents.
+        Punctuation comes back as its own word ("hi, you!" -> "hi , you !"), runs of
+        whitespace become one space and leading/trailing whitespace is lost.
+        """
+        if isinstance(ids, tf.RaggedTensor):
+            rows = ids.to_list()
+        elif isinstance(ids, tf.Tensor):
+            rows = ids.numpy()
+        else:
+            rows = ids
+        if isinstance(rows, np.ndarray) and rows.ndim != 2:
+            raise ValueError(f"detokenize expects ids of shape [B, L], got shape {rows.shape}")
+        return [self._detokenize_row(row) for row in rows]
+
+    def _detokenize_row(self, row) -> str:
+        words = []
+        for token in self.ids_to_tokens(index for index in row if int(index) not in self._special_ids):
+            if token.startswith(_SUFFIX) and words:
+                words[-1] += token[len(_SUFFIX):]
+            else:
+                words.append(token)
+        text = ""
+        for previous, word in zip([None] + words, words):
+            if previous is not None and not _is_cjk_char(previous) and not _is_cjk_char(word):
+                text += " "
+            text += word
+        return text
+
+
+def _check_max_seq_length(max_seq_length) -> None:
+    if not isinstance(max_seq_length, (int, np.integer)) or max_seq_length < 2:
+        raise ValueError(f"max_seq_length must be an integer >= 2 to hold [CLS] and [SEP], got {max_seq_length!r}")
+
+
+def _checked_utf8(texts) -> tf.Tensor:
+    # Valid UTF-8 transcodes to itself; invalid bytes become U+FFFD and differ.
+    valid = tf.equal(tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace"), texts)
+    check = tf.debugging.Assert(
+        tf.reduce_all(valid),
+        ["Tokenizer input is not valid UTF-8; batch indices of the invalid texts:", tf.where(~valid)[:, 0]],
+        summarize=10,
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(texts)
+
+
+def build_vocab(
+    texts: Iterable[str],
+    vocab_size: int,
+    do_lower_case: bool = True,
+    min_count: int = 10,
+    max_unique_chars: int | None = None,
+    batch_size: int = 1024,
+) -> list[str]:
+    """Learns a WordPiece vocabulary of at most `vocab_size` tokens from raw texts.
+
+    Uses tensorflow-text's `bert_vocab_from_dataset`, which splits words exactly like
+    `Tokenizer(do_lower_case=...)` and then chooses wordpieces by frequency (deterministic:
+    ties are broken alphabetically). The result starts with `SPECIAL_TOKENS` (ids 0..4),
+    then every kept character and its `##` form, then longer pieces by frequency.
+
+    Args:
+      texts: the corpus, one string per item (read once, streamed).
+      vocab_size: upper bound on the vocabulary size.
+      do_lower_case: must match the `Tokenizer` that will use the vocabulary.
+      min_count: the lowest corpus count a multi-character piece needs to be kept.
+      max_unique_chars: how many distinct characters (the most frequent) to keep; words
+        with other characters are not learned from and will tokenize to [UNK]. Defaults
+        to `vocab_size // 2`, since every character costs up to two entries (c and ##c).
+        The learner's own default of 1000 is far too few for Chinese text.
+      batch_size: texts per tokenization batch while counting words.
+
+    The learner adds a `##` form of every character, but CJK characters and punctuation
+    are always words of their own, so the tokenizer can never produce those forms; they
+    are removed, which leaves the vocabulary noticeably smaller than `vocab_size` on
+    Chinese text.
+    """
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
+    if max_unique_chars is None:
+        max_unique_chars = vocab_size // 2
+    dataset = tf.data.Dataset.from_generator(
+        lambda: iter(texts), output_signature=tf.TensorSpec([], tf.string)
+    ).batch(batch_size)
+    try:
+        vocab = bert_vocab_from_dataset(
+            dataset,
+            vocab_size=vocab_size,
+            reserved_tokens=list(SPECIAL_TOKENS),
+            bert_tokenizer_params=_basic_tokenizer_params(do_lower_case),
+            learn_params={"lower_thresh": min_count, "max_unique_chars": max_unique_chars},
+        )
+    except StopIteration:
+        # The learner reads its first counted word with next(); no words ends up here.
+        raise ValueError("build_vocab: the corpus contains no words") from None
+    return [token for token in vocab if not _is_unreachable_suffix(token)]
+
+
+def _is_unreachable_suffix(token: str) -> bool:
+    if not token.startswith(_SUFFIX) or len(token) != len(_SUFFIX) + 1:
+        return False
+    char = token[-1]
+    return _is_cjk_char(char) or _is_punctuation(char)

@@ -1,0 +1,52 @@
+import numpy as np
+import pytest
+
+from dialoguecse_tf.checkpoints import assign_bert_variables
+from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.sentence_encoder import SentenceEncoder
+from dialoguecse_tf.tokenization import Tokenizer
+from numpy_bert import bert_forward, random_bert_weights
+
+TEXTS = ["where is my order?", "refund please", "hello", "i want to change my address", "退货"]
+
+
+@pytest.fixture
+def parts(tiny_bert_config, tiny_vocab_file):
+    weights = random_bert_weights(tiny_bert_config, seed=4)
+    backbone = build_backbone(tiny_bert_config)
+    assign_bert_variables(backbone, weights, source="test")
+    return backbone, weights, tiny_bert_config, tiny_vocab_file
+
+
+def test_encode_is_masked_mean_of_bert_output(parts):
+    backbone, weights, config, vocab = parts
+    encoder = SentenceEncoder(backbone, Tokenizer(vocab, max_seq_length=10))
+    vectors = encoder.encode(TEXTS, batch_size=2)
+    inputs = encoder.tokenizer(TEXTS)
+    mask = inputs["padding_mask"].numpy()
+    sequence, _ = bert_forward(weights, config, inputs["token_ids"].numpy(), mask)
+    expected = (sequence * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+    assert vectors.shape == (len(TEXTS), config.hidden_size) and vectors.dtype == np.float32
+    assert np.abs(vectors - expected).max() < 1e-4
+
+
+def test_padding_length_does_not_change_the_vector(parts):
+    backbone, _, _, vocab = parts
+    short = SentenceEncoder(backbone, Tokenizer(vocab, max_seq_length=10)).encode(TEXTS)
+    long = SentenceEncoder(backbone, Tokenizer(vocab, max_seq_length=24)).encode(TEXTS)
+    assert np.abs(short - long).max() < 1e-4
+
+
+def test_batching_normalize_and_cls(parts):
+    backbone, weights, config, vocab = parts
+    encoder = SentenceEncoder(backbone, Tokenizer(vocab, max_seq_length=10))
+    np.testing.assert_allclose(encoder.encode(TEXTS, batch_size=1), encoder.encode(TEXTS, batch_size=64), atol=1e-5)
+    unit = encoder.encode(TEXTS, normalize=True)
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, atol=1e-5)
+    cls = SentenceEncoder(backbone, encoder.tokenizer, pooling="cls").encode(TEXTS)
+    inputs = encoder.tokenizer(TEXTS)
+    sequence, _ = bert_forward(weights, config, inputs["token_ids"].numpy(), inputs["padding_mask"].numpy())
+    assert np.abs(cls - sequence[:, 0]).max() < 1e-4
+    assert encoder.encode([]).shape == (0, config.hidden_size)
+    with pytest.raises(ValueError, match="batch_size"):
+        encoder.encode(TEXTS, batch_size=0)
