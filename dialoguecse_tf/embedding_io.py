@@ -1,10 +1,11 @@
 """Reading texts to embed and writing embeddings (`.npy` or JSON Lines)."""
 
 import json
-import os
 import sys
 
 import numpy as np
+
+from dialoguecse_tf.io_utils import atomic_open
 
 
 def read_texts(path: str) -> list:
@@ -31,17 +32,15 @@ def read_texts(path: str) -> list:
 def write_embeddings(path: str, texts: list, vectors: np.ndarray) -> None:
     """Writes `.npy` (float32 matrix) or `.jsonl` ({"text", "embedding"} per line), atomically."""
     if path.endswith(".npy"):
-        tmp = path + ".tmp.npy"
-        np.save(tmp, vectors.astype(np.float32))
+        with atomic_open(path, "wb") as writer:
+            np.save(writer, vectors.astype(np.float32))
     elif path.endswith((".jsonl", ".json")):
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as writer:
+        with atomic_open(path, "w", encoding="utf-8") as writer:
             for text, vector in zip(texts, vectors):
                 writer.write(json.dumps({"text": text, "embedding": vector.tolist()}, ensure_ascii=False))
                 writer.write("\n")
     else:
         raise ValueError(f"output file must end in .npy or .jsonl, got {path}")
-    os.replace(tmp, path)
 
 
 def nearest_neighbors(vectors: np.ndarray, k: int) -> list:

@@ -9,7 +9,6 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf import checkpoints
-from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from numpy_bert import bert_forward, random_bert_weights
 

@@ -8,12 +8,11 @@ merging, since a merged run of utterances is one turn.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.io_utils import write_json
 
 # Examples are for a human to open the offending lines; the count carries the scale.
 _MAX_MALFORMED_EXAMPLES = 10
@@ -72,18 +71,7 @@ class PrepStats:
 
     def write_json(self, path: str | os.PathLike) -> None:
         """Writes atomically, so a reader never sees a half-written stats file."""
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp_path = tempfile.mkstemp(dir=directory, prefix=".stats-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self.to_dict(), f, ensure_ascii=False, indent=2)
-                f.write("\n")
-            os.replace(tmp_path, path)
-        except BaseException:
-            os.unlink(tmp_path)
-            raise
+        write_json(path, self.to_dict())
 
     def __repr__(self) -> str:
         return f"PrepStats({self.to_dict()!r})"

@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import tempfile
 import unicodedata
 from collections.abc import Sequence
 
@@ -49,6 +48,7 @@ import bm25s
 import numpy as np
 
 from dialoguecse_tf.data.dialogue import DataFormatError
+from dialoguecse_tf.io_utils import atomic_open
 
 PathLike = str | os.PathLike
 
@@ -272,25 +272,16 @@ def write_select_file(rows: Sequence[SrRow], path: PathLike) -> None:
         problem = _row_problem(row, index, len(rows))
         if problem is not None:
             raise ValueError(f"row {index}: {problem[1]}")
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp_path = tempfile.mkstemp(dir=directory, prefix=".select-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for row in rows:
-                f.write("\t".join((
-                    str(row.id),
-                    row.sentence,
-                    row.intent,
-                    ",".join(map(str, row.positive_ids)),
-                    ",".join(map(str, row.negative_ids)),
-                )))
-                f.write("\n")
-        os.replace(tmp_path, path)
-    except BaseException:
-        os.unlink(tmp_path)
-        raise
+    with atomic_open(path, "w", encoding="utf-8", newline="\n") as f:
+        for row in rows:
+            f.write("\t".join((
+                str(row.id),
+                row.sentence,
+                row.intent,
+                ",".join(map(str, row.positive_ids)),
+                ",".join(map(str, row.negative_ids)),
+            )))
+            f.write("\n")
 
 
 def read_select_file(path: PathLike) -> list[SrRow]:

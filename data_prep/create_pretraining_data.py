@@ -1,0 +1,33 @@
+"""Writes MLM continued-pretraining TFRecords (BERT's schema) from a dialogue corpus.
+
+Dialogues are documents and utterances are sentences; packing and 80/10/10 masking are
+Google's (tf-models-official's create_pretraining_data).
+"""
+
+from absl import app, flags
+
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags
+from dialoguecse_tf.data.pipeline import MlmDataConfig, run_create_mlm_data
+
+define_corpus_flags(flags)
+flags.DEFINE_string("output_dir", None, "Folder for the mlm-*.tfrecord shards, records_info.json, config and stats.")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary (vocab.txt) of the model to pretrain.")
+flags.DEFINE_bool("do_lower_case", True, "Must match the vocabulary.")
+flags.DEFINE_integer("max_seq_length", 50, "Tokens per record (paper: 50 for ECD/MDC, 100 for JDDC).")
+flags.DEFINE_integer("max_predictions_per_seq", 10, "Most masked positions per record (paper: 10).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens masked (paper: 0.15).")
+flags.DEFINE_integer("dupe_factor", 1, "How many times the corpus is masked, with different masks.")
+flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter-than-maximum record (BERT's default).")
+flags.DEFINE_integer("random_seed", 12345, "Seed for shuffling and masking.")
+flags.DEFINE_integer("num_shards", 1, "Number of output files.")
+flags.mark_flags_as_required(["output_dir", "vocab_file"])
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    run_create_mlm_data(config_from_flags(MlmDataConfig, FLAGS))
+
+
+if __name__ == "__main__":
+    app.run(main)

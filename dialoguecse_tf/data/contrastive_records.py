@@ -1,0 +1,169 @@
+"""Contrastive records for the DialogueCSE stage (paper, section 3).
+
+One record per response r of a dialogue: the `num_context_turns` utterances nearest to r on
+either side (its bidirectional context, in dialogue order), a turn mask for dialogues too
+short to fill them, and the candidates: r first, then `num_negatives` utterances sampled
+with a seed from other dialogues. Dialogues that arrive with their own candidate list (the
+authors' training format) keep it: the first `num_negatives` of its negatives are used.
+"""
+
+import os
+import random
+
+import numpy as np
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.data.preprocessing import PrepStats
+
+_CHUNK = 256
+_PROGRESS_EVERY = 10000
+
+
+def nearest_context(num_turns: int, response_index: int, num_context_turns: int) -> list:
+    """Indices of the context turns nearest to the response, in dialogue order.
+
+    Distance ties go to the earlier turn, so with 3 turns an interior response takes
+    the turn before, the turn after, then the second turn before.
+    """
+    picked = []
+    for distance in range(1, num_turns):
+        for index in (response_index - distance, response_index + distance):
+            if 0 <= index < num_turns and len(picked) < num_context_turns:
+                picked.append(index)
+        if len(picked) == num_context_turns:
+            break
+    return sorted(picked)
+
+
+class _NegativeSampler:
+    """Uniform over all utterances of the corpus, never from the sample's own dialogue."""
+
+    def __init__(self, dialogues, rng: random.Random):
+        self._texts = [turn.text for d in dialogues for turn in d.turns]
+        self._owner = [i for i, d in enumerate(dialogues) for _ in d.turns]
+        self._rng = rng
+        if len(set(self._owner)) < 2:
+            raise ValueError("sampling negatives needs at least 2 dialogues")
+
+    def sample(self, dialogue_index: int, response: str, count: int) -> list:
+        negatives = []
+        for _ in range(count * 100):
+            if len(negatives) == count:
+                break
+            pick = self._rng.randrange(len(self._texts))
+            if self._owner[pick] != dialogue_index and self._texts[pick] != response:
+                negatives.append(self._texts[pick])
+        if len(negatives) < count:
+            raise ValueError(f"could not sample {count} negatives different from {response!r}")
+        return negatives
+
+
+def iter_samples(dialogues, spec: schema.ContrastiveRecordSpec, random_seed: int,
+                 max_responses_per_dialogue: int, stats: PrepStats):
+    """Yields (context texts, candidate texts) pairs; context lists may be shorter than T."""
+    rng = random.Random(random_seed)
+    dialogues = list(dialogues)
+    sampler = None
+    for index, dialogue in enumerate(dialogues):
+        texts = [turn.text for turn in dialogue.turns]
+        if dialogue.candidates is not None:
+            negatives = list(dialogue.candidates[1:])
+            if len(negatives) < spec.num_negatives:
+                raise ValueError(
+                    f"{dialogue.source}:{dialogue.line_number}: has {len(negatives)} negative "
+                    f"candidates, num_negatives={spec.num_negatives} asked"
+                )
+            context = [texts[i] for i in nearest_context(len(texts), dialogue.response_index,
+                                                         spec.num_context_turns)]
+            if not context:
+                stats.drop("no_context")
+                continue
+            yield context, [dialogue.candidates[0]] + negatives[: spec.num_negatives]
+            continue
+        if sampler is None:
+            sampler = _NegativeSampler(dialogues, random.Random(random_seed + 1))
+        if len(texts) < 2:
+            stats.drop("no_context")
+            continue
+        responses = list(range(len(texts)))
+        if 0 < max_responses_per_dialogue < len(responses):
+            responses = sorted(rng.sample(responses, max_responses_per_dialogue))
+        for response_index in responses:
+            context = [texts[i] for i in nearest_context(len(texts), response_index, spec.num_context_turns)]
+            negatives = sampler.sample(index, texts[response_index], spec.num_negatives)
+            yield context, [texts[response_index]] + negatives
+
+
+def encode_samples(samples, tokenizer, spec: schema.ContrastiveRecordSpec, stats: PrepStats) -> list:
+    """Tokenizes a chunk of samples in one tokenizer call; returns feature dicts."""
+    t, k, length = spec.num_context_turns, spec.num_candidates, spec.max_seq_length
+    texts, valid = [], []
+    for context, candidates in samples:
+        padded = context + [""] * (t - len(context))
+        texts.extend(padded + candidates)
+        valid.append(len(context))
+    packed = tokenizer(texts, max_seq_length=length)
+    ids = packed["token_ids"].numpy().reshape(len(samples), t + k, length).astype(np.int64)
+    mask = packed["padding_mask"].numpy().reshape(len(samples), t + k, length).astype(np.int64)
+    word_pieces = tokenizer.tokenize(texts).row_lengths().numpy().reshape(len(samples), t + k)
+    examples = []
+    for row, num_valid in enumerate(valid):
+        turn_mask = np.zeros(t, np.int64)
+        turn_mask[:num_valid] = 1
+        # A missing turn is all padding, not "[CLS] [SEP]", so it carries no tokens at all.
+        ids[row, num_valid:t] = 0
+        mask[row, num_valid:t] = 0
+        real = np.concatenate([word_pieces[row, :num_valid], word_pieces[row, t:]])
+        stats.increment("tokens_truncated", int(np.maximum(real - (length - 2), 0).sum()))
+        examples.append({
+            schema.CONTEXT_INPUT_IDS: ids[row, :t],
+            schema.CONTEXT_INPUT_MASK: mask[row, :t],
+            schema.CONTEXT_TURN_MASK: turn_mask,
+            schema.CANDIDATE_INPUT_IDS: ids[row, t:],
+            schema.CANDIDATE_INPUT_MASK: mask[row, t:],
+        })
+    return examples
+
+
+def write_contrastive_records(
+    dialogues,
+    tokenizer,
+    output_dir: str,
+    spec: schema.ContrastiveRecordSpec,
+    random_seed: int = 12345,
+    max_responses_per_dialogue: int = 0,
+    num_shards: int = 1,
+    stats: PrepStats | None = None,
+    log=print,
+) -> PrepStats:
+    """Writes sharded contrastive records and `records_info.json` into `output_dir`.
+
+    `max_responses_per_dialogue` > 0 samples that many responses per dialogue (seeded);
+    0 makes every turn a response once.
+    """
+    stats = stats if stats is not None else PrepStats()
+    os.makedirs(output_dir, exist_ok=True)
+    samples = iter_samples(dialogues, spec, random_seed, max_responses_per_dialogue, stats)
+    with schema.ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
+        chunk = []
+        for sample in samples:
+            chunk.append(sample)
+            if len(chunk) == _CHUNK:
+                _write_chunk(writer, chunk, tokenizer, spec, stats, log)
+                chunk = []
+        if chunk:
+            _write_chunk(writer, chunk, tokenizer, spec, stats, log)
+        if writer.num_written == 0:
+            raise ValueError("no contrastive sample could be built from the input dialogues")
+    stats.increment("samples_written", writer.num_written)
+    schema.write_records_info(output_dir, spec, stats.to_dict())
+    log(f"[contrastive] {writer.num_written} records -> {output_dir}")
+    return stats
+
+
+def _write_chunk(writer, chunk, tokenizer, spec, stats, log):
+    before = writer.num_written
+    for example in encode_samples(chunk, tokenizer, spec, stats):
+        writer.write(spec.serialize(example))
+    if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
+        log(f"[contrastive] {writer.num_written} records written")

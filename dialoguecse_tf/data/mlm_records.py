@@ -1,0 +1,166 @@
+"""MLM continued-pretraining records: dialogues are documents, utterances are sentences.
+
+Instance packing and masking are Google's own, taken from tf-models-official's
+`create_pretraining_data` (segment pairs filled up to `max_seq_length`, 80/10/10 masking,
+`short_seq_prob`); only the tokenization is this project's, so the ids match the tokenizer
+the later stages use in-graph.
+"""
+
+import importlib
+import os
+import random
+import sys
+
+import numpy as np
+from absl import flags
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.data.preprocessing import PrepStats
+
+_TOKENIZE_BATCH = 1024
+_PROGRESS_EVERY = 10000
+
+
+def _bert_instance_tools():
+    """Imports Google's instance builder without letting it own our command-line flags.
+
+    The module defines absl flags (`max_seq_length`, `input_file`, ...) at import time,
+    which would collide with the data-prep entry points' flags of the same names.
+    """
+    name = "official.nlp.data.create_pretraining_data"
+    already_loaded = name in sys.modules
+    module = importlib.import_module(name)
+    if not already_loaded:
+        for flag in flags.FLAGS.get_flags_for_module(name):
+            if flag.name in flags.FLAGS:
+                delattr(flags.FLAGS, flag.name)
+    return module
+
+
+_bert_tools = _bert_instance_tools()
+
+
+def tokenize_texts(tokenizer, texts) -> list:
+    """Word-piece strings of each text, tokenized in batches through the in-graph tokenizer."""
+    vocab = tokenizer.vocab
+    result = []
+    for start in range(0, len(texts), _TOKENIZE_BATCH):
+        ragged = tokenizer.tokenize(list(texts[start:start + _TOKENIZE_BATCH]))
+        result.extend([vocab[i] for i in row] for row in ragged.to_list())
+    return result
+
+
+def build_documents(dialogues, tokenizer, max_seq_length: int, stats: PrepStats) -> list:
+    """Each dialogue as a list of utterance token lists, over-long utterances cut."""
+    dialogues = list(dialogues)
+    texts = [turn.text for dialogue in dialogues for turn in dialogue.turns]
+    tokens = iter(tokenize_texts(tokenizer, texts))
+    # Google's packing needs room for [CLS] and two [SEP]s around one utterance.
+    limit = max_seq_length - 3
+    documents = []
+    for dialogue in dialogues:
+        document = []
+        for _ in dialogue.turns:
+            utterance = next(tokens)
+            if len(utterance) > limit:
+                stats.increment("tokens_truncated", len(utterance) - limit)
+                utterance = utterance[:limit]
+            if utterance:
+                document.append(utterance)
+        if document:
+            documents.append(document)
+    return documents
+
+
+def create_mlm_examples(
+    documents,
+    tokenizer,
+    spec: schema.MlmRecordSpec,
+    masked_lm_prob: float,
+    dupe_factor: int,
+    short_seq_prob: float,
+    random_seed: int,
+):
+    """Yields feature dicts for `spec.serialize`, deterministic for a seed."""
+    if not 0.0 < masked_lm_prob < 1.0:
+        raise ValueError(f"masked_lm_prob must be in (0, 1), got {masked_lm_prob}")
+    if dupe_factor < 1:
+        raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}")
+    if len(documents) < 2:
+        raise ValueError(
+            f"MLM records need at least 2 non-empty dialogues (random next segments come "
+            f"from another dialogue), got {len(documents)}"
+        )
+    rng = random.Random(random_seed)
+    documents = list(documents)
+    rng.shuffle(documents)
+    vocab_words = list(tokenizer.vocab)
+    length, predictions = spec.max_seq_length, spec.max_predictions_per_seq
+    for _ in range(dupe_factor):
+        for index in range(len(documents)):
+            instances = _bert_tools.create_instances_from_document(
+                documents, index, length, short_seq_prob, masked_lm_prob,
+                predictions, vocab_words, rng,
+            )
+            for instance in instances:
+                yield _to_features(instance, tokenizer, length, predictions)
+
+
+def _to_features(instance, tokenizer, length: int, predictions: int) -> dict:
+    input_ids = np.zeros(length, np.int64)
+    input_mask = np.zeros(length, np.int64)
+    segment_ids = np.zeros(length, np.int64)
+    ids = tokenizer.tokens_to_ids(instance.tokens)
+    input_ids[: len(ids)] = ids
+    input_mask[: len(ids)] = 1
+    segment_ids[: len(ids)] = instance.segment_ids
+    positions = np.zeros(predictions, np.int64)
+    label_ids = np.zeros(predictions, np.int64)
+    weights = np.zeros(predictions, np.float32)
+    count = len(instance.masked_lm_positions)
+    positions[:count] = instance.masked_lm_positions
+    label_ids[:count] = tokenizer.tokens_to_ids(instance.masked_lm_labels)
+    weights[:count] = 1.0
+    return {
+        schema.INPUT_IDS: input_ids,
+        schema.INPUT_MASK: input_mask,
+        schema.SEGMENT_IDS: segment_ids,
+        schema.MASKED_LM_POSITIONS: positions,
+        schema.MASKED_LM_IDS: label_ids,
+        schema.MASKED_LM_WEIGHTS: weights,
+        schema.NEXT_SENTENCE_LABELS: np.array([int(instance.is_random_next)], np.int64),
+    }
+
+
+def write_mlm_records(
+    dialogues,
+    tokenizer,
+    output_dir: str,
+    spec: schema.MlmRecordSpec,
+    masked_lm_prob: float = 0.15,
+    dupe_factor: int = 1,
+    short_seq_prob: float = 0.1,
+    random_seed: int = 12345,
+    num_shards: int = 1,
+    stats: PrepStats | None = None,
+    log=print,
+) -> PrepStats:
+    """Writes sharded MLM records and `records_info.json` into `output_dir`."""
+    stats = stats if stats is not None else PrepStats()
+    os.makedirs(output_dir, exist_ok=True)
+    documents = build_documents(dialogues, tokenizer, spec.max_seq_length, stats)
+    examples = create_mlm_examples(
+        documents, tokenizer, spec, masked_lm_prob, dupe_factor, short_seq_prob, random_seed
+    )
+    masked = 0
+    with schema.ShardedRecordWriter(os.path.join(output_dir, "mlm"), num_shards) as writer:
+        for example in examples:
+            writer.write(spec.serialize(example))
+            masked += int(example[schema.MASKED_LM_WEIGHTS].sum())
+            if writer.num_written % _PROGRESS_EVERY == 0:
+                log(f"[mlm] {writer.num_written} records written")
+    stats.increment("samples_written", writer.num_written)
+    stats.increment("masked_tokens", masked)
+    schema.write_records_info(output_dir, spec, stats.to_dict())
+    log(f"[mlm] {writer.num_written} records, {masked} masked tokens -> {output_dir}")
+    return stats

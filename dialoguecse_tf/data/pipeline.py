@@ -1,0 +1,189 @@
+"""The data-prep stages as library functions, each driven by one config object.
+
+The absl entry points in `data_prep/` only fill these configs from flags; a config is
+written as JSON beside the stage's output together with the stats report.
+"""
+
+import dataclasses
+import glob
+import os
+import time
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.config_io import write_config
+from dialoguecse_tf.data.contrastive_records import write_contrastive_records
+from dialoguecse_tf.data.mlm_records import write_mlm_records
+from dialoguecse_tf.data.preprocessing import PrepStats, preprocess
+from dialoguecse_tf.data.readers import read_corpus
+from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
+from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
+
+STATS_FILE = "prep_stats.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusConfig:
+    """Which files to read and how to preprocess them (paper, section 5.1.1)."""
+
+    input_file: tuple = ()
+    input_format: str = "jsonl"
+    skip_malformed: bool = False
+    merge_speakers: bool = True
+    min_turns: int = 4
+
+
+def expand_input_files(patterns) -> list:
+    paths = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern))
+        if not matches:
+            raise FileNotFoundError(f"input_file {pattern!r} matches no file")
+        paths.extend(matches)
+    return paths
+
+
+def load_dialogues(corpus: CorpusConfig, stats: PrepStats, log=print) -> list:
+    """Reads and preprocesses every input file; counts into `stats`."""
+    dialogues = []
+    for path in expand_input_files(corpus.input_file):
+        raw = read_corpus(path, corpus.input_format, skip_malformed=corpus.skip_malformed, stats=stats)
+        dialogues.extend(preprocess(raw, corpus.merge_speakers, corpus.min_turns, stats))
+        log(f"[read] {path}: {len(dialogues)} dialogues kept so far")
+    if not dialogues:
+        raise ValueError(f"no dialogue left after reading and preprocessing {list(corpus.input_file)}")
+    return dialogues
+
+
+def corpus_texts(dialogues) -> list:
+    """Every utterance, plus the candidates the authors' format carries, each once."""
+    seen = {}
+    for dialogue in dialogues:
+        for turn in dialogue.turns:
+            seen.setdefault(turn.text, None)
+        for candidate in dialogue.candidates or ():
+            seen.setdefault(candidate, None)
+    return list(seen)
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabConfig:
+    corpus: CorpusConfig
+    output_dir: str
+    vocab_size: int = 8000
+    do_lower_case: bool = True
+    min_count: int = 2
+
+
+def run_build_vocab(config: VocabConfig, log=print) -> str:
+    stats = PrepStats()
+    texts = corpus_texts(load_dialogues(config.corpus, stats, log))
+    start = time.perf_counter()
+    vocab = build_vocab(texts, config.vocab_size, config.do_lower_case, config.min_count)
+    os.makedirs(config.output_dir, exist_ok=True)
+    path = os.path.join(config.output_dir, "vocab.txt")
+    write_vocab(vocab, path)
+    stats.increment("vocab_size", len(vocab))
+    stats.increment("texts", len(texts))
+    _finish(config, stats, start, log)
+    log(f"[vocab] {len(vocab)} tokens from {len(texts)} distinct texts -> {path}")
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class MlmDataConfig:
+    corpus: CorpusConfig
+    output_dir: str
+    vocab_file: str
+    do_lower_case: bool = True
+    max_seq_length: int = 50
+    max_predictions_per_seq: int = 10
+    masked_lm_prob: float = 0.15
+    dupe_factor: int = 1
+    short_seq_prob: float = 0.1
+    random_seed: int = 12345
+    num_shards: int = 1
+
+
+def run_create_mlm_data(config: MlmDataConfig, log=print) -> PrepStats:
+    stats = PrepStats()
+    dialogues = load_dialogues(config.corpus, stats, log)
+    start = time.perf_counter()
+    tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
+    spec = schema.MlmRecordSpec(config.max_seq_length, config.max_predictions_per_seq)
+    write_mlm_records(
+        dialogues, tokenizer, config.output_dir, spec, config.masked_lm_prob, config.dupe_factor,
+        config.short_seq_prob, config.random_seed, config.num_shards, stats, log,
+    )
+    _finish(config, stats, start, log)
+    return stats
+
+
+@dataclasses.dataclass(frozen=True)
+class ContrastiveDataConfig:
+    corpus: CorpusConfig
+    output_dir: str
+    vocab_file: str
+    do_lower_case: bool = True
+    max_seq_length: int = 50
+    num_context_turns: int = 3
+    num_negatives: int = 9
+    max_responses_per_dialogue: int = 0
+    random_seed: int = 12345
+    num_shards: int = 1
+
+
+def run_create_contrastive_data(config: ContrastiveDataConfig, log=print) -> PrepStats:
+    stats = PrepStats()
+    dialogues = load_dialogues(config.corpus, stats, log)
+    start = time.perf_counter()
+    tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
+    spec = schema.ContrastiveRecordSpec(config.max_seq_length, config.num_context_turns, config.num_negatives)
+    write_contrastive_records(
+        dialogues, tokenizer, config.output_dir, spec, config.random_seed,
+        config.max_responses_per_dialogue, config.num_shards, stats, log,
+    )
+    _finish(config, stats, start, log)
+    return stats
+
+
+@dataclasses.dataclass(frozen=True)
+class SrSetConfig:
+    corpus: CorpusConfig
+    output_file: str
+    num_candidates: int = 100
+    max_positives: int = 30
+    max_negatives: int | None = None
+
+
+def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
+    """Builds a `select.txt` from the intent-labelled utterances of a corpus."""
+    stats = PrepStats()
+    dialogues = load_dialogues(config.corpus, stats, log)
+    items, seen = [], set()
+    for dialogue in dialogues:
+        for turn in dialogue.turns:
+            if turn.intent and (turn.text, turn.intent) not in seen:
+                seen.add((turn.text, turn.intent))
+                items.append((turn.text, turn.intent))
+    if not items:
+        raise ValueError("no intent-labelled utterance in the input; the SR set needs intents")
+    rows, sr_stats = build_sr_set(items, config.num_candidates, config.max_positives, config.max_negatives)
+    output_dir = os.path.dirname(os.path.abspath(config.output_file))
+    os.makedirs(output_dir, exist_ok=True)
+    write_select_file(rows, config.output_file)
+    for key, value in sr_stats.items():
+        if isinstance(value, int):
+            stats.increment(f"sr_{key}", value)
+    stats.increment("samples_written", len(rows))
+    write_config(config, output_dir, "sr_config.json")
+    stats.write_json(os.path.join(output_dir, "sr_" + STATS_FILE))
+    log(f"[sr] {len(rows)} queries -> {config.output_file}")
+    return sr_stats
+
+
+def _finish(config, stats: PrepStats, start: float, log) -> None:
+    elapsed = time.perf_counter() - start
+    stats.increment("write_seconds", round(elapsed, 3))
+    write_config(config, config.output_dir)
+    stats.write_json(os.path.join(config.output_dir, STATS_FILE))
+    log(f"[stats] {stats.to_dict()}")

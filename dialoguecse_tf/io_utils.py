@@ -1,0 +1,30 @@
+"""Atomic file writes: a reader sees the old file or the complete new one, never a part."""
+
+import contextlib
+import json
+import os
+import tempfile
+
+
+@contextlib.contextmanager
+def atomic_open(path, mode: str = "w", **open_kwargs):
+    """Opens a temporary file beside `path`; renames it into place only on success."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp_path = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + "-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **open_kwargs) as handle:
+            yield handle
+        os.chmod(tmp_path, 0o644)  # mkstemp makes files private; outputs are for everyone to read
+        os.replace(tmp_path, path)
+    except BaseException:
+        if os.path.exists(tmp_path):
+            os.remove(tmp_path)
+        raise
+
+
+def write_json(path, value, **dump_kwargs) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as writer:
+        json.dump(value, writer, indent=2, ensure_ascii=False, **dump_kwargs)
+        writer.write("\n")

@@ -1,0 +1,110 @@
+"""The data-prep stages: library pipeline functions and their absl entry points."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.data.dialogue import DataFormatError
+from dialoguecse_tf.data.pipeline import (
+    ContrastiveDataConfig, CorpusConfig, MlmDataConfig, SrSetConfig, VocabConfig,
+    run_build_sr_set, run_build_vocab, run_create_contrastive_data, run_create_mlm_data,
+)
+from dialoguecse_tf.data.sr_builder import read_select_file
+from conftest import REPO_ROOT
+
+INTENTS = {
+    "order_status": ["where is my order", "my order has not arrived", "track my package please"],
+    "refund": ["i want a refund", "give me my money back", "refund my order please"],
+    "address": ["change my address", "ship to a new address", "my address is wrong"],
+}
+
+
+def _write_corpus(path, dialogues=12):
+    lines = []
+    names = sorted(INTENTS)
+    for i in range(dialogues):
+        intent = names[i % 3]
+        turns = []
+        for j in range(5):
+            user = INTENTS[intent][(i + j) % 3]
+            turns.append({"speaker": "user" if j % 2 == 0 else "agent",
+                          "text": user if j % 2 == 0 else f"let me check that {j}", "intent": intent if j % 2 == 0 else None})
+        lines.append(json.dumps({"dialogue_id": f"d{i}", "turns": turns}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    return CorpusConfig(input_file=(_write_corpus(tmp_path / "corpus.jsonl"),), input_format="jsonl")
+
+
+def test_all_stages_in_process(tmp_path, corpus):
+    log = lambda _: None  # noqa: E731
+    vocab = run_build_vocab(VocabConfig(corpus, str(tmp_path / "vocab"), vocab_size=200, min_count=1), log)
+    mlm = run_create_mlm_data(MlmDataConfig(corpus, str(tmp_path / "mlm"), vocab, max_seq_length=16,
+                                            max_predictions_per_seq=3), log)
+    assert mlm["samples_written"] > 0 and mlm["dialogues_kept"] == 12
+    contrastive = run_create_contrastive_data(
+        ContrastiveDataConfig(corpus, str(tmp_path / "con"), vocab, max_seq_length=16, num_negatives=4,
+                              max_responses_per_dialogue=2), log)
+    assert contrastive["samples_written"] == 24
+    spec, _ = schema.read_records_info(str(tmp_path / "con"), schema.RECORD_TYPE_CONTRASTIVE)
+    assert spec.num_negatives == 4 and spec.num_context_turns == 3
+    for stage in ("vocab", "mlm", "con"):
+        config = json.loads((tmp_path / stage / "config.json").read_text())
+        assert config["corpus"]["input_format"] == "jsonl"
+        assert json.loads((tmp_path / stage / "prep_stats.json").read_text())["dialogues_read"] == 12
+    run_build_sr_set(SrSetConfig(corpus, str(tmp_path / "sr" / "select.txt"), num_candidates=8, max_positives=3), log)
+    rows = read_select_file(str(tmp_path / "sr" / "select.txt"))
+    assert rows and all(0 < len(r.positive_ids) <= 3 for r in rows)
+    by_id = {r.id: r for r in rows}
+    assert all(by_id[p].intent == r.intent for r in rows for p in r.positive_ids)
+
+
+def test_min_turns_and_missing_input(tmp_path, corpus):
+    short = CorpusConfig(corpus.input_file, "jsonl", min_turns=6)
+    with pytest.raises(ValueError, match="no dialogue left"):
+        run_build_vocab(VocabConfig(short, str(tmp_path / "v")), lambda _: None)
+    with pytest.raises(FileNotFoundError, match="nothing-here"):
+        run_build_vocab(VocabConfig(CorpusConfig((str(tmp_path / "nothing-here*"),)), str(tmp_path / "v")), lambda _: None)
+
+
+def test_malformed_line_stops_or_is_counted(tmp_path, corpus):
+    path = tmp_path / "bad.jsonl"
+    good = open(corpus.input_file[0], encoding="utf-8").read().splitlines()
+    path.write_text("\n".join(good[:3] + ["{not json"] + good[3:]) + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"bad.jsonl:4"):
+        run_build_vocab(VocabConfig(CorpusConfig((str(path),)), str(tmp_path / "v")), lambda _: None)
+    run_build_vocab(VocabConfig(CorpusConfig((str(path),), skip_malformed=True), str(tmp_path / "v"), min_count=1),
+                    lambda _: None)
+    stats = json.loads((tmp_path / "v" / "prep_stats.json").read_text())
+    assert stats["malformed_lines"] == 1 and stats["dialogues_kept"] == 12
+
+
+def _run(script, *args):
+    return subprocess.run([sys.executable, str(REPO_ROOT / "data_prep" / script), *args],
+                          capture_output=True, text=True, cwd=REPO_ROOT)
+
+
+def test_entry_points_end_to_end_and_errors(tmp_path, corpus):
+    source = corpus.input_file[0]
+    done = _run("build_vocab.py", f"--input_file={source}", f"--output_dir={tmp_path / 'vocab'}",
+                "--vocab_size=200", "--min_count=1")
+    assert done.returncode == 0, done.stderr
+    done = _run("create_contrastive_data.py", f"--input_file={source}", f"--output_dir={tmp_path / 'con'}",
+                f"--vocab_file={tmp_path / 'vocab' / 'vocab.txt'}", "--max_seq_length=16", "--num_negatives=2",
+                "--num_shards=2")
+    assert done.returncode == 0, done.stderr
+    assert len(list((tmp_path / "con").glob("contrastive-*-of-00002.tfrecord"))) == 2
+    missing = _run("create_pretraining_data.py", f"--input_file={source}")
+    assert missing.returncode != 0 and "output_dir" in missing.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"turns": [{"speaker": "u", "text": ""}]}\n', encoding="utf-8")
+    failed = _run("create_pretraining_data.py", f"--input_file={bad}", f"--output_dir={tmp_path / 'mlm'}",
+                  f"--vocab_file={tmp_path / 'vocab' / 'vocab.txt'}")
+    assert failed.returncode != 0 and "bad.jsonl:1" in failed.stderr
+    assert not (tmp_path / "mlm").exists() or not list((tmp_path / "mlm").glob("*.tfrecord"))

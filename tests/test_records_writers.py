@@ -1,0 +1,140 @@
+"""MLM and contrastive record writers, checked on the real ECD training sample."""
+
+import re
+import time
+import unicodedata
+
+import numpy as np
+import pytest
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.data.contrastive_records import nearest_context, write_contrastive_records
+from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.data.mlm_records import write_mlm_records
+from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.data.readers import read_authors_contrastive
+from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
+
+
+@pytest.fixture(scope="module")
+def ecd(shared_data, tmp_path_factory):
+    """The 1,000 real ECD lines and a tokenizer whose vocabulary was built from them."""
+    dialogues = list(read_authors_contrastive(str(shared_data / "ecd" / "train" / "train_data.txt.sample")))
+    texts = sorted({t.text for d in dialogues for t in d.turns} | {c for d in dialogues for c in d.candidates})
+    vocab_file = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    write_vocab(build_vocab(texts, vocab_size=8000, min_count=2), str(vocab_file))
+    return dialogues, Tokenizer(str(vocab_file), max_seq_length=128)
+
+
+def _normalize(text):
+    # What survives tokenization: NFKC case folding, no whitespace.
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text).casefold())
+
+
+def test_nearest_context_is_bidirectional_and_ordered():
+    assert nearest_context(7, 3, 3) == [1, 2, 4]
+    assert nearest_context(7, 0, 3) == [1, 2, 3]
+    assert nearest_context(7, 6, 2) == [4, 5]
+    assert nearest_context(3, 1, 5) == [0, 2]
+    assert nearest_context(1, 0, 3) == []
+
+
+def test_contrastive_records_round_trip_real_ecd(ecd, tmp_path):
+    dialogues, tokenizer = ecd
+    spec = schema.ContrastiveRecordSpec(max_seq_length=128, num_context_turns=3, num_negatives=9)
+    start = time.perf_counter()
+    stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, num_shards=2, log=lambda _: None)
+    elapsed = time.perf_counter() - start
+    print(f"contrastive writer: {len(dialogues) / elapsed:.0f} records/s")
+    assert stats["samples_written"] == 1000
+    info_spec, info_stats = schema.read_records_info(str(tmp_path), schema.RECORD_TYPE_CONTRASTIVE)
+    assert info_spec == spec and info_stats["samples_written"] == 1000
+    records = list(schema.read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
+    assert len(records) == 1000
+    unk = 0
+    for dialogue, record in zip(dialogues, records):
+        texts = [t.text for t in dialogue.turns]
+        context = [texts[i] for i in nearest_context(len(texts), dialogue.response_index, 3)]
+        assert record["context_turn_mask"].tolist() == [1] * len(context) + [0] * (3 - len(context))
+        decoded_context = tokenizer.detokenize(record["context_input_ids"][: len(context)])
+        decoded_candidates = tokenizer.detokenize(record["candidate_input_ids"])
+        expected = context + list(dialogue.candidates[:10])
+        for got, want in zip(decoded_context + decoded_candidates, expected):
+            if tokenizer.unk_id not in record["candidate_input_ids"] and tokenizer.unk_id not in record["context_input_ids"]:
+                assert _normalize(got) == _normalize(want)[: len(_normalize(got))]
+                assert len(_normalize(got)) > 0
+            else:
+                unk += 1
+        # The first candidate is the positive: the true response of this dialogue.
+        assert decoded_candidates[0] and _normalize(dialogue.candidates[0]).startswith(_normalize(decoded_candidates[0]))
+        assert record["candidate_input_ids"][0][0] == tokenizer.cls_id
+    assert unk < 50  # characters rarer than min_count=2 become [UNK]; they are few
+
+
+def test_contrastive_missing_turns_are_pure_padding(tiny_vocab_file, tmp_path):
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=8)
+    dialogues = [
+        Dialogue("a", (Turn("u", "where is my order"), Turn("a", "i want a refund"))),
+        Dialogue("b", (Turn("u", "hello"), Turn("a", "thanks"), Turn("u", "change address"))),
+    ]
+    spec = schema.ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
+    stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, random_seed=3, log=lambda _: None)
+    records = list(schema.read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
+    assert len(records) == stats["samples_written"] == 5
+    first = records[0]
+    assert first["context_turn_mask"].tolist() == [1, 0, 0]
+    assert not first["context_input_ids"][1:].any() and not first["context_input_mask"][1:].any()
+    # Negatives come from the other dialogue only.
+    negatives = tokenizer.detokenize(first["candidate_input_ids"][1:])
+    assert set(negatives) <= {"hello", "thanks", "change address"}
+    again = tmp_path / "again"
+    write_contrastive_records(dialogues, tokenizer, str(again), spec, random_seed=3, log=lambda _: None)
+    same = list(schema.read_dataset(str(again / "contrastive-*"), spec).as_numpy_iterator())
+    for x, y in zip(records, same):
+        np.testing.assert_array_equal(x["candidate_input_ids"], y["candidate_input_ids"])
+
+
+def test_mlm_records_real_ecd(ecd, tmp_path):
+    dialogues, tokenizer = ecd
+    spec = schema.MlmRecordSpec(max_seq_length=50, max_predictions_per_seq=10)
+    start = time.perf_counter()
+    stats = write_mlm_records(dialogues, tokenizer, str(tmp_path), spec, random_seed=7, num_shards=2, log=lambda _: None)
+    elapsed = time.perf_counter() - start
+    count = stats["samples_written"]
+    print(f"mlm writer: {count / elapsed:.0f} records/s ({count} records)")
+    assert count > 500
+    records = list(schema.read_dataset(str(tmp_path / "mlm-*"), spec).as_numpy_iterator())
+    assert len(records) == count
+    fractions = []
+    for record in records[:200]:
+        ids, mask = record["input_ids"], record["input_mask"]
+        length = int(mask.sum())
+        assert ids[0] == tokenizer.cls_id and ids[length - 1] == tokenizer.sep_id
+        assert not ids[length:].any()
+        weights = record["masked_lm_weights"]
+        n = int(weights.sum())
+        assert 1 <= n <= 10
+        positions = record["masked_lm_positions"][:n]
+        assert (positions > 0).all() and (positions < length).all()
+        assert record["masked_lm_ids"][n:].sum() == 0
+        fractions.append(n / length)
+    assert 0.1 < np.mean(fractions) < 0.2  # masked_lm_prob 0.15, capped at 10 predictions
+
+
+def test_mlm_masking_is_deterministic_and_needs_two_dialogues(tiny_vocab_file, tmp_path):
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
+    dialogues = [
+        Dialogue(str(i), tuple(Turn(str(j % 2), "where is my order i want a refund please") for j in range(4)))
+        for i in range(6)
+    ]
+    spec = schema.MlmRecordSpec(max_seq_length=16, max_predictions_per_seq=3)
+    outputs = []
+    for run in ("a", "b"):
+        write_mlm_records(dialogues, tokenizer, str(tmp_path / run), spec, random_seed=1, dupe_factor=2, log=lambda _: None)
+        outputs.append([r["input_ids"].tolist() for r in schema.read_dataset(str(tmp_path / run / "mlm-*"), spec).as_numpy_iterator()])
+    assert outputs[0] == outputs[1]
+    stats = PrepStats()
+    write_mlm_records(dialogues, tokenizer, str(tmp_path / "c"), spec, stats=stats, log=lambda _: None)
+    assert stats["tokens_truncated"] == 0
+    with pytest.raises(ValueError, match="at least 2"):
+        write_mlm_records(dialogues[:1], tokenizer, str(tmp_path / "d"), spec, log=lambda _: None)
