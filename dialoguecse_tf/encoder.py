@@ -6,7 +6,7 @@ import keras_hub
 from dialoguecse_tf.bert_config import BertConfig
 
 
-def _activation(name: str):
+def activation_fn(name: str):
     if name == "gelu":
         return lambda x: keras.activations.gelu(x, approximate=True)
     if name == "gelu_exact":
@@ -34,7 +34,7 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone") -> keras_hub
         num_segments=config.type_vocab_size,
         name=name,
     )
-    activation = _activation(config.hidden_act)
+    activation = activation_fn(config.hidden_act)
     backbone.get_layer("embeddings_layer_norm").epsilon = config.layer_norm_eps
     for layer in transformer_layers(backbone):
         layer._feedforward_intermediate_dense.activation = activation

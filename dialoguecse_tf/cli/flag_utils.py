@@ -33,3 +33,22 @@ def define_corpus_flags(flags):
     flags.DEFINE_bool("merge_speakers", True, "Merge consecutive utterances of the same speaker (paper 5.1.1).")
     flags.DEFINE_integer("min_turns", 4, "Drop dialogues with fewer turns (paper: 4 for JDDC and ECD); 0 keeps all.")
     flags.mark_flag_as_required("input_file")
+
+
+def define_training_flags(flags, train_batch_size: int, learning_rate: float, max_seq_length: int):
+    """Flags both training stages share; defaults are the stage's paper values."""
+    flags.DEFINE_string("output_dir", None, "Run folder: checkpoints/, tensorboard/, encoder/, config.json.")
+    flags.DEFINE_string("init_checkpoint", None, "Checkpoint to start from: Google TF1, HuggingFace or this project's.")
+    flags.DEFINE_integer("max_seq_length", max_seq_length, "Tokens per sequence; must match the records.")
+    flags.DEFINE_integer("train_batch_size", train_batch_size, "Global batch size, split across replicas.")
+    flags.DEFINE_float("learning_rate", learning_rate, "Peak AdamW learning rate (linear warmup, then linear decay).")
+    flags.DEFINE_integer("num_train_steps", None, "Training steps; set this or num_train_epochs.")
+    flags.DEFINE_float("num_train_epochs", None, "Epochs over the records (fractions allowed); set this or num_train_steps.")
+    flags.DEFINE_integer("num_warmup_steps", 0, "Linear warmup steps.")
+    flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps (and at the end).")
+    flags.DEFINE_integer("log_steps", 10, "TensorBoard summaries every this many steps.")
+    flags.DEFINE_integer("random_seed", 12345, "Seed for initialisation, shuffling and dropout.")
+    flags.DEFINE_enum("distribution_strategy", "one_device",
+                      ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                      "tf.distribute strategy (Model Garden's names).")
+    flags.DEFINE_string("tpu_address", "", "TPU name or address for distribution_strategy=tpu.")

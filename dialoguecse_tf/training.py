@@ -1,0 +1,211 @@
+"""The training loop both training stages share: strategy, optimizer, checkpoints, logging.
+
+A custom loop (as in Model Garden) rather than `Model.fit`, because a run killed at any step
+must resume at exactly that step with its optimizer state, on any `tf.distribute` strategy:
+the step counter, model and optimizer live in one `tf.train.Checkpoint`, and the input
+pipeline is deterministic for a seed, so a restarted run skips the batches already seen.
+"""
+
+import dataclasses
+import math
+import os
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+CHECKPOINT_DIR = "checkpoints"
+TENSORBOARD_DIR = "tensorboard"
+
+
+def create_strategy(distribution_strategy: str, tpu_address: str = "") -> tf.distribute.Strategy:
+    """Model Garden's strategy names; `mirrored` uses every local GPU (or the CPU devices)."""
+    if distribution_strategy == "one_device":
+        device = "/gpu:0" if tf.config.list_logical_devices("GPU") else "/cpu:0"
+        return tf.distribute.OneDeviceStrategy(device)
+    if distribution_strategy == "mirrored":
+        gpus = tf.config.list_logical_devices("GPU")
+        devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
+        return tf.distribute.MirroredStrategy(devices)
+    if distribution_strategy == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if distribution_strategy == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"distribution_strategy must be one of {STRATEGIES}, got {distribution_strategy!r}")
+
+
+def split_cpu(num_devices: int) -> None:
+    """Splits the CPU into logical devices so MirroredStrategy can run replicas on CPU.
+
+    Must run before TensorFlow initialises its devices (before any op executes).
+    """
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices)
+
+
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """BERT's schedule: linear warmup to `learning_rate`, then linear decay to 0."""
+
+    def __init__(self, learning_rate: float, num_warmup_steps: int, num_train_steps: int):
+        self.learning_rate = learning_rate
+        self.num_warmup_steps = num_warmup_steps
+        self.num_train_steps = num_train_steps
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        peak = tf.constant(self.learning_rate, tf.float32)
+        decay_steps = max(self.num_train_steps - self.num_warmup_steps, 1)
+        decayed = peak * tf.maximum(0.0, 1.0 - (step - self.num_warmup_steps) / decay_steps)
+        if self.num_warmup_steps <= 0:
+            return decayed
+        warm = peak * (step + 1.0) / self.num_warmup_steps
+        return tf.where(step < self.num_warmup_steps, warm, decayed)
+
+    def get_config(self):
+        return {
+            "learning_rate": self.learning_rate,
+            "num_warmup_steps": self.num_warmup_steps,
+            "num_train_steps": self.num_train_steps,
+        }
+
+
+def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_steps: int,
+                     weight_decay: float = 0.01) -> keras.optimizers.Optimizer:
+    """AdamW as in BERT: no decay on LayerNorm and biases, epsilon 1e-6, clip norm 1."""
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=WarmupLinearDecay(learning_rate, num_warmup_steps, num_train_steps),
+        weight_decay=weight_decay,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        global_clipnorm=1.0,
+    )
+    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+    return optimizer
+
+
+def resolve_num_train_steps(num_train_steps: int | None, num_train_epochs: float | None,
+                            num_examples: int, train_batch_size: int) -> int:
+    """Steps from either flag; epochs may be fractional (the paper pretrains ~0.5 epoch)."""
+    if (num_train_steps is None) == (num_train_epochs is None):
+        raise ValueError("set exactly one of num_train_steps and num_train_epochs")
+    if num_train_steps is None:
+        num_train_steps = math.ceil(num_train_epochs * num_examples / train_batch_size)
+    if num_train_steps <= 0:
+        raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
+    return num_train_steps
+
+
+def make_dataset(dataset: tf.data.Dataset, global_batch_size: int, seed: int,
+                 skip_batches: int = 0, shuffle_buffer: int = 10000) -> tf.data.Dataset:
+    """Repeats, shuffles (seeded), batches and skips the batches a resumed run has seen."""
+    dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(global_batch_size, drop_remainder=True)
+    return dataset.skip(skip_batches).prefetch(tf.data.AUTOTUNE)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    output_dir: str
+    num_train_steps: int
+    save_checkpoints_steps: int = 1000
+    log_steps: int = 10
+    keep_checkpoint_max: int = 3
+
+
+class NonFiniteLossError(RuntimeError):
+    pass
+
+
+def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
+                      verbose: bool = True, on_log=None) -> dict:
+    """Trains `model` to `config.num_train_steps`, resuming from the latest checkpoint.
+
+    Args:
+      dataset_fn: `skip_batches -> tf.data.Dataset` of global batches.
+      step_fn: `(model, batch, training) -> (scaled_loss, metrics)` run per replica, where
+        `scaled_loss` is this replica's share of the global-batch mean (its gradients are
+        summed across replicas) and `metrics` maps names to replica-local means.
+      on_log: optional callback `(step, logs)` at every logging step.
+    Returns the logs (loss, metrics, learning rate) of the last step.
+    """
+    with strategy.scope():
+        # Slots built up front, as mirrored variables: built lazily inside `strategy.run`
+        # they would be created per replica inside a graph branch.
+        optimizer.build(model.trainable_variables)
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
+    manager = tf.train.CheckpointManager(
+        checkpoint, os.path.join(config.output_dir, CHECKPOINT_DIR), max_to_keep=config.keep_checkpoint_max
+    )
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        print(f"[train] resumed from {manager.latest_checkpoint} at step {int(step.numpy())}")
+    start_step = int(step.numpy())
+    if start_step >= config.num_train_steps:
+        print(f"[train] already at step {start_step} >= num_train_steps {config.num_train_steps}")
+        return {}
+
+    distributed = strategy.experimental_distribute_dataset(dataset_fn(start_step))
+    iterator = iter(distributed)
+
+    def replica_step(batch):
+        with tf.GradientTape() as tape:
+            loss, metrics = step_fn(model, batch, True)
+        variables = model.trainable_variables
+        gradients = tape.gradient(loss, variables)
+        # Weights the objective never touches (e.g. BERT's pooler under mean pooling) get no
+        # gradient; this runs once, at tracing, so the note appears once per run.
+        unused = [v.path for g, v in zip(gradients, variables) if g is None]
+        if unused:
+            print(f"[train] not updated by this objective: {unused}")
+        optimizer.apply_gradients([(g, v) for g, v in zip(gradients, variables) if g is not None])
+        return loss, metrics
+
+    @tf.function
+    def train_step(iterator):
+        loss, metrics = strategy.run(replica_step, args=(next(iterator),))
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+        metrics = {k: strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None) for k, v in metrics.items()}
+        step.assign_add(1)
+        return loss, metrics
+
+    writer = tf.summary.create_file_writer(os.path.join(config.output_dir, TENSORBOARD_DIR))
+    progbar = None
+    logs = {}
+    started = time.perf_counter()
+    while int(step.numpy()) < config.num_train_steps:
+        loss, metrics = train_step(iterator)
+        current = int(step.numpy())
+        loss_value = float(loss.numpy())
+        if not np.isfinite(loss_value):
+            raise NonFiniteLossError(
+                f"loss became {loss_value} at step {current}; stopped without saving, the last good "
+                f"checkpoint ({manager.latest_checkpoint}) stays the latest"
+            )
+        logs = {"loss": loss_value, **{k: float(v.numpy()) for k, v in metrics.items()}}
+        if current % config.log_steps == 0 or current == config.num_train_steps:
+            # Keras evaluates the schedule at its own iteration count: the rate of the next step.
+            logs["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+            logs["steps_per_second"] = (current - start_step) / (time.perf_counter() - started)
+            with writer.as_default(step=current):
+                for name, value in logs.items():
+                    tf.summary.scalar(name, value)
+            if on_log is not None:
+                on_log(current, logs)
+        if verbose and progbar is None:
+            # Stateful: show each step's values, not Progbar's running averages.
+            progbar = keras.utils.Progbar(config.num_train_steps, unit_name="step",
+                                          stateful_metrics=list(logs) + ["learning_rate"])
+        if progbar is not None:
+            progbar.update(current, [(k, v) for k, v in logs.items() if k != "steps_per_second"])
+        if current % config.save_checkpoints_steps == 0 or current == config.num_train_steps:
+            manager.save(checkpoint_number=current)
+    writer.flush()
+    return logs

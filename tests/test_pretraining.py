@@ -1,0 +1,133 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT
+from dialoguecse_tf import schema
+from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
+from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.data.mlm_records import write_mlm_records
+from dialoguecse_tf.pretraining import BertPretrainer, PretrainConfig, run_pretraining
+from dialoguecse_tf.tokenization import Tokenizer
+from numpy_bert import bert_forward, layer_norm, gelu, random_bert_weights
+
+SENTENCES = [
+    "where is my order", "i want a refund please", "change my address", "track my package",
+    "hello thanks", "my order is late", "discount code please", "ship to my new address",
+]
+
+
+@pytest.fixture
+def mlm_setup(tmp_path, tiny_vocab_file, tiny_bert_config):
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
+    rng = np.random.default_rng(0)
+    dialogues = [
+        Dialogue(str(i), tuple(Turn(str(j % 2), SENTENCES[rng.integers(len(SENTENCES))]) for j in range(6)))
+        for i in range(60)
+    ]
+    spec = schema.MlmRecordSpec(max_seq_length=16, max_predictions_per_seq=3)
+    write_mlm_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=3, log=lambda _: None)
+    config_file = tmp_path / "bert_config.json"
+    tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0).to_json_file(str(config_file))
+    return PretrainConfig(
+        input_file=(str(tmp_path / "records" / "mlm-*"),), output_dir=str(tmp_path / "run"),
+        bert_config_file=str(config_file), vocab_file=tiny_vocab_file, max_seq_length=16,
+        max_predictions_per_seq=3, train_batch_size=8, learning_rate=2e-3, num_train_steps=40,
+        num_warmup_steps=4, save_checkpoints_steps=10, log_steps=1,
+    )
+
+
+def test_mlm_head_is_tied_and_matches_numpy(tiny_bert_config):
+    config = tiny_bert_config.replace(hidden_dropout_prob=0.0)
+    weights = random_bert_weights(config, seed=2, with_mlm_head=True)
+    model = BertPretrainer(config)
+    from dialoguecse_tf.checkpoints import assign_bert_variables
+
+    assign_bert_variables(model.backbone, weights, "test")
+    model.assign_head(weights, "test")
+    assert not any("output_kernel" in v.path for v in model.weights)
+    ids = np.array([[2, 7, 4, 9, 3, 0]], np.int32)
+    mask = (ids > 0).astype(np.int32)
+    positions = np.array([[2, 1]], np.int32)
+    logits = model({schema.INPUT_IDS: ids, schema.INPUT_MASK: mask, schema.SEGMENT_IDS: np.zeros_like(ids),
+                    schema.MASKED_LM_POSITIONS: positions}).numpy()
+    sequence, _ = bert_forward(weights, config, ids, mask)
+    x = sequence[0, positions[0]]
+    x = gelu(x @ weights["cls/predictions/transform/dense/kernel"] + weights["cls/predictions/transform/dense/bias"], True)
+    x = layer_norm(x, weights["cls/predictions/transform/LayerNorm/gamma"],
+                   weights["cls/predictions/transform/LayerNorm/beta"], config.layer_norm_eps)
+    expected = x @ weights["bert/embeddings/word_embeddings"].T + weights["cls/predictions/output_bias"]
+    assert np.abs(logits[0] - expected).max() < 1e-4
+
+
+def test_loss_falls_and_encoder_is_saved(mlm_setup):
+    losses = []
+    run_pretraining(mlm_setup, verbose=False, on_log=lambda step, logs: losses.append(logs["loss"]))
+    assert len(losses) == 40
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.5
+    encoder_dir = os.path.join(mlm_setup.output_dir, "encoder")
+    loaded = load_checkpoint(encoder_dir, max_seq_length=16)
+    assert loaded.metadata["stage"] == "pretrain" and len(loaded.mlm_head) == 5
+    assert os.path.exists(os.path.join(mlm_setup.output_dir, "config.json"))
+    assert os.listdir(os.path.join(mlm_setup.output_dir, "tensorboard"))
+    # Continued pretraining from the stage's own output reloads its MLM head.
+    again = mlm_setup.__class__(**{**mlm_setup.__dict__, "init_checkpoint": encoder_dir, "bert_config_file": None,
+                                   "output_dir": mlm_setup.output_dir + "-continued", "num_train_steps": 2})
+    run_pretraining(again, verbose=False)
+
+
+def test_saved_encoder_gives_in_memory_outputs(tmp_path, tiny_bert_config, tiny_vocab_file):
+    model = BertPretrainer(tiny_bert_config)
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=12)
+    save_checkpoint(str(tmp_path / "enc"), model.backbone, tiny_bert_config, tokenizer, mlm_head=model.head_variables())
+    loaded = load_checkpoint(str(tmp_path / "enc"), max_seq_length=12)
+    restored = BertPretrainer(loaded.config)
+    restored.backbone.set_weights(loaded.backbone.get_weights())
+    restored.assign_head(loaded.mlm_head, "test")
+    inputs = tokenizer(["where is my order", "refund"])
+    batch = {schema.INPUT_IDS: inputs["token_ids"], schema.INPUT_MASK: inputs["padding_mask"],
+             schema.SEGMENT_IDS: inputs["segment_ids"], schema.MASKED_LM_POSITIONS: np.array([[1, 2], [1, 1]], np.int32)}
+    np.testing.assert_allclose(restored(batch).numpy(), model(batch).numpy(), atol=1e-6)
+
+
+def test_mirrored_two_replicas_matches_one_device(mlm_setup):
+    from dataclasses import replace
+
+    results = {}
+    for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
+                           ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
+        losses = []
+        config = replace(mlm_setup, output_dir=mlm_setup.output_dir + name, num_train_steps=5)
+        run_pretraining(config, strategy=strategy, verbose=False, on_log=lambda s, logs: losses.append(logs["loss"]))
+        results[name] = losses
+    # Step 1 is identical; later steps differ by summation order, which Adam amplifies a little.
+    assert results["mirrored"][0] == pytest.approx(results["one"][0], abs=1e-5)
+    np.testing.assert_allclose(results["mirrored"], results["one"], rtol=1e-3)
+
+
+def test_kill_and_resume_continues_at_saved_step(mlm_setup):
+    args = [sys.executable, str(REPO_ROOT / "pretrain" / "run_pretraining.py"),
+            f"--input_file={mlm_setup.input_file[0]}", f"--output_dir={mlm_setup.output_dir}",
+            f"--bert_config_file={mlm_setup.bert_config_file}", f"--vocab_file={mlm_setup.vocab_file}",
+            "--max_seq_length=16", "--max_predictions_per_seq=3", "--train_batch_size=8",
+            "--num_train_steps=400", "--save_checkpoints_steps=10", "--learning_rate=1e-3"]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    checkpoints = os.path.join(mlm_setup.output_dir, "checkpoints")
+    deadline = time.time() + 120
+    while time.time() < deadline and not (os.path.exists(checkpoints) and tf.train.latest_checkpoint(checkpoints)):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    saved = int(tf.train.latest_checkpoint(checkpoints).rsplit("-", 1)[1])
+    assert 10 <= saved < 400
+    finished = subprocess.run(args, capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert f"at step {saved}" in finished.stdout
+    assert tf.train.latest_checkpoint(checkpoints).endswith("ckpt-400")
+    assert load_checkpoint(os.path.join(mlm_setup.output_dir, "encoder"), 16).metadata["num_train_steps"] == 400
