@@ -6,6 +6,7 @@ Instance packing and masking are Google's own, taken from tf-models-official's
 the later stages use in-graph.
 """
 
+import functools
 import importlib
 import os
 import random
@@ -22,19 +23,24 @@ _PROGRESS_EVERY = 10000
 
 
 def _bert_instance_tools():
-    """Imports Google's instance builder without letting it own our command-line flags.
+    """Imports Google's instance builder without letting it touch our command-line flags.
 
     The module defines absl flags (`max_seq_length`, `input_file`, ...) at import time,
-    which would collide with the data-prep entry points' flags of the same names.
+    which would collide with the entry points' flags of the same names; its definitions
+    are sent to a scratch registry instead, whatever the import order.
     """
     name = "official.nlp.data.create_pretraining_data"
-    already_loaded = name in sys.modules
-    module = importlib.import_module(name)
-    if not already_loaded:
-        for flag in flags.FLAGS.get_flags_for_module(name):
-            if flag.name in flags.FLAGS:
-                delattr(flags.FLAGS, flag.name)
-    return module
+    if name in sys.modules:
+        return sys.modules[name]
+    scratch = flags.FlagValues()
+    originals = {attr: getattr(flags, attr) for attr in dir(flags) if attr.startswith("DEFINE")}
+    try:
+        for attr, define in originals.items():
+            setattr(flags, attr, functools.partial(define, flag_values=scratch))
+        return importlib.import_module(name)
+    finally:
+        for attr, define in originals.items():
+            setattr(flags, attr, define)
 
 
 _bert_tools = _bert_instance_tools()

@@ -1,0 +1,201 @@
+"""`EvaluationConfig`: everything one evaluation run needs, written as `config.json`.
+
+Field names equal the flag names of `evaluation/run_evaluation.py`, so
+`cli.flag_utils.config_from_flags` fills it directly. The module does not import TensorFlow:
+a command line is checked before the slow imports start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from dialoguecse_tf.data.readers import READERS
+from dialoguecse_tf.evaluation.registry import display_name, get_baseline
+
+# `dialoguecse_tf.pooling.POOLING_MODES`, repeated so that this module loads without TensorFlow
+# (a test keeps the two equal).
+POOLING_MODES = ("mean", "cls")
+
+# "lines": one sentence per line; the others are the corpus readers' formats, whose
+# utterances (and candidate responses) become the training sentences.
+TRAIN_TEXT_FORMATS = ("lines",) + tuple(READERS)
+DEFAULT_DATASET_NAME = "dev"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowConfig:
+    """The BERT-flow baseline's flow and its training (see `flow.py`)."""
+
+    num_couplings: int = 8  # blocks of ActNorm + permutation + affine coupling
+    hidden_units: int = 256  # width of the two hidden layers of each coupling's MLP
+    steps: int = 1000  # Adam steps; about one epoch over ~64k training sentences
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    log_scale_bound: float = 2.0  # coupling scales stay within exp(+-log_scale_bound)
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("num_couplings", "hidden_units", "steps", "batch_size"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"flow {name} must be a positive integer, got {getattr(self, name)!r}")
+        for name in ("learning_rate", "log_scale_bound"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"flow {name} must be positive, got {getattr(self, name)!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class FitOptions:
+    """How the fitted baselines are fitted."""
+
+    whitening_dim: int | None = None  # None keeps every dimension
+    flow: FlowConfig = FlowConfig()
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetFiles:
+    """One column group of the results table: an SR file, a D-STS file, or both."""
+
+    name: str
+    select_file: str | None = None
+    sts_file: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationConfig:
+    """Which checkpoints and baselines to evaluate on which datasets, and how.
+
+    Datasets: `dataset_name`, `select_file` and `sts_file` are parallel lists, entry i of each
+    describing dataset i; an empty string means "this dataset has no such file". With a single
+    dataset the name may be omitted (it is then "dev").
+
+    Models: each `checkpoint` is shown under the `model_name` at the same position (default:
+    the checkpoint folder's name). Without `baselines` each checkpoint is evaluated as is with
+    `pooling`; with `baselines` each checkpoint gives one row per baseline, named e.g.
+    "<model_name>-flow" (see `baselines`; a model name "BERT(adapt)" gives Table 2's adapt rows).
+    """
+
+    checkpoint: tuple[str, ...]
+    output_dir: str
+    select_file: tuple[str, ...] = ()
+    sts_file: tuple[str, ...] = ()
+    dataset_name: tuple[str, ...] = ()
+    model_name: tuple[str, ...] = ()
+    baselines: tuple[str, ...] = ()
+    train_text_file: str | None = None
+    train_text_format: str = "lines"
+    pooling: str = "mean"
+    max_seq_length: int = 128
+    batch_size: int = 64
+    whitening_dim: int | None = None
+    flow_couplings: int = FlowConfig.num_couplings
+    flow_hidden_units: int = FlowConfig.hidden_units
+    flow_steps: int = FlowConfig.steps
+    flow_batch_size: int = FlowConfig.batch_size
+    flow_learning_rate: float = FlowConfig.learning_rate
+    seed: int = FlowConfig.seed
+
+    def __post_init__(self):
+        for name in ("checkpoint", "select_file", "sts_file", "dataset_name", "model_name", "baselines"):
+            object.__setattr__(self, name, tuple(getattr(self, name) or ()))
+        if not self.checkpoint:
+            raise ValueError("give at least one checkpoint to evaluate")
+        if not self.output_dir:
+            raise ValueError("output_dir is required")
+        if not self.model_name:
+            names = tuple(os.path.basename(os.path.normpath(path)) for path in self.checkpoint)
+            object.__setattr__(self, "model_name", names)
+        if len(self.model_name) != len(self.checkpoint):
+            raise ValueError(
+                f"give one model_name per checkpoint: {len(self.checkpoint)} checkpoints, "
+                f"{len(self.model_name)} model names"
+            )
+        for name in self.baselines:
+            get_baseline(name)
+        if self.pooling not in POOLING_MODES:
+            raise ValueError(f"pooling must be one of {POOLING_MODES}, got {self.pooling!r}")
+        if self.train_text_format not in TRAIN_TEXT_FORMATS:
+            raise ValueError(f"train_text_format must be one of {TRAIN_TEXT_FORMATS}, got {self.train_text_format!r}")
+        if self.needs_train_texts and not self.train_text_file:
+            raise ValueError(
+                f"baselines {[b for b in self.baselines if get_baseline(b).needs_train_texts]} are fitted on "
+                "unlabelled training sentences: give train_text_file"
+            )
+        for name in ("max_seq_length", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.whitening_dim is not None and self.whitening_dim < 1:
+            raise ValueError(f"whitening_dim must be positive, got {self.whitening_dim}")
+        # Built once here so that a bad value fails before any model is loaded.
+        self.fit_options()
+        self.datasets()
+        self.model_rows()
+
+    @property
+    def needs_train_texts(self) -> bool:
+        return any(get_baseline(name).needs_train_texts for name in self.baselines)
+
+    def fit_options(self) -> FitOptions:
+        return FitOptions(
+            whitening_dim=self.whitening_dim,
+            flow=FlowConfig(
+                num_couplings=self.flow_couplings,
+                hidden_units=self.flow_hidden_units,
+                steps=self.flow_steps,
+                batch_size=self.flow_batch_size,
+                learning_rate=self.flow_learning_rate,
+                seed=self.seed,
+            ),
+        )
+
+    def model_rows(self) -> list[tuple[str, list[tuple[str, str | None]]]]:
+        """Per checkpoint, its results-table rows as (display name, baseline name or None)."""
+        rows = []
+        for checkpoint, model_name in zip(self.checkpoint, self.model_name):
+            if self.baselines:
+                rows.append((checkpoint, [(display_name(name, model_name), name) for name in self.baselines]))
+            else:
+                rows.append((checkpoint, [(model_name, None)]))
+        names = [name for _, named in rows for name, _ in named]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"several results rows would be named {repeated}; give distinct model_name values")
+        return rows
+
+    def datasets(self) -> list[DatasetFiles]:
+        """The parallel dataset lists as `DatasetFiles`, checked for consistency."""
+        count = max(len(self.dataset_name), len(self.select_file), len(self.sts_file))
+        if count == 0:
+            raise ValueError("give at least one select_file (SR) or sts_file (D-STS)")
+        if not self.dataset_name and count > 1:
+            raise ValueError(f"{count} datasets: name each with dataset_name, in the order of their files")
+        names = self.dataset_name or (DEFAULT_DATASET_NAME,)
+        for flag, values in (("dataset_name", names), ("select_file", self.select_file), ("sts_file", self.sts_file)):
+            if values and len(values) != count:
+                raise ValueError(
+                    f"{count} datasets but {len(values)} {flag} values: with several datasets give dataset_name, "
+                    "select_file and sts_file once per dataset, in the same order ('' for a missing file)"
+                )
+        if len(set(names)) != len(names) or not all(names):
+            raise ValueError(f"dataset names must be non-empty and distinct, got {list(names)}")
+        datasets = []
+        for i, name in enumerate(names):
+            select_file = self.select_file[i] if self.select_file else ""
+            sts_file = self.sts_file[i] if self.sts_file else ""
+            if not select_file and not sts_file:
+                raise ValueError(f"dataset {name!r} has neither a select_file nor an sts_file")
+            datasets.append(DatasetFiles(name, select_file or None, sts_file or None))
+        return datasets
+
+    def check_files(self) -> None:
+        """Raises FileNotFoundError for the first input file or checkpoint that does not exist."""
+        for dataset in self.datasets():
+            for kind, path in (("select_file", dataset.select_file), ("sts_file", dataset.sts_file)):
+                if path is not None and not os.path.isfile(path):
+                    raise FileNotFoundError(f"{kind} of dataset {dataset.name!r} not found: {path}")
+        if self.needs_train_texts and not os.path.isfile(self.train_text_file):
+            raise FileNotFoundError(f"train_text_file not found: {self.train_text_file}")
+        for path in self.checkpoint:
+            # A Google checkpoint may be named by its prefix (".../bert_model.ckpt").
+            if not (os.path.exists(path) or os.path.exists(path + ".index")):
+                raise FileNotFoundError(f"checkpoint not found: {path}")

@@ -1,0 +1,44 @@
+"""Names of the baselines an evaluation can ask for, and how Table 2 names their rows.
+
+Kept free of TensorFlow so that configs and command lines can be checked instantly;
+`baselines.py` holds the code that builds each one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineInfo:
+    name: str
+    display_template: str  # "{model}" is the checkpoint's display name, e.g. "BERT" or "BERT(adapt)"
+    needs_train_texts: bool  # fitted on unlabelled training sentences
+    summary: str
+
+
+BASELINES: dict[str, BaselineInfo] = {
+    info.name: info
+    for info in (
+        BaselineInfo("cls", "{model}-CLS", False, "last layer's [CLS] output"),
+        BaselineInfo("avg", "{model}-avg", False, "masked mean of the last layer's outputs"),
+        BaselineInfo("whitening", "{model}-whitening", True, "avg vectors whitened (Su et al. 2021)"),
+        BaselineInfo("flow", "{model}-flow", True, "avg vectors through a fitted normalising flow (Li et al. 2020)"),
+        BaselineInfo(
+            "avg_token_embeddings", "Avg. {model} token embeddings", False,
+            "mean of BERT's input word-piece embeddings (stand-in for Avg. GloVe)",
+        ),
+    )
+}
+
+
+def get_baseline(name: str) -> BaselineInfo:
+    try:
+        return BASELINES[name]
+    except KeyError:
+        raise ValueError(f"unknown baseline {name!r}; known baselines: {', '.join(BASELINES)}") from None
+
+
+def display_name(baseline_name: str, model_name: str) -> str:
+    """Table 2's row name, e.g. ("flow", "BERT(adapt)") -> "BERT(adapt)-flow"."""
+    return get_baseline(baseline_name).display_template.format(model=model_name)

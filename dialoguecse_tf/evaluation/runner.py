@@ -1,0 +1,111 @@
+"""One evaluation run: files -> models -> metrics -> `results.json` and `results.md`."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+from dialoguecse_tf.config_io import config_to_dict
+from dialoguecse_tf.data.readers import read_corpus
+from dialoguecse_tf.data.sr_builder import SrRow, read_select_file
+from dialoguecse_tf.embedding_io import read_texts
+from dialoguecse_tf.evaluation.baselines import CheckpointEmbedders, build_baseline, build_checkpoint_model
+from dialoguecse_tf.evaluation.config import DatasetFiles, EvaluationConfig
+from dialoguecse_tf.evaluation.evaluate import EmbedFn, evaluate_sr, evaluate_sts
+from dialoguecse_tf.evaluation.results import dataset_record, model_record, new_results, write_results
+from dialoguecse_tf.evaluation.sts import StsPair, read_sts_file
+
+
+@dataclasses.dataclass
+class LoadedDataset:
+    files: DatasetFiles
+    sr_rows: list[SrRow] | None
+    sts_pairs: list[StsPair] | None
+
+    def record(self) -> dict:
+        return dataset_record(
+            self.files.name,
+            self.files.select_file, None if self.sr_rows is None else len(self.sr_rows),
+            self.files.sts_file, None if self.sts_pairs is None else len(self.sts_pairs),
+        )
+
+
+def load_dataset(files: DatasetFiles) -> LoadedDataset:
+    """Reads and validates a dataset's files (`DataFormatError` names file and line)."""
+    return LoadedDataset(
+        files,
+        None if files.select_file is None else read_select_file(files.select_file),
+        None if files.sts_file is None else read_sts_file(files.sts_file),
+    )
+
+
+def evaluate_dataset(embed_fn: EmbedFn, dataset: LoadedDataset) -> dict:
+    """{"corr"} and/or {"map", "mrr"} in percent, whichever files the dataset has."""
+    metrics = {}
+    if dataset.sts_pairs is not None:
+        metrics["corr"] = evaluate_sts(embed_fn, dataset.sts_pairs)["corr"]
+    if dataset.sr_rows is not None:
+        sr = evaluate_sr(embed_fn, dataset.sr_rows)
+        metrics.update(map=sr["map"], mrr=sr["mrr"])
+    return metrics
+
+
+def _corpus_sentences(path: str, text_format: str):
+    # Not `data.pipeline.corpus_texts`: importing the pipeline loads Google's pretraining-data
+    # module, whose import-time absl flags collide with the entry point's (max_seq_length).
+    for dialogue in read_corpus(path, text_format):
+        yield from (turn.text for turn in dialogue.turns)
+        yield from dialogue.candidates or ()
+
+
+def read_train_texts(path: str, text_format: str = "lines") -> list[str]:
+    """The distinct non-blank sentences of `path`, in first-appearance order.
+
+    `text_format` "lines" reads one sentence per line; a corpus reader's name ("authors",
+    "ecd", ...) takes every utterance of the corpus, and the candidate responses of the authors'
+    format (utterances of other dialogues). Repeats are dropped because dialogue
+    corpora repeat stock phrases ("好的", "谢谢") and overlapping training windows repeat whole
+    utterances; left in, they would dominate the fitted mean and covariance.
+    """
+    texts = read_texts(path) if text_format == "lines" else _corpus_sentences(path, text_format)
+    unique = [text for text in dict.fromkeys(texts) if text.strip()]
+    if not unique:
+        raise ValueError(f"{path}: no training sentence found")
+    return unique
+
+
+def run_evaluation(config: EvaluationConfig, log=print) -> dict:
+    """Evaluates every (checkpoint, baseline) row on every dataset; returns the results dict.
+
+    All inputs are read and checked before the first model loads, so a bad file fails in
+    seconds. `results.json` / `results.md` in `config.output_dir` are rewritten after each row,
+    so a long run shows its progress and keeps what it finished.
+    """
+    config.check_files()
+    datasets = [load_dataset(files) for files in config.datasets()]
+    train_texts = None
+    if config.needs_train_texts:
+        train_texts = read_train_texts(config.train_text_file, config.train_text_format)
+        log(f"[eval] {len(train_texts)} distinct training sentences from {config.train_text_file}")
+    results = new_results(config_to_dict(config), [dataset.record() for dataset in datasets])
+    options = config.fit_options()
+    for checkpoint, named_rows in config.model_rows():
+        embedders = CheckpointEmbedders.from_checkpoint(checkpoint, config.max_seq_length, config.batch_size)
+        for name, baseline in named_rows:
+            start = time.perf_counter()
+            built = (
+                build_checkpoint_model(embedders, config.pooling)
+                if baseline is None
+                else build_baseline(baseline, embedders, train_texts, options)
+            )
+            metrics = {dataset.files.name: evaluate_dataset(built.embed_fn, dataset) for dataset in datasets}
+            results["models"].append(model_record(name, checkpoint, baseline, built.description, built.fit, metrics))
+            write_results(results, config.output_dir)
+            summary = "; ".join(
+                f"{dataset}: " + ", ".join(f"{key} {value:.2f}" for key, value in values.items())
+                for dataset, values in metrics.items()
+            )
+            log(f"[eval] {name} ({time.perf_counter() - start:.1f}s): {summary}")
+    log(f"[eval] results in {os.path.join(config.output_dir, 'results.json')}")
+    return results

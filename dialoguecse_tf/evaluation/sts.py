@@ -1,0 +1,66 @@
+"""Reads the dialogue STS (D-STS) file, `sts.txt` of the authors' release.
+
+Format: one UTF-8 line per pair, `score \\t sentence_a \\t sentence_b`, where `score` is the
+median of the annotators' 1..5 relevance grades (an integer). Lines are split on "\\n"; a
+trailing "\\r" and a UTF-8 byte-order mark are ignored, as in `read_select_file`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from dialoguecse_tf.data.dialogue import DataFormatError
+
+MIN_SCORE = 1
+MAX_SCORE = 5
+
+
+class StsPair(NamedTuple):
+    score: int
+    sentence_a: str
+    sentence_b: str
+
+
+def read_sts_file(path: str | os.PathLike) -> list[StsPair]:
+    """Reads and validates `sts.txt`; returns `(score, sentence_a, sentence_b)` tuples.
+
+    Each line must have 3 tab-separated fields, a plain decimal integer score in 1..5 and two
+    sentences that are not empty or whitespace-only. A violation (or invalid UTF-8) raises
+    `DataFormatError` naming the file and 1-based line; an empty file raises it for line 1.
+    """
+    with open(path, "rb") as f:
+        raw_lines = f.read().split(b"\n")
+    if raw_lines[-1] == b"":
+        raw_lines.pop()
+    if not raw_lines:
+        raise DataFormatError(path, 1, "D-STS file has no pairs", reason="empty_file")
+    pairs = []
+    for index, raw in enumerate(raw_lines):
+        line_number = index + 1
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataFormatError(
+                path, line_number, f"invalid UTF-8 ({e.reason} at byte {e.start})", reason="invalid_utf8"
+            ) from None
+        if index == 0 and line.startswith("\ufeff"):
+            line = line[1:]
+        fields = line.split("\t")
+        if len(fields) != 3:
+            message = f"expected 3 tab-separated fields (score, sentence_a, sentence_b), found {len(fields)}"
+            raise DataFormatError(path, line_number, message, reason="field_count")
+        score_text, sentence_a, sentence_b = fields
+        # Stricter than int(): no signs, spaces or non-ASCII digits.
+        if not (score_text.isascii() and score_text.isdigit()) or not MIN_SCORE <= int(score_text) <= MAX_SCORE:
+            raise DataFormatError(
+                path, line_number, f"score {score_text!r} is not an integer in {MIN_SCORE}..{MAX_SCORE}",
+                reason="bad_score",
+            )
+        for name, sentence in (("sentence_a", sentence_a), ("sentence_b", sentence_b)):
+            if not sentence.strip():
+                raise DataFormatError(path, line_number, f"{name} is empty", reason="empty_sentence")
+        pairs.append(StsPair(int(score_text), sentence_a, sentence_b))
+    return pairs

@@ -1,0 +1,128 @@
+import numpy as np
+import pytest
+import scipy.stats
+
+from dialoguecse_tf.data.dialogue import DataFormatError
+from dialoguecse_tf.data.sr_builder import SrRow, read_select_file
+from dialoguecse_tf.evaluation.evaluate import CachedEmbedder, embed_unique, evaluate_sr, evaluate_sts
+from dialoguecse_tf.evaluation.sts import StsPair
+
+
+class CountingEmbedder:
+    """A lookup-table `embed_fn` that records every text it is asked for."""
+
+    def __init__(self, vectors: dict):
+        self.vectors = vectors
+        self.calls = []
+
+    def __call__(self, texts):
+        self.calls.append(list(texts))
+        return np.array([self.vectors[text] for text in texts], dtype=np.float32)
+
+    @property
+    def embedded(self):
+        return [text for call in self.calls for text in call]
+
+
+def write_select(path, rows):
+    path.write_text("".join("\t".join(map(str, row)) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+# Row 0 asks for rows 1, 2 (positive) and 3, 4 (negative); row 1 for 0 (positive) and 2
+# (negative). "refund" appears twice (rows 1 and 4) and must still be embedded once.
+SELECT_ROWS = [
+    (0, "q", "a", "1,2", "3,4"),
+    (1, "refund", "a", "0", "2"),
+    (2, "money back", "a", "0", "1"),
+    (3, "where", "b", "4", "0"),
+    (4, "refund", "b", "3", "0"),
+]
+VECTORS = {
+    "q": [1.0, 0.0],
+    "refund": [0.9, 0.5],  # cos with q 0.874
+    "money back": [0.2, 1.0],  # 0.196
+    "where": [1.0, 0.1],  # 0.995
+}
+
+
+def test_sr_hand_computed_and_each_sentence_embedded_once(tmp_path):
+    rows = read_select_file(write_select(tmp_path / "select.txt", SELECT_ROWS))
+    embed = CountingEmbedder(VECTORS)
+    result = evaluate_sr(embed, rows)
+    assert len(embed.calls) == 1 and sorted(embed.embedded) == sorted(VECTORS)
+    # Query 0 ranks 3 (0.995), then 1 and 4 tied ("refund", 0.874: row id order), then 2:
+    # labels 0 1 0 1 -> AP (1/2 + 2/4) / 2 = 0.5, RR 1/2.
+    # Query 1 ("refund") vs 0 (cos 0.874) and 2 (cos 0.650): AP 1, RR 1.
+    # Query 2 ("money back") vs 0 (0.196) and 1 (0.650): labels 0 1 -> AP 1/2, RR 1/2.
+    # Query 3 ("where") vs 0 (0.995) and 4 (0.935): labels 0 1 -> AP 1/2, RR 1/2.
+    # Query 4 ("refund") vs 0 (0.874) and 3 (0.935): labels 1 0 -> AP 1, RR 1.
+    assert result["map"] == pytest.approx(100 * (0.5 + 1 + 0.5 + 0.5 + 1) / 5)
+    assert result["mrr"] == pytest.approx(100 * (0.5 + 1 + 0.5 + 0.5 + 1) / 5)
+    assert result["queries"] == 5
+
+
+def test_sr_ties_are_broken_by_row_id_not_by_label():
+    rows = [
+        SrRow(0, "same", "", (2,), (1,)),
+        SrRow(1, "same", "", (0,), (2,)),
+        SrRow(2, "same", "", (1,), (0,)),
+    ]
+    # A collapsed model: one vector for everything. Listing positives first would score 100.
+    result = evaluate_sr(lambda texts: np.ones((len(texts), 3)), rows)
+    # Candidates in id order: query 0 -> [1-, 2+] AP 1/2; query 1 -> [0+, 2-] AP 1; query 2 -> [0-, 1+] AP 1/2.
+    assert result["map"] == pytest.approx(100 * 2 / 3)
+
+
+def test_sr_skips_rows_without_positives_and_checks_ids():
+    rows = [SrRow(0, "a", "", (1,), ()), SrRow(1, "b", "", (), ())]
+    result = evaluate_sr(lambda texts: np.eye(2)[: len(texts)], rows)
+    assert result == {"map": 100.0, "mrr": 100.0, "queries": 1}
+    with pytest.raises(ValueError, match="no SR row has a positive"):
+        evaluate_sr(lambda texts: np.eye(2), [SrRow(0, "a", "", (), ())])
+    with pytest.raises(ValueError, match=r"query 0 refers to ids \[7\]"):
+        evaluate_sr(lambda texts: np.eye(2), [SrRow(0, "a", "", (7,), ())])
+
+
+@pytest.mark.parametrize(
+    "bad_row, message",
+    [
+        ((2, "x", "a", "0,9", "1"), "positive id 9 is not a row of this file"),
+        ((2, "x", "a", "", "0,1"), "query 2 has no positive id"),
+        ((2, "x", "a", "0"), "expected 5 tab-separated fields, found 4"),
+        ((2, "x", "a", "0", "1,two"), "'two' is not a non-negative decimal integer"),
+    ],
+)
+def test_select_file_errors_name_file_and_line(tmp_path, bad_row, message):
+    path = write_select(tmp_path / "select.txt", [(0, "a", "a", "1", "2"), (1, "b", "a", "0", "2"), bad_row])
+    with pytest.raises(DataFormatError, match=message) as info:
+        read_select_file(path)
+    assert str(info.value).startswith(f"{path}:3: ")
+
+
+def test_sts_spearman_and_each_sentence_embedded_once():
+    vectors = {"a": [1.0, 0.0], "b": [1.0, 0.2], "c": [0.0, 1.0], "d": [1.0, 1.0]}
+    pairs = [StsPair(*pair) for pair in ((5, "a", "b"), (1, "a", "c"), (3, "b", "d"), (2, "c", "a"), (4, "a", "d"))]
+    embed = CountingEmbedder(vectors)
+    result = evaluate_sts(embed, pairs)
+    assert len(embed.calls) == 1 and sorted(embed.embedded) == ["a", "b", "c", "d"]
+    # cos: ab .981, ac 0, bd .832, ca 0, ad .707 -> ranks of predictions 5, 1.5, 4, 1.5, 3 vs gold 5 1 3 2 4.
+    expected = scipy.stats.spearmanr([5, 1, 3, 2, 4], [5, 1.5, 4, 1.5, 3]).statistic
+    assert result == {"corr": pytest.approx(100 * expected), "pairs": 5}
+
+
+def test_cached_embedder_embeds_each_text_once_over_calls():
+    embed = CountingEmbedder({"a": [1.0], "b": [2.0], "c": [3.0]})
+    cached = CachedEmbedder(embed)
+    np.testing.assert_array_equal(cached(["a", "b", "a"]), [[1.0], [2.0], [1.0]])
+    np.testing.assert_array_equal(cached(["c", "b"]), [[3.0], [2.0]])
+    assert embed.calls == [["a", "b"], ["c"]]
+    with pytest.raises(ValueError, match="empty"):
+        cached([])
+
+
+def test_embed_fn_output_is_checked():
+    with pytest.raises(ValueError, match=r"shape \(1, 2\) for 2 texts"):
+        embed_unique(lambda texts: np.zeros((1, 2)), ["a", "b"])
+    with pytest.raises(ValueError, match="NaN"):
+        embed_unique(lambda texts: np.full((1, 2), np.nan), ["a"])

@@ -1,0 +1,114 @@
+import datetime
+import json
+import os
+import subprocess
+
+import pytest
+
+from dialoguecse_tf.evaluation.results import (
+    dataset_record,
+    git_commit,
+    merge_results,
+    model_record,
+    new_results,
+    read_results,
+    write_results,
+    write_table,
+)
+
+
+def make_results(tmp_path, dataset="ECD", models=(("BERT-avg", 43.68, 51.77, 70.79),), sts_text="5\ta\tb\n"):
+    data = tmp_path / dataset
+    data.mkdir(exist_ok=True)
+    (data / "select.txt").write_text("0\ta\t\t1\t\n1\tb\t\t0\t\n", encoding="utf-8")
+    (data / "sts.txt").write_text(sts_text, encoding="utf-8")
+    results = new_results(
+        {"batch_size": 8}, [dataset_record(dataset, str(data / "select.txt"), 2, str(data / "sts.txt"), 1)]
+    )
+    for name, corr, map_, mrr in models:
+        results["models"].append(model_record(
+            name, str(tmp_path / "ckpt"), "avg", "mean pooling", None,
+            {dataset: {"corr": corr, "map": map_, "mrr": mrr}},
+        ))
+    return results
+
+
+def test_results_json_fields_and_markdown(tmp_path):
+    models = (("BERT-avg", 43.68, 51.77, 70.79), ("BERT(adapt)-flow", 74.3, 59.77, 76.48))
+    results = make_results(tmp_path, models=models)
+    out = tmp_path / "out"
+    path = write_results(results, str(out))
+    assert sorted(os.listdir(out)) == ["results.json", "results.md"]  # nothing temporary left behind
+    saved = json.loads(open(path, encoding="utf-8").read())
+    assert saved["format_version"] == 1 and saved["config"] == {"batch_size": 8}
+    assert datetime.datetime.fromisoformat(saved["created_utc"]).utcoffset() == datetime.timedelta(0)
+    assert saved["git_commit"] == git_commit()
+    dataset = saved["datasets"][0]
+    assert dataset["select_file"] == str(tmp_path / "ECD" / "select.txt") and dataset["sr_queries"] == 2
+    assert len(dataset["sts_sha256"]) == 64 and dataset["sts_pairs"] == 1
+    model = saved["models"][1]
+    assert model["display_name"] == "BERT(adapt)-flow" and model["checkpoint"] == str(tmp_path / "ckpt")
+    assert model["metrics"] == {"ECD": {"corr": 74.3, "map": 59.77, "mrr": 76.48}}
+    markdown = (out / "results.md").read_text(encoding="utf-8")
+    lines = markdown.splitlines()
+    assert lines[0] == "| Model | ECD Corr. | ECD MAP | ECD MRR |"
+    assert lines[2] == "| BERT-avg | 43.68 | 51.77 | 70.79 |"
+    assert lines[3] == "| BERT(adapt)-flow | 74.30 | 59.77 | 76.48 |"
+    assert "percentages" in markdown and "(2 queries)" in markdown and "mean pooling" in markdown
+
+
+def test_git_commit_is_a_sha_or_none(monkeypatch):
+    commit = git_commit()
+    assert commit is None or (len(commit) == 40 and int(commit, 16) >= 0)
+
+    def no_git(*args, **kwargs):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(subprocess, "run", no_git)
+    assert git_commit() is None
+
+
+def test_merge_joins_datasets_into_rows(tmp_path):
+    ecd_models = (("DialogueCSE", 83.94, 69.32, 81.2), ("BERT-avg", 43.68, 51.77, 70.79))
+    ecd = write_results(make_results(tmp_path, "ECD", ecd_models), str(tmp_path / "ecd"))
+    jddc_models = (("DialogueCSE", 81.22, 68.02, 79.52),)
+    jddc = write_results(make_results(tmp_path, "JDDC", jddc_models), str(tmp_path / "jddc"))
+    table = merge_results([ecd, jddc])
+    assert [dataset["name"] for dataset in table.datasets] == ["ECD", "JDDC"]
+    assert [row.model for row in table.rows] == ["DialogueCSE", "BERT-avg"]
+    assert table.rows[0].sources == [ecd, jddc]
+    lines = table.to_markdown().splitlines()
+    assert lines[0] == "| Model | ECD Corr. | ECD MAP | ECD MRR | JDDC Corr. | JDDC MAP | JDDC MRR |"
+    assert lines[2] == "| DialogueCSE | 83.94 | 69.32 | 81.20 | 81.22 | 68.02 | 79.52 |"
+    assert lines[3] == "| BERT-avg | 43.68 | 51.77 | 70.79 | – | – | – |"
+    markdown_path, json_path = write_table(table, str(tmp_path / "merged"))
+    assert open(markdown_path, encoding="utf-8").read() == table.to_markdown()
+    saved_rows = json.load(open(json_path, encoding="utf-8"))["rows"]
+    assert saved_rows[1]["metrics"] == {"ECD": {"corr": 43.68, "map": 51.77, "mrr": 70.79}}
+
+
+def test_merge_refuses_conflicts(tmp_path):
+    first = write_results(make_results(tmp_path, "ECD", (("M", 1.0, 2.0, 3.0),)), str(tmp_path / "a"))
+    other_numbers = write_results(make_results(tmp_path, "ECD", (("M", 1.5, 2.0, 3.0),)), str(tmp_path / "b"))
+    with pytest.raises(ValueError, match=r"M on ECD has corr 1.0 in .*a/results.json but 1.5 in .*b/results.json"):
+        merge_results([first, other_numbers])
+    assert len(merge_results([first, first]).rows) == 1
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other_files = write_results(
+        make_results(elsewhere, "ECD", (("N", 1.0, 2.0, 3.0),), sts_text="4\tc\td\n"), str(tmp_path / "c")
+    )
+    with pytest.raises(ValueError, match="dataset 'ECD' means different sts_files"):
+        merge_results([first, other_files])
+
+
+def test_read_results_rejects_other_json(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"batch_size": 8}', encoding="utf-8")
+    with pytest.raises(ValueError, match="not a results.json"):
+        read_results(str(path))
+    path.write_text("{", encoding="utf-8")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        read_results(str(path))
+    with pytest.raises(ValueError, match="at least one"):
+        merge_results([])

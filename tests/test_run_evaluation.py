@@ -1,0 +1,176 @@
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import TINY_WORDS
+from dialoguecse_tf.evaluation.config import DatasetFiles, EvaluationConfig
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
+MERGE_RESULTS = str(REPO_ROOT / "evaluation" / "merge_results.py")
+
+SENTENCES = [
+    "where is my order", "track my package please", "my package is late", "when ship my order",
+    "i want a refund", "money back please", "refund my order", "i want money back",
+    "change my address", "change the delivery address", "where is the invoice", "i want a discount code",
+]
+
+
+def run(script, *args):
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env, cwd=REPO_ROOT)
+
+
+@pytest.fixture
+def tiny_setup(tmp_path, tiny_bert_config, tiny_vocab_file):
+    """A random tiny project checkpoint, a 12-row select.txt, a 6-pair sts.txt, training text."""
+    from dialoguecse_tf.checkpoints import save_checkpoint
+    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    checkpoint = save_checkpoint(
+        str(tmp_path / "tiny"), build_backbone(tiny_bert_config), tiny_bert_config, Tokenizer(tiny_vocab_file)
+    )
+    intents = [i // 4 for i in range(len(SENTENCES))]
+    lines = []
+    for i, sentence in enumerate(SENTENCES):
+        positives = [j for j in range(len(SENTENCES)) if j != i and intents[j] == intents[i]]
+        negatives = [j for j in range(len(SENTENCES)) if intents[j] != intents[i]][:5]
+        ids = ",".join(map(str, positives)), ",".join(map(str, negatives))
+        lines.append(f"{i}\t{sentence}\t{intents[i]}\t{ids[0]}\t{ids[1]}\n")
+    (tmp_path / "select.txt").write_text("".join(lines), encoding="utf-8")
+    pairs = [(5, 4, 5), (1, 0, 8), (4, 0, 1), (2, 9, 11), (3, 6, 7), (1, 3, 10)]
+    (tmp_path / "sts.txt").write_text(
+        "".join(f"{score}\t{SENTENCES[a]}\t{SENTENCES[b]}\n" for score, a, b in pairs), encoding="utf-8"
+    )
+    rng = np.random.default_rng(0)
+    train = [" ".join(rng.choice(TINY_WORDS, size=rng.integers(2, 7))) for _ in range(60)]
+    (tmp_path / "train.txt").write_text("\n".join(train) + "\n", encoding="utf-8")
+    return tmp_path, checkpoint
+
+
+def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
+    from dialoguecse_tf.data.sr_builder import read_select_file
+    from dialoguecse_tf.evaluation.evaluate import evaluate_sr, evaluate_sts
+    from dialoguecse_tf.evaluation.sts import read_sts_file
+    from dialoguecse_tf.sentence_encoder import SentenceEncoder
+
+    tmp_path, checkpoint = tiny_setup
+    out = tmp_path / "eval"
+    completed = run(
+        RUN_EVALUATION, f"--checkpoint={checkpoint}", "--model_name=Tiny", "--baselines=avg,flow",
+        "--dataset_name=TOY", f"--select_file={tmp_path / 'select.txt'}", f"--sts_file={tmp_path / 'sts.txt'}",
+        f"--train_text_file={tmp_path / 'train.txt'}", "--flow_steps=3", "--flow_couplings=2",
+        "--flow_hidden_units=8", "--max_seq_length=12", "--batch_size=8", f"--output_dir={out}",
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["config"] == json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert results["config"]["baselines"] == ["avg", "flow"] and results["config"]["flow_steps"] == 3
+    assert "created_utc" in results and "git_commit" in results
+    assert results["datasets"][0] == {
+        "name": "TOY",
+        "select_file": str(tmp_path / "select.txt"), "select_sha256": results["datasets"][0]["select_sha256"],
+        "sr_queries": 12,
+        "sts_file": str(tmp_path / "sts.txt"), "sts_sha256": results["datasets"][0]["sts_sha256"],
+        "sts_pairs": 6,
+    }
+    avg, flow = results["models"]
+    assert (avg["display_name"], flow["display_name"]) == ("Tiny-avg", "Tiny-flow")
+    assert avg["checkpoint"] == checkpoint and avg["baseline"] == "avg"
+    assert flow["fit"]["steps"] == 3 and flow["fit"]["training_vectors"] == 60
+    # The row's numbers are exactly what the library computes with `encode()`.
+    encoder = SentenceEncoder.from_checkpoint(checkpoint, max_seq_length=12)
+    expected_sr = evaluate_sr(encoder.encode, read_select_file(tmp_path / "select.txt"))
+    expected_sts = evaluate_sts(encoder.encode, read_sts_file(tmp_path / "sts.txt"))
+    assert avg["metrics"]["TOY"] == pytest.approx(
+        {"corr": expected_sts["corr"], "map": expected_sr["map"], "mrr": expected_sr["mrr"]}, abs=1e-6
+    )
+    for value in flow["metrics"]["TOY"].values():
+        assert -100 <= value <= 100
+    markdown = (out / "results.md").read_text(encoding="utf-8")
+    assert markdown.startswith("| Model | TOY Corr. | TOY MAP | TOY MRR |\n") and "| Tiny-flow |" in markdown
+
+    merged = run(MERGE_RESULTS, f"--results={out / 'results.json'}", f"--output_dir={tmp_path / 'merged'}")
+    assert merged.returncode == 0, merged.stderr
+    assert (tmp_path / "merged" / "merged_results.md").read_text(encoding="utf-8") == markdown
+
+
+def test_missing_required_flags_fail_with_a_clear_message(tmp_path):
+    completed = run(RUN_EVALUATION, f"--select_file={tmp_path / 'select.txt'}", f"--output_dir={tmp_path}")
+    assert completed.returncode != 0 and "--checkpoint must have a value" in completed.stderr
+    completed = run(RUN_EVALUATION, f"--checkpoint={tmp_path}", f"--output_dir={tmp_path}")
+    assert completed.returncode != 0
+    assert "give at least one --select_file (SR) or --sts_file (D-STS)" in completed.stderr
+    completed = run(MERGE_RESULTS, f"--output_dir={tmp_path}")
+    assert completed.returncode != 0 and "--results must have a value" in completed.stderr
+
+
+def test_nonexistent_files_fail_before_any_model_loads(tmp_path):
+    (tmp_path / "sts.txt").write_text("5\ta\tb\n", encoding="utf-8")
+    missing = tmp_path / "nope" / "select.txt"
+    completed = run(
+        RUN_EVALUATION, f"--checkpoint={tmp_path}", f"--select_file={missing}",
+        f"--sts_file={tmp_path / 'sts.txt'}", f"--output_dir={tmp_path / 'out'}",
+    )
+    assert completed.returncode == 1
+    assert f"select_file of dataset 'dev' not found: {missing}" in completed.stderr
+    completed = run(
+        RUN_EVALUATION, f"--checkpoint={tmp_path / 'no_checkpoint'}", f"--sts_file={tmp_path / 'sts.txt'}",
+        f"--output_dir={tmp_path / 'out'}",
+    )
+    assert completed.returncode == 1 and f"checkpoint not found: {tmp_path / 'no_checkpoint'}" in completed.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_read_train_texts(tmp_path, shared_data):
+    from dialoguecse_tf.evaluation.runner import read_train_texts
+
+    path = tmp_path / "train.txt"
+    path.write_text("好的\nwhere is my order\n\n  \n好的\r\nrefund\n", encoding="utf-8")
+    assert read_train_texts(str(path)) == ["好的", "where is my order", "refund"]
+    path.write_text("\n \n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no training sentence"):
+        read_train_texts(str(path))
+    sample = read_train_texts(str(shared_data / "ecd" / "train" / "train_data.txt.sample"), "authors")
+    assert len(sample) == len(set(sample)) > 10000
+
+
+def test_config_datasets_from_parallel_lists(tmp_path):
+    config = EvaluationConfig(
+        checkpoint=("a/bert",), output_dir="out", dataset_name=("ECD", "JDDC"),
+        select_file=("e/select.txt", ""), sts_file=("e/sts.txt", "j/sts.txt"),
+    )
+    assert config.datasets() == [
+        DatasetFiles("ECD", "e/select.txt", "e/sts.txt"), DatasetFiles("JDDC", None, "j/sts.txt")
+    ]
+    assert config.model_name == ("bert",)
+    single = EvaluationConfig(checkpoint=("a",), output_dir="out", sts_file=("s.txt",))
+    assert single.datasets() == [DatasetFiles("dev", None, "s.txt")]
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"dataset_name": ("ECD", "JDDC")}, "2 datasets but 1 select_file values"),
+        ({"select_file": ("a", "b")}, "2 datasets: name each with dataset_name"),
+        ({"dataset_name": ("ECD", "ECD"), "select_file": ("a", "b")}, "distinct"),
+        ({"select_file": ("",)}, "neither a select_file nor an sts_file"),
+        ({"select_file": ()}, "at least one select_file"),
+        ({"baselines": ("glove",)}, "unknown baseline 'glove'"),
+        ({"baselines": ("flow",)}, "give train_text_file"),
+        ({"model_name": ("A", "B")}, "one model_name per checkpoint"),
+        ({"checkpoint": ("x", "y"), "model_name": ("A", "A")}, r"named \['A'\]"),
+        ({"pooling": "max"}, "pooling must be one of"),
+        ({"flow_steps": 0}, "flow steps must be a positive integer"),
+    ],
+)
+def test_config_rejects_inconsistent_settings(overrides, message):
+    settings = {"checkpoint": ("ckpt",), "output_dir": "out", "select_file": ("select.txt",), **overrides}
+    with pytest.raises(ValueError, match=message):
+        EvaluationConfig(**settings)
