@@ -372,3 +372,33 @@ def save_checkpoint(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return directory
+
+
+def load_or_initialize(
+    init_checkpoint: str | None,
+    bert_config_file: str | None,
+    vocab_file: str | None,
+    do_lower_case: bool,
+    max_seq_length: int,
+) -> LoadedCheckpoint:
+    """What a training stage starts from: a checkpoint, or a config + vocabulary (scratch).
+
+    From scratch, `backbone` is None: the stage builds its model (inside its distribution
+    strategy's scope) with random weights.
+    """
+    if init_checkpoint:
+        return load_checkpoint(init_checkpoint, max_seq_length, vocab_file=vocab_file)
+    if not (bert_config_file and vocab_file):
+        raise ValueError("set init_checkpoint, or bert_config_file and vocab_file to train from scratch")
+    config = BertConfig.from_json_file(bert_config_file)
+    tokenizer = Tokenizer(vocab_file, do_lower_case, max_seq_length)
+    if tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(
+            f"{vocab_file} has {tokenizer.vocab_size} tokens but {bert_config_file} says "
+            f"vocab_size={config.vocab_size}"
+        )
+    if max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"max_seq_length {max_seq_length} exceeds max_position_embeddings {config.max_position_embeddings}"
+        )
+    return LoadedCheckpoint(config, None, tokenizer, "scratch", bert_config_file, {}, {})

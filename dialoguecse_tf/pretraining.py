@@ -10,10 +10,9 @@ import tensorflow as tf
 
 from dialoguecse_tf import schema, training
 from dialoguecse_tf.bert_config import BertConfig
-from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
+from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
 from dialoguecse_tf.config_io import write_config
 from dialoguecse_tf.encoder import activation_fn, build_backbone
-from dialoguecse_tf.tokenization import Tokenizer
 
 ENCODER_DIR = "encoder"
 
@@ -163,23 +162,13 @@ def run_pretraining(config: PretrainConfig, strategy=None, verbose: bool = True,
 
 
 def _build_model(config: PretrainConfig):
-    if config.init_checkpoint:
-        loaded = load_checkpoint(config.init_checkpoint, config.max_seq_length,
-                                 vocab_file=config.vocab_file)
-        model = BertPretrainer(loaded.config)
-        model.backbone.set_weights(loaded.backbone.get_weights())
-        if loaded.mlm_head:
-            model.assign_head(loaded.mlm_head, config.init_checkpoint)
+    start = load_or_initialize(config.init_checkpoint, config.bert_config_file, config.vocab_file,
+                               config.do_lower_case, config.max_seq_length)
+    model = BertPretrainer(start.config)
+    if start.backbone is not None:
+        model.backbone.set_weights(start.backbone.get_weights())
+        if start.mlm_head:
+            model.assign_head(start.mlm_head, config.init_checkpoint)
         else:
             print(f"[pretrain] {config.init_checkpoint} has no MLM head: a fresh one is initialised")
-        return model, loaded.tokenizer
-    if not (config.bert_config_file and config.vocab_file):
-        raise ValueError("pretraining from scratch needs bert_config_file and vocab_file (or an init_checkpoint)")
-    bert_config = BertConfig.from_json_file(config.bert_config_file)
-    tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-    if tokenizer.vocab_size != bert_config.vocab_size:
-        raise ValueError(
-            f"{config.vocab_file} has {tokenizer.vocab_size} tokens but {config.bert_config_file} "
-            f"says vocab_size={bert_config.vocab_size}"
-        )
-    return BertPretrainer(bert_config), tokenizer
+    return model, start.tokenizer

@@ -42,6 +42,7 @@ NEXT_SENTENCE_LABELS = "next_sentence_labels"
 CONTEXT_INPUT_IDS = "context_input_ids"
 CONTEXT_INPUT_MASK = "context_input_mask"
 CONTEXT_TURN_MASK = "context_turn_mask"
+CONTEXT_TURN_OFFSET = "context_turn_offset"
 CANDIDATE_INPUT_IDS = "candidate_input_ids"
 CANDIDATE_INPUT_MASK = "candidate_input_mask"
 
@@ -222,9 +223,11 @@ class MlmRecordSpec(_RecordSpec):
 class ContrastiveRecordSpec(_RecordSpec):
     """DialogueCSE records: a response's context turns and its candidates.
 
-    ``context_*`` are ``[num_context_turns, max_seq_length]`` with
+    ``context_*`` are ``[num_context_turns, max_seq_length]`` in dialogue order, with
     ``context_turn_mask`` ``[num_context_turns]`` marking real turns (1) versus
-    padding turns (0) of short contexts. ``candidate_*`` are
+    padding turns (0) of short contexts and ``context_turn_offset`` each turn's signed
+    distance from the response (-1 just before it, +1 just after, 0 for padding), so a
+    reader can keep fewer, nearest turns or find the single nearest one. ``candidate_*`` are
     ``[num_candidates, max_seq_length]`` with the true response in row 0.
     Segment ids are all zero and are not stored.
     """
@@ -251,6 +254,7 @@ class ContrastiveRecordSpec(_RecordSpec):
             _Feature(CONTEXT_INPUT_IDS, tf.int64, context),
             _Feature(CONTEXT_INPUT_MASK, tf.int64, context),
             _Feature(CONTEXT_TURN_MASK, tf.int64, (self.num_context_turns,)),
+            _Feature(CONTEXT_TURN_OFFSET, tf.int64, (self.num_context_turns,)),
             _Feature(CANDIDATE_INPUT_IDS, tf.int64, candidates),
             _Feature(CANDIDATE_INPUT_MASK, tf.int64, candidates),
         )

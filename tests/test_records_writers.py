@@ -56,6 +56,8 @@ def test_contrastive_records_round_trip_real_ecd(ecd, tmp_path):
         texts = [t.text for t in dialogue.turns]
         context = [texts[i] for i in nearest_context(len(texts), dialogue.response_index, 3)]
         assert record["context_turn_mask"].tolist() == [1] * len(context) + [0] * (3 - len(context))
+        picked = nearest_context(len(texts), dialogue.response_index, 3)
+        assert record["context_turn_offset"][: len(context)].tolist() == [i - dialogue.response_index for i in picked]
         decoded_context = tokenizer.detokenize(record["context_input_ids"][: len(context)])
         decoded_candidates = tokenizer.detokenize(record["candidate_input_ids"])
         expected = context + list(dialogue.candidates[:10])
@@ -83,6 +85,7 @@ def test_contrastive_missing_turns_are_pure_padding(tiny_vocab_file, tmp_path):
     assert len(records) == stats["samples_written"] == 5
     first = records[0]
     assert first["context_turn_mask"].tolist() == [1, 0, 0]
+    assert first["context_turn_offset"].tolist() == [1, 0, 0]
     assert not first["context_input_ids"][1:].any() and not first["context_input_mask"][1:].any()
     # Negatives come from the other dialogue only.
     negatives = tokenizer.detokenize(first["candidate_input_ids"][1:])

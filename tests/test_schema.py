@@ -29,6 +29,7 @@ def random_contrastive_example(rng, spec=CONTRASTIVE_SPEC):
         schema.CONTEXT_INPUT_IDS: rng.integers(0, 30000, size=context),
         schema.CONTEXT_INPUT_MASK: rng.integers(0, 2, size=context),
         schema.CONTEXT_TURN_MASK: rng.integers(0, 2, size=spec.num_context_turns),
+        schema.CONTEXT_TURN_OFFSET: rng.integers(-5, 6, size=spec.num_context_turns),
         schema.CANDIDATE_INPUT_IDS: rng.integers(0, 30000, size=candidates),
         schema.CANDIDATE_INPUT_MASK: rng.integers(0, 2, size=candidates),
     }
@@ -47,6 +48,7 @@ EXPECTED_SHAPES = {
         schema.CONTEXT_INPUT_IDS: [3, 8],
         schema.CONTEXT_INPUT_MASK: [3, 8],
         schema.CONTEXT_TURN_MASK: [3],
+        schema.CONTEXT_TURN_OFFSET: [3],
         schema.CANDIDATE_INPUT_IDS: [3, 8],
         schema.CANDIDATE_INPUT_MASK: [3, 8],
     },

@@ -60,7 +60,7 @@ class _NegativeSampler:
 
 def iter_samples(dialogues, spec: schema.ContrastiveRecordSpec, random_seed: int,
                  max_responses_per_dialogue: int, stats: PrepStats):
-    """Yields (context texts, candidate texts) pairs; context lists may be shorter than T."""
+    """Yields (context texts, context offsets, candidate texts); contexts may be shorter than T."""
     rng = random.Random(random_seed)
     dialogues = list(dialogues)
     sampler = None
@@ -73,12 +73,12 @@ def iter_samples(dialogues, spec: schema.ContrastiveRecordSpec, random_seed: int
                     f"{dialogue.source}:{dialogue.line_number}: has {len(negatives)} negative "
                     f"candidates, num_negatives={spec.num_negatives} asked"
                 )
-            context = [texts[i] for i in nearest_context(len(texts), dialogue.response_index,
-                                                         spec.num_context_turns)]
-            if not context:
+            picked = nearest_context(len(texts), dialogue.response_index, spec.num_context_turns)
+            if not picked:
                 stats.drop("no_context")
                 continue
-            yield context, [dialogue.candidates[0]] + negatives[: spec.num_negatives]
+            yield ([texts[i] for i in picked], [i - dialogue.response_index for i in picked],
+                   [dialogue.candidates[0]] + negatives[: spec.num_negatives])
             continue
         if sampler is None:
             sampler = _NegativeSampler(dialogues, random.Random(random_seed + 1))
@@ -89,16 +89,17 @@ def iter_samples(dialogues, spec: schema.ContrastiveRecordSpec, random_seed: int
         if 0 < max_responses_per_dialogue < len(responses):
             responses = sorted(rng.sample(responses, max_responses_per_dialogue))
         for response_index in responses:
-            context = [texts[i] for i in nearest_context(len(texts), response_index, spec.num_context_turns)]
+            picked = nearest_context(len(texts), response_index, spec.num_context_turns)
             negatives = sampler.sample(index, texts[response_index], spec.num_negatives)
-            yield context, [texts[response_index]] + negatives
+            yield ([texts[i] for i in picked], [i - response_index for i in picked],
+                   [texts[response_index]] + negatives)
 
 
 def encode_samples(samples, tokenizer, spec: schema.ContrastiveRecordSpec, stats: PrepStats) -> list:
     """Tokenizes a chunk of samples in one tokenizer call; returns feature dicts."""
     t, k, length = spec.num_context_turns, spec.num_candidates, spec.max_seq_length
     texts, valid = [], []
-    for context, candidates in samples:
+    for context, _, candidates in samples:
         padded = context + [""] * (t - len(context))
         texts.extend(padded + candidates)
         valid.append(len(context))
@@ -107,9 +108,11 @@ def encode_samples(samples, tokenizer, spec: schema.ContrastiveRecordSpec, stats
     mask = packed["padding_mask"].numpy().reshape(len(samples), t + k, length).astype(np.int64)
     word_pieces = tokenizer.tokenize(texts).row_lengths().numpy().reshape(len(samples), t + k)
     examples = []
-    for row, num_valid in enumerate(valid):
+    for row, (num_valid, (_, offsets, _)) in enumerate(zip(valid, samples)):
         turn_mask = np.zeros(t, np.int64)
         turn_mask[:num_valid] = 1
+        turn_offset = np.zeros(t, np.int64)
+        turn_offset[:num_valid] = offsets
         # A missing turn is all padding, not "[CLS] [SEP]", so it carries no tokens at all.
         ids[row, num_valid:t] = 0
         mask[row, num_valid:t] = 0
@@ -119,6 +122,7 @@ def encode_samples(samples, tokenizer, spec: schema.ContrastiveRecordSpec, stats
             schema.CONTEXT_INPUT_IDS: ids[row, :t],
             schema.CONTEXT_INPUT_MASK: mask[row, :t],
             schema.CONTEXT_TURN_MASK: turn_mask,
+            schema.CONTEXT_TURN_OFFSET: turn_offset,
             schema.CANDIDATE_INPUT_IDS: ids[row, t:],
             schema.CANDIDATE_INPUT_MASK: mask[row, t:],
         })
