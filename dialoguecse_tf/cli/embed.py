@@ -6,6 +6,7 @@
 from absl import app, flags, logging
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: Google TF1 BERT, HuggingFace BERT or this project's.")
+flags.DEFINE_string("export_dir", None, "Or an exported SavedModel (a version folder or its base folder).")
 flags.DEFINE_string("input_file", "-", "UTF-8 text file, one text per line; '-' reads stdin.")
 flags.DEFINE_string("output_file", None, "Where to write the embeddings: .npy or .jsonl.")
 flags.DEFINE_integer("max_seq_length", 128, "Longer texts are truncated to this many tokens.")
@@ -13,20 +14,26 @@ flags.DEFINE_enum("pooling", "mean", ["mean", "cls"], "Sentence embedding: maske
 flags.DEFINE_bool("normalize", False, "L2-normalize the embeddings.")
 flags.DEFINE_integer("batch_size", 64, "Texts per forward pass.")
 flags.DEFINE_integer("nearest_neighbors", 0, "If > 0, also print each text's k most similar texts.")
-flags.mark_flags_as_required(["checkpoint", "output_file"])
+flags.mark_flags_as_required(["output_file"])
+flags.mark_flags_as_mutual_exclusive(["checkpoint", "export_dir"], required=True)
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
     from dialoguecse_tf.embedding_io import nearest_neighbors, read_texts, write_embeddings
+    from dialoguecse_tf.export import ExportedEncoder
     from dialoguecse_tf.sentence_encoder import SentenceEncoder
 
     texts = read_texts(FLAGS.input_file)
-    encoder = SentenceEncoder.from_checkpoint(
-        FLAGS.checkpoint, max_seq_length=FLAGS.max_seq_length, pooling=FLAGS.pooling
-    )
-    vectors = encoder.encode(texts, batch_size=FLAGS.batch_size, normalize=FLAGS.normalize, verbose=True)
+    if FLAGS.export_dir:
+        # The export fixed its own pooling, length and normalization when it was written.
+        vectors = ExportedEncoder(FLAGS.export_dir).encode(texts, batch_size=FLAGS.batch_size, verbose=True)
+    else:
+        encoder = SentenceEncoder.from_checkpoint(
+            FLAGS.checkpoint, max_seq_length=FLAGS.max_seq_length, pooling=FLAGS.pooling
+        )
+        vectors = encoder.encode(texts, batch_size=FLAGS.batch_size, normalize=FLAGS.normalize, verbose=True)
     write_embeddings(FLAGS.output_file, texts, vectors)
     logging.info("wrote %d embeddings of dimension %d to %s", *vectors.shape, FLAGS.output_file)
     for i, neighbors in enumerate(nearest_neighbors(vectors, FLAGS.nearest_neighbors) if FLAGS.nearest_neighbors else []):

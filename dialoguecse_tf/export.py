@@ -1,0 +1,124 @@
+"""SavedModel export for TF Serving: raw UTF-8 strings in, sentence embeddings out.
+
+The exported graph is `SentenceEncoder.embed_texts` itself (tokenization in-graph with
+tensorflow-text, BERT, pooling), so served vectors are the vectors `encode()` returns.
+A second signature takes token ids for clients that tokenize themselves.
+"""
+
+import dataclasses
+import os
+import shutil
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from dialoguecse_tf.config_io import write_config
+from dialoguecse_tf.sentence_encoder import SentenceEncoder
+
+SERVING_SIGNATURE = "serving_default"
+TOKENS_SIGNATURE = "embed_tokens"
+TEXT_INPUT = "text"
+OUTPUT_KEY = "embedding"
+
+
+class _ExportModule(tf.Module):
+    def __init__(self, encoder: SentenceEncoder, normalize: bool):
+        super().__init__(name="dialoguecse_export")
+        self.encoder = encoder
+        self.tokenizer = encoder.tokenizer
+        self.backbone = encoder.backbone
+        self._normalize = normalize
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=TEXT_INPUT)])
+    def serve_text(self, text):
+        return {OUTPUT_KEY: self.encoder.embed_texts(text, self._normalize)}
+
+    @tf.function(input_signature=[
+        tf.TensorSpec([None, None], tf.int32, name="token_ids"),
+        tf.TensorSpec([None, None], tf.int32, name="padding_mask"),
+    ])
+    def serve_tokens(self, token_ids, padding_mask):
+        return {OUTPUT_KEY: self.encoder.embed_tokens(token_ids, padding_mask, self._normalize)}
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportConfig:
+    checkpoint: str
+    export_dir: str
+    max_seq_length: int = 128
+    pooling: str = "mean"
+    normalize: bool = False
+    version: int | None = None
+
+
+def next_version(export_dir: str) -> int:
+    """TF Serving serves the highest numeric subfolder; a new export gets the next number."""
+    if not os.path.isdir(export_dir):
+        return 1
+    versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
+    return max(versions, default=0) + 1
+
+
+def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool = False,
+                      version: int | None = None) -> str:
+    """Writes `export_dir/<version>/`, the layout TF Serving expects; returns that path.
+
+    The SavedModel is written beside its final name and renamed into place, so a serving
+    process polling `export_dir` never sees a half-written version.
+    """
+    version = next_version(export_dir) if version is None else version
+    target = os.path.join(export_dir, str(version))
+    if os.path.exists(target):
+        raise FileExistsError(f"{target} exists; TF Serving versions are immutable, pick another version")
+    os.makedirs(export_dir, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)
+    try:
+        module = _ExportModule(encoder, normalize)
+        tf.saved_model.save(
+            module, staging,
+            signatures={
+                SERVING_SIGNATURE: module.serve_text.get_concrete_function(),
+                TOKENS_SIGNATURE: module.serve_tokens.get_concrete_function(),
+            },
+        )
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def run_export(config: ExportConfig) -> str:
+    encoder = SentenceEncoder.from_checkpoint(config.checkpoint, config.max_seq_length, config.pooling)
+    path = export_savedmodel(encoder, config.export_dir, config.normalize, config.version)
+    write_config(config, path, "export_config.json")
+    return path
+
+
+class ExportedEncoder:
+    """Embeds texts with an exported SavedModel (e.g. in a process without the library's models)."""
+
+    def __init__(self, path: str):
+        import tensorflow_text  # noqa: F401  (registers the tokenizer ops the graph uses)
+
+        if os.path.isdir(path) and not os.path.exists(os.path.join(path, "saved_model.pb")):
+            versions = [name for name in os.listdir(path) if name.isdigit()]
+            if not versions:
+                raise FileNotFoundError(f"{path}: no SavedModel and no numeric version folder")
+            path = os.path.join(path, max(versions, key=int))
+        self.path = path
+        self._serve = tf.saved_model.load(path).signatures[SERVING_SIGNATURE]
+
+    def encode(self, texts, batch_size: int = 64, verbose: bool = False) -> np.ndarray:
+        texts = list(texts)
+        starts = range(0, len(texts), batch_size)
+        progress = keras.utils.Progbar(len(starts), unit_name="batch") if verbose else None
+        chunks = []
+        for start in starts:
+            batch = tf.constant(texts[start:start + batch_size], tf.string)
+            chunks.append(self._serve(**{TEXT_INPUT: batch})[OUTPUT_KEY].numpy())
+            if progress is not None:
+                progress.add(1)
+        return np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)

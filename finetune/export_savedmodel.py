@@ -1,0 +1,25 @@
+"""Exports a checkpoint as a versioned SavedModel for TF Serving (raw strings in, vectors out)."""
+
+from absl import app, flags
+
+from dialoguecse_tf.cli.flag_utils import config_from_flags
+from dialoguecse_tf.export import ExportConfig, run_export
+
+flags.DEFINE_string("checkpoint", None, "Checkpoint folder: this project's, Google TF1 BERT or HuggingFace BERT.")
+flags.DEFINE_string("export_dir", None, "Model base folder; the export goes to export_dir/<version>/.")
+flags.DEFINE_integer("max_seq_length", 128, "Longer texts are truncated to this many tokens.")
+flags.DEFINE_enum("pooling", "mean", ["mean", "cls"], "Sentence embedding: masked mean (the paper's) or [CLS].")
+flags.DEFINE_bool("normalize", False, "L2-normalize the served embeddings.")
+flags.DEFINE_integer("version", None, "Version number; default: one above the highest in export_dir.")
+flags.mark_flags_as_required(["checkpoint", "export_dir"])
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    path = run_export(config_from_flags(ExportConfig, FLAGS))
+    print(f"exported to {path}")
+
+
+if __name__ == "__main__":
+    app.run(main)

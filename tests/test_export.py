@@ -1,0 +1,99 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT
+from dialoguecse_tf.checkpoints import save_checkpoint
+from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.export import export_savedmodel, next_version
+from dialoguecse_tf.sentence_encoder import SentenceEncoder
+from dialoguecse_tf.tokenization import Tokenizer
+
+TEXTS = [
+    "", "where is my order?", "i want a refund " * 40, "thanks 😀🙏 for the help", "我想退货 refund please",
+    "Hello, ADDRESS change!",
+]
+
+CHECK_IN_FRESH_PROCESS = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # registers the tokenizer ops before loading
+model = tf.saved_model.load(sys.argv[1])
+serve = model.signatures["serving_default"]
+texts = json.loads(open(sys.argv[2], encoding="utf-8").read())
+out = serve(text=tf.constant(texts))["embedding"].numpy()
+np.save(sys.argv[3], out)
+big = serve(text=tf.constant(["where is my order"] * 1000))["embedding"]
+assert big.shape[0] == 1000
+try:
+    serve(text=tf.constant([b"ok", b"bad \xff bytes"]))
+    print("NO ERROR")
+except tf.errors.InvalidArgumentError as error:
+    print("INVALID_UTF8:", "UTF-8" in str(error))
+tokens = model.signatures["embed_tokens"]
+print("TOKENS_OK", tokens(token_ids=tf.constant([[2, 5, 3]]), padding_mask=tf.constant([[1, 1, 1]]))["embedding"].shape)
+"""
+
+
+@pytest.fixture
+def encoder(tiny_bert_config, tiny_vocab_file):
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
+    return SentenceEncoder(build_backbone(tiny_bert_config), tokenizer)
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_export_serves_the_same_vectors_as_encode_in_a_fresh_process(tmp_path, encoder, normalize):
+    path = export_savedmodel(encoder, str(tmp_path / "export"), normalize=normalize)
+    assert path.endswith("/1")
+    (tmp_path / "texts.json").write_text(json.dumps(TEXTS), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_IN_FRESH_PROCESS, path, str(tmp_path / "texts.json"), str(tmp_path / "out.npy")],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    served = np.load(tmp_path / "out.npy")
+    expected = encoder.encode(TEXTS, normalize=normalize)
+    assert served.shape == expected.shape
+    assert np.abs(served - expected).max() < 1e-5
+    assert "INVALID_UTF8: True" in done.stdout
+    assert "TOKENS_OK (1, 32)" in done.stdout
+
+
+def test_saved_model_cli_lists_both_signatures_and_versions_increase(tmp_path, encoder):
+    first = export_savedmodel(encoder, str(tmp_path / "export"))
+    assert next_version(str(tmp_path / "export")) == 2
+    cli = REPO_ROOT / ".venv" / "bin" / "saved_model_cli"
+    shown = subprocess.run([str(cli) if cli.exists() else "saved_model_cli", "show", "--dir", first, "--all"],
+                           capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "signature_def['serving_default']" in shown.stdout
+    assert "signature_def['embed_tokens']" in shown.stdout
+    assert "inputs['text']" in shown.stdout and "outputs['embedding']" in shown.stdout
+    with pytest.raises(FileExistsError):
+        export_savedmodel(encoder, str(tmp_path / "export"), version=1)
+
+
+def test_export_entry_point_and_embed_cli_from_export(tmp_path, encoder, tiny_bert_config):
+    checkpoint = save_checkpoint(str(tmp_path / "ckpt"), encoder.backbone, tiny_bert_config, encoder.tokenizer)
+    done = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "finetune" / "export_savedmodel.py"), f"--checkpoint={checkpoint}",
+         f"--export_dir={tmp_path / 'export'}", "--max_seq_length=16"],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "export" / "1" / "export_config.json").exists()
+    (tmp_path / "in.txt").write_text("where is my order\n退货\n", encoding="utf-8")
+    embedded = subprocess.run(
+        [sys.executable, "-m", "dialoguecse_tf.cli.embed", f"--export_dir={tmp_path / 'export'}",
+         f"--input_file={tmp_path / 'in.txt'}", f"--output_file={tmp_path / 'out.jsonl'}"],
+        capture_output=True, text=True,
+    )
+    assert embedded.returncode == 0, embedded.stderr[-2000:]
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    expected = encoder.encode(["where is my order", "退货"])
+    assert [r["text"] for r in rows] == ["where is my order", "退货"]
+    assert np.abs(np.array([r["embedding"] for r in rows]) - expected).max() < 1e-5
