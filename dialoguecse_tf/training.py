@@ -117,6 +117,7 @@ class LoopConfig:
     save_checkpoints_steps: int = 1000
     log_steps: int = 10
     keep_checkpoint_max: int = 3
+    eval_steps: int = 0  # evaluate every this many steps (0: only at the end)
 
 
 class NonFiniteLossError(RuntimeError):
@@ -124,7 +125,7 @@ class NonFiniteLossError(RuntimeError):
 
 
 def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
-                      verbose: bool = True, on_log=None) -> dict:
+                      verbose: bool = True, on_log=None, evaluate=None) -> dict:
     """Trains `model` to `config.num_train_steps`, resuming from the latest checkpoint.
 
     Args:
@@ -133,7 +134,9 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         `scaled_loss` is this replica's share of the global-batch mean (its gradients are
         summed across replicas) and `metrics` maps names to replica-local means.
       on_log: optional callback `(step, logs)` at every logging step.
-    Returns the logs (loss, metrics, learning rate) of the last step.
+      evaluate: optional `step -> dict` of metrics, run every `config.eval_steps` and at
+        the end; its values go to TensorBoard under `eval/` and into the returned logs.
+    Returns the logs (loss, metrics, learning rate, evaluation) of the last step.
     """
     with strategy.scope():
         # Slots built up front, as mirrored variables: built lazily inside `strategy.run`
@@ -207,5 +210,14 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
             progbar.update(current, [(k, v) for k, v in logs.items() if k != "steps_per_second"])
         if current % config.save_checkpoints_steps == 0 or current == config.num_train_steps:
             manager.save(checkpoint_number=current)
+        if evaluate is not None and (
+            current == config.num_train_steps or (config.eval_steps and current % config.eval_steps == 0)
+        ):
+            results = evaluate(current)
+            print(f"[eval] step {current}: " + ", ".join(f"{k}={v:.2f}" for k, v in results.items()))
+            with writer.as_default(step=current):
+                for name, value in results.items():
+                    tf.summary.scalar(f"eval/{name}", value)
+            logs = {**logs, **{f"eval_{k}": v for k, v in results.items()}}
     writer.flush()
     return logs
