@@ -1,0 +1,108 @@
+"""SiameseBERT_S / SiameseBERT_M, the dialogue-based baselines of the paper (section 5.2.2).
+
+A siamese BERT (Yang et al. 2018; Reimers and Gurevych 2019) embeds the context and each
+candidate response by mean pooling, and an MLP matching layer with a non-linear activation
+scores each (context, response) pair; training ranks the true response above the
+negatives with softmax cross-entropy. The variants differ only in their context:
+`_S` sees the single nearest context utterance, `_M` the whole multi-turn context flattened
+into one token sequence (Henderson et al. 2020). The finetuning stage picks the turns; this
+model flattens whatever valid turns it receives. After training, as for DialogueCSE, the
+sentence embedding is the mean-pooled BERT output.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.bert_config import BertConfig
+from dialoguecse_tf.encoder import build_backbone, freeze_bottom_layers
+from dialoguecse_tf.pooling import masked_mean
+
+
+def flatten_context(context_ids, context_mask, turn_mask, cls_id: int, max_length: int):
+    """Joins the valid turns of each context into `[CLS] u_1 [SEP] u_2 [SEP] ...`.
+
+    Each turn arrives as `[CLS] u_i [SEP]` plus padding: its [CLS] is dropped, its [SEP]
+    kept as the separator. Turns stay in dialogue order; a context longer than
+    `max_length` keeps its beginning. Returns dense ids and mask, [B, max_length].
+    """
+    tokens = tf.ragged.boolean_mask(context_ids, tf.cast(context_mask, tf.bool))
+    tokens = tf.ragged.boolean_mask(tokens, tf.cast(turn_mask, tf.bool))
+    tokens = tokens[:, :, 1:].merge_dims(1, 2)
+    cls = tf.fill([tf.shape(context_ids)[0], 1], tf.cast(cls_id, context_ids.dtype))
+    tokens = tf.concat([cls, tokens], axis=1)[:, :max_length]
+    ids = tokens.to_tensor(default_value=0, shape=[None, max_length])
+    mask = tf.ones_like(tokens).to_tensor(default_value=0, shape=[None, max_length])
+    return ids, mask
+
+
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class SiameseBertModel(keras.Model):
+    """Batched contrastive records -> matching scores [B, K] and per-example loss [B].
+
+    The matching layer sees `[u; v; |u - v|; u * v]` for context embedding u and response
+    embedding v (Reimers and Gurevych's features, plus the product) through a ReLU layer of
+    `matching_hidden_size` units and a linear scorer.
+    """
+
+    def __init__(self, bert_config, num_frozen_layers: int = 6, matching_hidden_size: int = 256,
+                 cls_id: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(bert_config, dict):
+            bert_config = BertConfig.from_dict(bert_config)
+        self.bert_config = bert_config
+        self.num_frozen_layers = num_frozen_layers
+        self.matching_hidden_size = matching_hidden_size
+        self.cls_id = cls_id
+        self.backbone = build_backbone(bert_config)
+        freeze_bottom_layers(self.backbone, num_frozen_layers)
+        self.backbone.get_layer("pooled_dense").trainable = False
+        self.matching_hidden = keras.layers.Dense(matching_hidden_size, activation="relu", name="matching_hidden")
+        self.matching_score = keras.layers.Dense(1, name="matching_score")
+        self.matching_hidden.build((None, 4 * bert_config.hidden_size))
+        self.matching_score.build((None, matching_hidden_size))
+
+    def embed(self, token_ids, padding_mask, training=False):
+        outputs = self.backbone(
+            {"token_ids": token_ids, "segment_ids": ops.zeros_like(token_ids), "padding_mask": padding_mask},
+            training=training,
+        )
+        return masked_mean(outputs["sequence_output"], padding_mask)
+
+    def call(self, inputs, training=False):
+        context_ids = ops.cast(inputs[schema.CONTEXT_INPUT_IDS], "int32")
+        num_turns, seq_length = context_ids.shape[1], context_ids.shape[2]
+        flat_length = min(num_turns * seq_length, self.bert_config.max_position_embeddings)
+        flat_ids, flat_mask = flatten_context(
+            context_ids, ops.cast(inputs[schema.CONTEXT_INPUT_MASK], "int32"),
+            inputs[schema.CONTEXT_TURN_MASK], self.cls_id, flat_length,
+        )
+        candidate_ids = ops.cast(inputs[schema.CANDIDATE_INPUT_IDS], "int32")
+        candidate_mask = ops.cast(inputs[schema.CANDIDATE_INPUT_MASK], "int32")
+        num_candidates = candidate_ids.shape[1]
+        context = self.embed(flat_ids, flat_mask, training)
+        responses = self.embed(ops.reshape(candidate_ids, (-1, seq_length)),
+                               ops.reshape(candidate_mask, (-1, seq_length)), training)
+        responses = ops.reshape(responses, (-1, num_candidates, responses.shape[-1]))
+        context = ops.broadcast_to(context[:, None, :], ops.shape(responses))
+        features = ops.concatenate(
+            [context, responses, ops.abs(context - responses), context * responses], axis=-1
+        )
+        scores = ops.squeeze(self.matching_score(self.matching_hidden(features)), axis=-1)
+        labels = ops.zeros_like(scores[:, 0], dtype="int32")
+        per_example_loss = keras.losses.sparse_categorical_crossentropy(labels, scores, from_logits=True)
+        return {"similarities": scores, "per_example_loss": per_example_loss}
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "bert_config": self.bert_config.to_dict(),
+            "num_frozen_layers": self.num_frozen_layers,
+            "matching_hidden_size": self.matching_hidden_size,
+            "cls_id": self.cls_id,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,0 +1,135 @@
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT
+from dialoguecse_tf import schema
+from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
+from dialoguecse_tf.data.contrastive_records import write_contrastive_records
+from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.finetuning import FinetuneConfig, run_finetuning, select_context_turns, select_negatives
+from dialoguecse_tf.models.siamese import flatten_context
+from dialoguecse_tf.tokenization import Tokenizer
+
+TOPICS = [
+    ["where is my order", "track my package", "my order is late", "when is delivery"],
+    ["i want a refund", "money back please", "refund my order", "give me my money back"],
+    ["change my address", "ship to a new address", "my address is wrong", "new address please"],
+    ["discount code please", "is there a discount", "hello discount", "code for discount"],
+]
+
+
+@pytest.fixture
+def setup(tmp_path, tiny_vocab_file, tiny_bert_config):
+    """Topic-coherent dialogues, their contrastive records and a random-init checkpoint."""
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
+    rng = np.random.default_rng(0)
+    dialogues = []
+    for i in range(40):
+        topic = TOPICS[i % 4]
+        dialogues.append(Dialogue(str(i), tuple(Turn(str(j % 2), topic[rng.integers(4)]) for j in range(5))))
+    spec = schema.ContrastiveRecordSpec(max_seq_length=10, num_context_turns=4, num_negatives=5)
+    write_contrastive_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=1, log=lambda _: None)
+    config = tiny_bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    backbone = build_backbone(config)
+    save_checkpoint(str(tmp_path / "init"), backbone, config, tokenizer)
+    return FinetuneConfig(
+        train_file=(str(tmp_path / "records" / "contrastive-*"),), output_dir=str(tmp_path / "run"),
+        init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=3, num_negatives=4,
+        num_frozen_layers=1, train_batch_size=8, learning_rate=3e-3, num_train_steps=40, log_steps=1,
+        save_checkpoints_steps=10, temperature=0.1,
+    )
+
+
+def test_select_context_turns_keeps_nearest_in_dialogue_order():
+    offsets = tf.constant([[-2, -1, 1, 2], [-1, 1, 0, 0]])
+    batch = {
+        schema.CONTEXT_TURN_OFFSET: offsets,
+        schema.CONTEXT_TURN_MASK: tf.constant([[1, 1, 1, 1], [1, 1, 0, 0]]),
+        schema.CONTEXT_INPUT_IDS: tf.reshape(tf.range(8), (2, 4, 1)),
+        schema.CONTEXT_INPUT_MASK: tf.ones((2, 4, 1), tf.int32),
+    }
+    picked = select_context_turns(batch, 3)
+    assert picked[schema.CONTEXT_TURN_OFFSET].numpy().tolist() == [[-2, -1, 1], [-1, 1, 0]]
+    assert picked[schema.CONTEXT_INPUT_IDS].numpy()[:, :, 0].tolist() == [[0, 1, 2], [4, 5, 6]]
+    assert picked[schema.CONTEXT_TURN_MASK].numpy().tolist() == [[1, 1, 1], [1, 1, 0]]
+    nearest = select_context_turns(batch, 1)
+    assert nearest[schema.CONTEXT_TURN_OFFSET].numpy().tolist() == [[-1], [-1]]
+    ids = tf.reshape(tf.range(12), (1, 6, 2))
+    kept = select_negatives({schema.CANDIDATE_INPUT_IDS: ids, schema.CANDIDATE_INPUT_MASK: ids}, 2)
+    assert kept[schema.CANDIDATE_INPUT_IDS].numpy().tolist() == [[[0, 1], [2, 3], [4, 5]]]
+
+
+def test_flatten_context_matches_python_reference():
+    cls, sep = 2, 3
+    ids = np.array([[[cls, 7, 8, sep, 0], [cls, 9, sep, 0, 0], [cls, 5, sep, 0, 0]]])
+    mask = (ids > 0).astype(np.int32)
+    flat_ids, flat_mask = flatten_context(tf.constant(ids), tf.constant(mask), tf.constant([[1, 0, 1]]), cls, 6)
+    assert flat_ids.numpy().tolist() == [[cls, 7, 8, sep, 5, sep]]
+    assert flat_mask.numpy().tolist() == [[1, 1, 1, 1, 1, 1]]
+    short_ids, short_mask = flatten_context(tf.constant(ids), tf.constant(mask), tf.constant([[1, 1, 0]]), cls, 9)
+    assert short_ids.numpy().tolist() == [[cls, 7, 8, sep, 9, sep, 0, 0, 0]]
+    assert short_mask.numpy().sum() == 6
+
+
+@pytest.mark.parametrize("model_type, aggregation", [("dialoguecse", "mean"), ("dialoguecse", "attention"),
+                                                     ("siamese_s", "mean"), ("siamese_m", "mean")])
+def test_loss_falls_and_frozen_layers_stay_bit_identical(setup, model_type, aggregation):
+    config = dataclasses.replace(setup, model_type=model_type, aggregation=aggregation,
+                                 output_dir=setup.output_dir + model_type + aggregation)
+    losses = []
+    run_finetuning(config, verbose=False, on_log=lambda step, logs: losses.append(logs["loss"]))
+    assert np.mean(losses[-8:]) < np.mean(losses[:8]) - 0.1, losses
+    before = load_checkpoint(setup.init_checkpoint, 10).backbone
+    after = load_checkpoint(os.path.join(config.output_dir, "encoder"), 10).backbone
+    for name in ("token_embedding", "position_embedding", "segment_embedding", "embeddings_layer_norm",
+                 "transformer_layer_0"):
+        for old, new in zip(before.get_layer(name).weights, after.get_layer(name).weights):
+            np.testing.assert_array_equal(old.numpy(), new.numpy(), err_msg=f"{name} changed")
+    changed = [not np.array_equal(o.numpy(), n.numpy())
+               for o, n in zip(before.get_layer("transformer_layer_2").weights, after.get_layer("transformer_layer_2").weights)]
+    assert all(changed)
+
+
+def test_mirrored_two_replicas_matches_one_device(setup):
+    results = {}
+    for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
+                           ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
+        losses = []
+        config = dataclasses.replace(setup, output_dir=setup.output_dir + name, num_train_steps=4)
+        run_finetuning(config, strategy=strategy, verbose=False, on_log=lambda s, logs: losses.append(logs["loss"]))
+        results[name] = losses
+    assert results["mirrored"][0] == pytest.approx(results["one"][0], abs=1e-5)
+    np.testing.assert_allclose(results["mirrored"], results["one"], rtol=1e-3)
+
+
+def test_records_with_too_few_negatives_are_rejected(setup):
+    with pytest.raises(ValueError, match="num_negatives=9 but the records"):
+        run_finetuning(dataclasses.replace(setup, num_negatives=9), verbose=False)
+
+
+def test_kill_and_resume(setup):
+    args = [sys.executable, str(REPO_ROOT / "finetune" / "run_finetuning.py"),
+            f"--train_file={setup.train_file[0]}", f"--output_dir={setup.output_dir}",
+            f"--init_checkpoint={setup.init_checkpoint}", "--max_seq_length=10", "--num_negatives=4",
+            "--num_frozen_layers=1", "--train_batch_size=8", "--num_train_steps=300", "--save_checkpoints_steps=10"]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoints = os.path.join(setup.output_dir, "checkpoints")
+    deadline = time.time() + 120
+    while time.time() < deadline and not (os.path.isdir(checkpoints) and tf.train.latest_checkpoint(checkpoints)):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    saved = int(tf.train.latest_checkpoint(checkpoints).rsplit("-", 1)[1])
+    finished = subprocess.run(args, capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert f"at step {saved}" in finished.stdout
+    assert load_checkpoint(os.path.join(setup.output_dir, "encoder"), 10).metadata["num_train_steps"] == 300
