@@ -13,6 +13,8 @@ flags.DEFINE_integer("max_seq_length", 50, "Tokens per utterance (paper: 50 for 
 flags.DEFINE_integer("num_context_turns", 3, "Context utterances nearest to the response, both sides (paper: 3).")
 flags.DEFINE_integer("num_negatives", 9, "Negative responses per sample (paper: 9; the authors' files carry 49).")
 flags.DEFINE_integer("max_responses_per_dialogue", 0, "Responses sampled per dialogue; 0 uses every turn once.")
+flags.DEFINE_bool("use_given_candidates", True, "Use the candidate lists the input carries (authors' format); "
+                  "false makes every turn a response with sampled negatives.")
 flags.DEFINE_integer("random_seed", 12345, "Seed for negative and response sampling.")
 flags.DEFINE_integer("num_shards", 1, "Number of output files.")
 flags.mark_flags_as_required(["output_dir", "vocab_file"])

@@ -141,3 +141,11 @@ def test_mlm_masking_is_deterministic_and_needs_two_dialogues(tiny_vocab_file, t
     assert stats["tokens_truncated"] == 0
     with pytest.raises(ValueError, match="at least 2"):
         write_mlm_records(dialogues[:1], tokenizer, str(tmp_path / "d"), spec, log=lambda _: None)
+
+
+def test_given_candidates_can_be_replaced_by_sampled_ones(ecd, tmp_path):
+    dialogues, tokenizer = ecd
+    spec = schema.ContrastiveRecordSpec(max_seq_length=32, num_context_turns=2, num_negatives=3)
+    stats = write_contrastive_records(dialogues[:50], tokenizer, str(tmp_path), spec, use_given_candidates=False,
+                                      log=lambda _: None)
+    assert stats["samples_written"] == sum(len(d.turns) for d in dialogues[:50])

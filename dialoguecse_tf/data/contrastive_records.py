@@ -59,14 +59,14 @@ class _NegativeSampler:
 
 
 def iter_samples(dialogues, spec: schema.ContrastiveRecordSpec, random_seed: int,
-                 max_responses_per_dialogue: int, stats: PrepStats):
+                 max_responses_per_dialogue: int, stats: PrepStats, use_given_candidates: bool = True):
     """Yields (context texts, context offsets, candidate texts); contexts may be shorter than T."""
     rng = random.Random(random_seed)
     dialogues = list(dialogues)
     sampler = None
     for index, dialogue in enumerate(dialogues):
         texts = [turn.text for turn in dialogue.turns]
-        if dialogue.candidates is not None:
+        if use_given_candidates and dialogue.candidates is not None:
             negatives = list(dialogue.candidates[1:])
             if len(negatives) < spec.num_negatives:
                 raise ValueError(
@@ -139,15 +139,18 @@ def write_contrastive_records(
     num_shards: int = 1,
     stats: PrepStats | None = None,
     log=print,
+    use_given_candidates: bool = True,
 ) -> PrepStats:
     """Writes sharded contrastive records and `records_info.json` into `output_dir`.
 
     `max_responses_per_dialogue` > 0 samples that many responses per dialogue (seeded);
-    0 makes every turn a response once.
+    0 makes every turn a response once. `use_given_candidates=False` treats dialogues that
+    carry a candidate list like any other: every turn becomes a response with sampled
+    negatives, which multiplies the samples a small corpus yields.
     """
     stats = stats if stats is not None else PrepStats()
     os.makedirs(output_dir, exist_ok=True)
-    samples = iter_samples(dialogues, spec, random_seed, max_responses_per_dialogue, stats)
+    samples = iter_samples(dialogues, spec, random_seed, max_responses_per_dialogue, stats, use_given_candidates)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
         chunk = []
         for sample in samples:

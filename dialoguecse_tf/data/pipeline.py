@@ -128,6 +128,7 @@ class ContrastiveDataConfig:
     num_context_turns: int = 3
     num_negatives: int = 9
     max_responses_per_dialogue: int = 0
+    use_given_candidates: bool = True
     random_seed: int = 12345
     num_shards: int = 1
 
@@ -140,7 +141,7 @@ def run_create_contrastive_data(config: ContrastiveDataConfig, log=print) -> Pre
     spec = schema.ContrastiveRecordSpec(config.max_seq_length, config.num_context_turns, config.num_negatives)
     write_contrastive_records(
         dialogues, tokenizer, config.output_dir, spec, config.random_seed,
-        config.max_responses_per_dialogue, config.num_shards, stats, log,
+        config.max_responses_per_dialogue, config.num_shards, stats, log, config.use_given_candidates,
     )
     _finish(config, stats, start, log)
     return stats
