@@ -9,7 +9,7 @@ a seed always gives the same corpus. Speakers strictly alternate "user" / "agent
 the user, so the paper's speaker merging (section 5.1.1) changes nothing, and every dialogue has
 4 to 12 turns. A dialogue is: an optional greeting pair; one episode of a main intent; in about
 30% of dialogues a second episode after an intent switch ("Also, ..."), usually to an
-intent of the same group (refund after a damaged item, invoice after a payment problem); then
+intent of the same group (a refund after a return, an invoice after a failed payment); then
 optionally a thanks pair and a goodbye pair. An episode is the user's request, and when the
 request lacks the detail the agent needs (the order number for `order_status`, the email
 address for `password_reset`, ...) the agent asks for it and the user supplies it, then the
@@ -32,6 +32,9 @@ separate dialogues (`num_eval_dialogues`, drawn from a stream seeded with
 intent has at least 8 training request templates and 6 more that never occur in the training
 corpus. Evaluation sentences are therefore unseen wordings, not training text; any exact
 coincidence with a training utterance is still removed and counted ("eval_overlap_removed").
+As the evaluation stream depends on the seed only, runs with different `num_dialogues` share
+the same evaluation sets (barring such removals), which keeps training-size comparisons on one
+benchmark.
 Only user requests of main intents are evaluation sentences: greetings, thanks, goodbyes and
 slot-only informs are generic and would be the same text in training.
 * SR (`sr/select.txt`): the distinct evaluation sentences with their intents go through
@@ -336,7 +339,7 @@ _INTENT_SPECS = (
         acknowledge=("I'm sorry for the trouble, let me help with the refund.", "I can look into the refund for you.",
                      "Let me check the refund status."),
         answer=(
-            "I've issued a refund of {amount} for order {order_number}; it should reach your account in 3 to 5 business days.",
+            "I've issued a refund of {amount} for order {order_number}; expect it within 3 to 5 business days.",
             "Your refund was approved on {date} and will appear on your statement shortly.",
             "Once we receive the item back, the {amount} refund is processed within 48 hours.",
             "I've refunded the full amount to your original payment method.",
@@ -368,7 +371,7 @@ _INTENT_SPECS = (
         answer=(
             "I've emailed you a free return label for order {order_number}. Drop the parcel at any {courier} point.",
             "You have 30 days from delivery to return unused items. I've started the return for you.",
-            "Your return is registered; just pack the {product} in its original box and hand it to {courier} by {date}.",
+            "Your return is registered; pack the {product} in its original box and hand it to {courier} by {date}.",
         ),
     ),
     IntentSpec(
@@ -426,7 +429,7 @@ _INTENT_SPECS = (
         answer=(
             "Order {order_number} has been cancelled and you'll be refunded {amount} within a few days.",
             "It hadn't been dispatched yet, so the cancellation went through.",
-            "The order has already shipped, so I can't cancel it, but you can refuse the delivery and we'll refund you.",
+            "It has already shipped, so I can't cancel it, but you can refuse the delivery and we'll refund you.",
         ),
     ),
     # ----- order problems
@@ -454,7 +457,7 @@ _INTENT_SPECS = (
         acknowledge=("I'm so sorry it arrived like that.", "That's really disappointing, I apologise.",
                      "Sorry about that, let's sort it out."),
         answer=(
-            "I've sent a replacement for order {order_number}; it should arrive by {date}. No need to return the damaged one.",
+            "I've sent a replacement for order {order_number}; it arrives by {date}. Please keep the damaged one.",
             "Please keep the packaging: {courier} will collect it, and I've issued a full refund of {amount}.",
             "I've arranged a free replacement and filed a damage claim with {courier}.",
         ),
@@ -542,7 +545,7 @@ _INTENT_SPECS = (
         acknowledge=("Sorry about the payment trouble.", "Let me check what happened with the payment.",
                      "That's frustrating, let me take a look."),
         answer=(
-            "The bank declined the {payment_method} payment; the {amount} hold will be released automatically within a few days.",
+            "The bank declined the {payment_method} payment; the {amount} hold is released within a few days.",
             "Our system shows no charge was taken, so please try again or use another payment method.",
             "There was a short outage on {date}; it's fixed now, so the payment should go through.",
         ),
@@ -1123,8 +1126,8 @@ def _act_pair(rng: random.Random, act: str) -> list[DemoUtterance]:
 
 
 def _second_intent(rng: random.Random, first: IntentSpec) -> IntentSpec:
-    # Real switches mostly stay near the first problem (damaged item -> refund is "returns",
-    # but payment failed -> invoice stays in "payment"); some jump anywhere.
+    # Real switches mostly stay near the first problem (a refund after a return, an invoice
+    # after a failed payment); some jump anywhere.
     same_group = [name for name in INTENT_GROUPS[first.group] if name != first.name]
     if rng.random() < 0.6:
         return INTENT_SPECS[rng.choice(same_group)]
