@@ -27,8 +27,14 @@ def create_strategy(distribution_strategy: str, tpu_address: str = "") -> tf.dis
         return tf.distribute.OneDeviceStrategy(device)
     if distribution_strategy == "mirrored":
         gpus = tf.config.list_logical_devices("GPU")
-        devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
-        return tf.distribute.MirroredStrategy(devices)
+        if gpus:
+            return tf.distribute.MirroredStrategy([d.name for d in gpus])
+        # Collective all-reduce keys restart with each CPU MirroredStrategy and clash when a
+        # process builds several; reducing through one device has no such shared state.
+        return tf.distribute.MirroredStrategy(
+            [d.name for d in tf.config.list_logical_devices("CPU")],
+            cross_device_ops=tf.distribute.ReductionToOneDevice(),
+        )
     if distribution_strategy == "multi_worker_mirrored":
         return tf.distribute.MultiWorkerMirroredStrategy()
     if distribution_strategy == "tpu":

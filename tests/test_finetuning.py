@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT
 from dialoguecse_tf import schema
+from dialoguecse_tf.training import create_strategy
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
@@ -102,11 +103,12 @@ def test_loss_falls_and_frozen_layers_stay_bit_identical(setup, model_type, aggr
 def test_mirrored_two_replicas_matches_one_device(setup):
     results = {}
     for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
-                           ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
+                           ("mirrored", create_strategy("mirrored"))):
         losses = []
         config = dataclasses.replace(setup, output_dir=setup.output_dir + name, num_train_steps=4)
         run_finetuning(config, strategy=strategy, verbose=False, on_log=lambda s, logs: losses.append(logs["loss"]))
         results[name] = losses
+    assert strategy.num_replicas_in_sync == 2
     assert results["mirrored"][0] == pytest.approx(results["one"][0], abs=1e-5)
     np.testing.assert_allclose(results["mirrored"], results["one"], rtol=1e-3)
 

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT
 from dialoguecse_tf import schema
+from dialoguecse_tf.training import create_strategy
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.data.mlm_records import write_mlm_records
@@ -101,11 +102,12 @@ def test_mirrored_two_replicas_matches_one_device(mlm_setup):
 
     results = {}
     for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
-                           ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
+                           ("mirrored", create_strategy("mirrored"))):
         losses = []
         config = replace(mlm_setup, output_dir=mlm_setup.output_dir + name, num_train_steps=5)
         run_pretraining(config, strategy=strategy, verbose=False, on_log=lambda s, logs: losses.append(logs["loss"]))
         results[name] = losses
+    assert strategy.num_replicas_in_sync == 2
     # Step 1 is identical; later steps differ by summation order, which Adam amplifies a little.
     assert results["mirrored"][0] == pytest.approx(results["one"][0], abs=1e-5)
     np.testing.assert_allclose(results["mirrored"], results["one"], rtol=1e-3)
