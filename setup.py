@@ -26,6 +26,7 @@ setuptools.setup(
     ],
     entry_points={"console_scripts": ["dialoguecse-embed=dialoguecse_tf.cli.embed:run"]},
     extras_require={
-        "test": ["pytest"],
+        "test": ["pytest", "matplotlib"],
+        "plot": ["matplotlib"],
     },
 )

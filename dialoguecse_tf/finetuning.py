@@ -46,6 +46,7 @@ class FinetuneConfig:
     num_train_steps: int | None = None
     num_train_epochs: float | None = None
     num_warmup_steps: int = 0
+    max_train_examples: int = 0
     save_checkpoints_steps: int = 1000
     log_steps: int = 10
     random_seed: int = 12345
@@ -159,7 +160,9 @@ def run_finetuning(config: FinetuneConfig, strategy=None, verbose: bool = True, 
                 f"{getattr(spec, name)} (see {schema.RECORDS_INFO_FILE})"
             )
     num_train_steps = training.resolve_num_train_steps(
-        config.num_train_steps, config.num_train_epochs, int(stats["samples_written"]), config.train_batch_size
+        config.num_train_steps, config.num_train_epochs,
+        min(int(stats["samples_written"]), config.max_train_examples or int(stats["samples_written"])),
+        config.train_batch_size
     )
     keras.utils.set_random_seed(config.random_seed)
     strategy = strategy or training.create_strategy(config.distribution_strategy, config.tpu_address)
@@ -176,6 +179,10 @@ def run_finetuning(config: FinetuneConfig, strategy=None, verbose: bool = True, 
 
     def dataset_fn(skip_batches):
         dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)
+        if config.max_train_examples:
+            # A fixed subset for the training-data-scale study (Figure 3): cached, so every
+            # epoch sees the same examples.
+            dataset = dataset.take(config.max_train_examples).cache()
         batches = training.make_dataset(dataset, config.train_batch_size, config.random_seed, skip_batches)
         # SiameseBERT_S matches the response with the single nearest context utterance.
         turns = 1 if config.model_type == "siamese_s" else config.num_context_turns

@@ -25,6 +25,7 @@ flags.DEFINE_integer("matching_hidden_size", 256, "Hidden units of the SiameseBE
 flags.DEFINE_float("temperature", 0.1, "NT-Xent temperature tau (paper: 0.1).")
 flags.DEFINE_integer("num_negatives", 9, "Negatives per response (paper: 9); at most what the records carry.")
 flags.DEFINE_integer("num_context_turns", 3, "Context turns (paper: 3); at most what the records carry.")
+flags.DEFINE_integer("max_train_examples", 0, "Train on only the first this many records (data-scale study); 0: all.")
 flags.DEFINE_integer("num_frozen_layers", 6, "Bottom BERT layers kept frozen, with the embeddings (paper: 6).")
 define_training_flags(flags, train_batch_size=20, learning_rate=5e-5, max_seq_length=50)
 flags.mark_flags_as_required(["train_file", "output_dir"])

@@ -1,0 +1,84 @@
+"""Hyper-parameter sweeps (the paper's Figure 2-3, Tables 3-4): one metric table and plot per sweep.
+
+Each point of a sweep is one evaluation run (`results.json`) of a model trained with one value
+of the swept parameter; the table lists every model row and dataset metric per value.
+"""
+
+from __future__ import annotations
+
+import os
+
+from dialoguecse_tf.evaluation.results import METRIC_COLUMNS, read_results
+from dialoguecse_tf.io_utils import atomic_open, write_json
+
+
+def collect_sweep(parameter: str, points: list[tuple[str, str]]) -> dict:
+    """`points`: (value, results.json path) pairs, in plotting order."""
+    if not points:
+        raise ValueError("a sweep needs at least one point")
+    rows = []
+    for value, path in points:
+        results = read_results(path)
+        for model in results["models"]:
+            rows.append({"value": value, "model": model["display_name"], "metrics": model["metrics"],
+                         "checkpoint": model["checkpoint"], "source": os.path.abspath(path)})
+    return {"parameter": parameter, "rows": rows}
+
+
+def _columns(sweep: dict) -> list[tuple[str, str, str]]:
+    datasets = sorted({name for row in sweep["rows"] for name in row["metrics"]})
+    return [(dataset, key, f"{dataset} {label}") for dataset in datasets for key, label in METRIC_COLUMNS
+            if any(key in row["metrics"].get(dataset, {}) for row in sweep["rows"])]
+
+
+def sweep_markdown(sweep: dict) -> str:
+    columns = _columns(sweep)
+    lines = [
+        "| " + " | ".join([sweep["parameter"], "Model"] + [label for _, _, label in columns]) + " |",
+        "|" + "|".join([":--", ":--"] + ["--:"] * len(columns)) + "|",
+    ]
+    for row in sweep["rows"]:
+        cells = [str(row["value"]), row["model"]]
+        for dataset, key, _ in columns:
+            value = row["metrics"].get(dataset, {}).get(key)
+            cells.append("" if value is None else f"{value:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\nAll numbers are percentages (Corr.: D-STS Spearman; MAP/MRR: SR).\n"
+
+
+def plot_sweep(sweep: dict, path: str) -> None:
+    """One line per dataset metric against the swept value (matplotlib: the `plot` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plotting needs matplotlib: pip install 'dialoguecse_tf[plot]'") from None
+    values = list(dict.fromkeys(str(row["value"]) for row in sweep["rows"]))
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for model in dict.fromkeys(row["model"] for row in sweep["rows"]):
+        model_rows = {str(r["value"]): r for r in sweep["rows"] if r["model"] == model}
+        for dataset, key, label in _columns(sweep):
+            ys = [model_rows[v]["metrics"].get(dataset, {}).get(key) if v in model_rows else None for v in values]
+            axis.plot(values, [float("nan") if y is None else y for y in ys], marker="o",
+                      label=label if len(model_rows) == len(sweep["rows"]) else f"{model} {label}")
+    axis.set_xlabel(sweep["parameter"])
+    axis.set_ylabel("%")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    with atomic_open(path, "wb") as writer:
+        figure.savefig(writer, format="png", dpi=120)
+    plt.close(figure)
+
+
+def write_sweep(sweep: dict, output_dir: str, stem: str, plot: bool = True) -> list:
+    paths = [os.path.join(output_dir, f"{stem}.json"), os.path.join(output_dir, f"{stem}.md")]
+    write_json(paths[0], sweep)
+    with atomic_open(paths[1], "w", encoding="utf-8") as writer:
+        writer.write(sweep_markdown(sweep))
+    if plot:
+        paths.append(os.path.join(output_dir, f"{stem}.png"))
+        plot_sweep(sweep, paths[-1])
+    return paths

@@ -1,0 +1,30 @@
+"""Collects the evaluation runs of one hyper-parameter sweep into a table (JSON, Markdown) and a PNG."""
+
+from absl import app, flags
+
+from dialoguecse_tf.evaluation.sweeps import collect_sweep, write_sweep
+
+flags.DEFINE_string("parameter", None, "Name of the swept hyper-parameter, e.g. temperature.")
+flags.DEFINE_multi_string("point", None, "VALUE=PATH of one sweep point's results.json; repeat, in order.")
+flags.DEFINE_string("output_dir", None, "Where <output_name>.json/.md/.png are written.")
+flags.DEFINE_string("output_name", None, "File stem; defaults to the parameter name.")
+flags.DEFINE_bool("plot", True, "Also write a PNG plot (needs matplotlib, the 'plot' extra).")
+flags.mark_flags_as_required(["parameter", "point", "output_dir"])
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    points = []
+    for point in FLAGS.point:
+        value, separator, path = point.partition("=")
+        if not separator:
+            raise app.UsageError(f"--point must be VALUE=PATH, got {point!r}")
+        points.append((value, path))
+    for path in write_sweep(collect_sweep(FLAGS.parameter, points), FLAGS.output_dir,
+                            FLAGS.output_name or FLAGS.parameter, FLAGS.plot):
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,41 @@
+import json
+import subprocess
+import sys
+
+from conftest import REPO_ROOT
+from dialoguecse_tf.evaluation.results import model_record, new_results, write_results
+from dialoguecse_tf.evaluation.sweeps import collect_sweep, sweep_markdown, write_sweep
+
+
+def _results(tmp_path, name, corr, map_):
+    results = new_results({}, [{"name": "ECD"}])
+    results["models"].append(model_record("DialogueCSE_I2", str(tmp_path), None, "mean", None,
+                                          {"ECD": {"corr": corr, "map": map_, "mrr": 70.0}}))
+    folder = tmp_path / name
+    folder.mkdir()
+    return write_results(results, str(folder))
+
+
+def test_sweep_table_and_plot(tmp_path):
+    points = [("0.05", _results(tmp_path, "a", 50.0, 60.0)), ("0.1", _results(tmp_path, "b", 55.5, 61.25))]
+    sweep = collect_sweep("temperature", points)
+    assert [row["value"] for row in sweep["rows"]] == ["0.05", "0.1"]
+    table = sweep_markdown(sweep)
+    assert "| temperature | Model | ECD Corr. | ECD MAP | ECD MRR |" in table
+    assert "| 0.1 | DialogueCSE_I2 | 55.50 | 61.25 | 70.00 |" in table
+    paths = write_sweep(sweep, str(tmp_path / "out"), "temperature")
+    assert (tmp_path / "out" / "temperature.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((tmp_path / "out" / "temperature.json").read_text())["parameter"] == "temperature"
+    assert len(paths) == 3
+
+
+def test_plot_sweep_entry_point(tmp_path):
+    path = _results(tmp_path, "a", 50.0, 60.0)
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "evaluation" / "plot_sweep.py"), "--parameter=negatives",
+                           f"--point=9={path}", f"--output_dir={tmp_path / 'o'}", "--noplot"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "o" / "negatives.md").exists() and not (tmp_path / "o" / "negatives.png").exists()
+    bad = subprocess.run([sys.executable, str(REPO_ROOT / "evaluation" / "plot_sweep.py"), "--parameter=x",
+                          f"--point={path}", f"--output_dir={tmp_path / 'o'}"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "VALUE=PATH" in bad.stderr
