@@ -47,7 +47,7 @@ from collections.abc import Sequence
 import bm25s
 import numpy as np
 
-from dialoguecse_tf.data.dialogue import DataFormatError
+from dialoguecse_tf.data.dialogue import DataFormatError, read_strict_lines
 from dialoguecse_tf.io_utils import atomic_open
 
 PathLike = str | os.PathLike
@@ -296,25 +296,9 @@ def read_select_file(path: PathLike) -> list[SrRow]:
     violation raises `DataFormatError` naming the file and 1-based line; an empty file raises
     it for line 1.
     """
-    with open(path, "rb") as f:
-        raw_lines = f.read().split(b"\n")
-    if raw_lines[-1] == b"":
-        raw_lines.pop()
-    if not raw_lines:
-        raise DataFormatError(path, 1, "SR file has no rows", reason="empty_file")
+    lines = read_strict_lines(path, "SR file has no rows")
     rows = []
-    for index, raw in enumerate(raw_lines):
-        line_number = index + 1
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DataFormatError(
-                path, line_number, f"invalid UTF-8 ({e.reason} at byte {e.start})", reason="invalid_utf8"
-            ) from None
-        if index == 0 and line.startswith("\ufeff"):
-            line = line[1:]
+    for line_number, line in lines:
         fields = line.split("\t")
         if len(fields) != 5:
             message = f"expected 5 tab-separated fields, found {len(fields)}"
@@ -329,7 +313,7 @@ def read_select_file(path: PathLike) -> list[SrRow]:
             )
         except ValueError as e:
             raise DataFormatError(path, line_number, str(e), reason="bad_id") from None
-        problem = _row_problem(row, index, len(raw_lines))
+        problem = _row_problem(row, line_number - 1, len(lines))
         if problem is not None:
             raise DataFormatError(path, line_number, problem[1], reason=problem[0])
         rows.append(row)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from dialoguecse_tf.data.dialogue import DataFormatError
+from dialoguecse_tf.data.dialogue import DataFormatError, read_strict_lines
 
 MIN_SCORE = 1
 MAX_SCORE = 5
@@ -29,25 +29,8 @@ def read_sts_file(path: str | os.PathLike) -> list[StsPair]:
     sentences that are not empty or whitespace-only. A violation (or invalid UTF-8) raises
     `DataFormatError` naming the file and 1-based line; an empty file raises it for line 1.
     """
-    with open(path, "rb") as f:
-        raw_lines = f.read().split(b"\n")
-    if raw_lines[-1] == b"":
-        raw_lines.pop()
-    if not raw_lines:
-        raise DataFormatError(path, 1, "D-STS file has no pairs", reason="empty_file")
     pairs = []
-    for index, raw in enumerate(raw_lines):
-        line_number = index + 1
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DataFormatError(
-                path, line_number, f"invalid UTF-8 ({e.reason} at byte {e.start})", reason="invalid_utf8"
-            ) from None
-        if index == 0 and line.startswith("\ufeff"):
-            line = line[1:]
+    for line_number, line in read_strict_lines(path, "D-STS file has no pairs"):
         fields = line.split("\t")
         if len(fields) != 3:
             message = f"expected 3 tab-separated fields (score, sentence_a, sentence_b), found {len(fields)}"
