@@ -2,7 +2,7 @@
 
 from absl import app, flags
 
-from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags
+from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_corpus_flags
 from dialoguecse_tf.data.pipeline import VocabConfig, run_build_vocab
 
 define_corpus_flags(flags)
@@ -20,4 +20,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(clear_errors(main))

@@ -2,7 +2,7 @@
 
 from absl import app, flags
 
-from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags
+from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_corpus_flags
 from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, run_create_contrastive_data
 
 define_corpus_flags(flags)
@@ -27,4 +27,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(clear_errors(main))

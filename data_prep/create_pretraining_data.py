@@ -6,7 +6,7 @@ Google's (tf-models-official's create_pretraining_data).
 
 from absl import app, flags
 
-from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags
+from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_corpus_flags
 from dialoguecse_tf.data.pipeline import MlmDataConfig, run_create_mlm_data
 
 define_corpus_flags(flags)
@@ -30,4 +30,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(clear_errors(main))

@@ -126,7 +126,7 @@ class LoopConfig:
     eval_steps: int = 0  # evaluate every this many steps (0: only at the end)
 
 
-class NonFiniteLossError(RuntimeError):
+class NonFiniteLossError(FloatingPointError):
     pass
 
 

@@ -2,6 +2,8 @@
 
 from absl import app, flags
 
+from dialoguecse_tf.cli.flag_utils import clear_errors
+
 from dialoguecse_tf.evaluation.sweeps import collect_sweep, write_sweep
 
 flags.DEFINE_string("parameter", None, "Name of the swept hyper-parameter, e.g. temperature.")
@@ -27,4 +29,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(clear_errors(main))

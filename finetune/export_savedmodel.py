@@ -2,7 +2,7 @@
 
 from absl import app, flags
 
-from dialoguecse_tf.cli.flag_utils import config_from_flags
+from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags
 from dialoguecse_tf.export import ExportConfig, run_export
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: this project's, Google TF1 BERT or HuggingFace BERT.")
@@ -22,4 +22,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(clear_errors(main))

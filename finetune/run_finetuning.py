@@ -8,7 +8,7 @@ The fine-tuned encoder is written to `output_dir/encoder`.
 
 from absl import app, flags
 
-from dialoguecse_tf.cli.flag_utils import config_from_flags, define_training_flags
+from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_training_flags
 from dialoguecse_tf.finetuning import MODEL_TYPES, FinetuneConfig, run_finetuning
 
 flags.DEFINE_multi_string("train_file", None, "Contrastive TFRecord file or glob (data_prep/create_contrastive_data.py).")
@@ -38,4 +38,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(clear_errors(main))

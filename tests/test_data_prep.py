@@ -108,3 +108,10 @@ def test_entry_points_end_to_end_and_errors(tmp_path, corpus):
                   f"--vocab_file={tmp_path / 'vocab' / 'vocab.txt'}")
     assert failed.returncode != 0 and "bad.jsonl:1" in failed.stderr
     assert not (tmp_path / "mlm").exists() or not list((tmp_path / "mlm").glob("*.tfrecord"))
+
+
+def test_entry_point_errors_are_one_line(tmp_path):
+    failed = _run("build_vocab.py", f"--input_file={tmp_path / 'missing.jsonl'}", f"--output_dir={tmp_path / 'v'}")
+    assert failed.returncode == 1
+    assert failed.stderr.strip().splitlines()[-1].startswith("error: FileNotFoundError:")
+    assert "Traceback" not in failed.stderr

@@ -29,6 +29,8 @@ out = serve(text=tf.constant(texts))["embedding"].numpy()
 np.save(sys.argv[3], out)
 big = serve(text=tf.constant(["where is my order"] * 1000))["embedding"]
 assert big.shape[0] == 1000
+one = serve(text=tf.constant(["where is my order"]))["embedding"].numpy()
+assert one.shape[0] == 1 and np.allclose(one[0], big[0].numpy(), atol=1e-5)
 try:
     serve(text=tf.constant([b"ok", b"bad \xff bytes"]))
     print("NO ERROR")

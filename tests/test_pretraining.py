@@ -133,3 +133,15 @@ def test_kill_and_resume_continues_at_saved_step(mlm_setup):
     assert f"at step {saved}" in finished.stdout
     assert tf.train.latest_checkpoint(checkpoints).endswith("ckpt-400")
     assert load_checkpoint(os.path.join(mlm_setup.output_dir, "encoder"), 16).metadata["num_train_steps"] == 400
+
+
+def test_checkpoint_without_mlm_head_gets_a_fresh_one(mlm_setup, tmp_path, capsys, tiny_bert_config, tiny_vocab_file):
+    from test_checkpoints import write_hf_folder
+
+    weights = random_bert_weights(tiny_bert_config, seed=4)
+    folder = write_hf_folder(tmp_path / "hf", weights, tiny_bert_config, tiny_vocab_file)
+    config = mlm_setup.__class__(**{**mlm_setup.__dict__, "init_checkpoint": str(folder), "bert_config_file": None,
+                                    "vocab_file": None, "output_dir": str(tmp_path / "from_hf"), "num_train_steps": 2})
+    run_pretraining(config, verbose=False)
+    assert "has no MLM head: a fresh one is initialised" in capsys.readouterr().out
+    assert len(load_checkpoint(str(tmp_path / "from_hf" / "encoder"), 16).mlm_head) == 5

@@ -5,6 +5,8 @@
 
 from absl import app, flags, logging
 
+from dialoguecse_tf.cli.flag_utils import clear_errors
+
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: Google TF1 BERT, HuggingFace BERT or this project's.")
 flags.DEFINE_string("export_dir", None, "Or an exported SavedModel (a version folder or its base folder).")
 flags.DEFINE_string("input_file", "-", "UTF-8 text file, one text per line; '-' reads stdin.")
@@ -43,7 +45,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    app.run(clear_errors(main))
 
 
 if __name__ == "__main__":

@@ -52,3 +52,27 @@ def define_training_flags(flags, train_batch_size: int, learning_rate: float, ma
                       ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
                       "tf.distribute strategy (Model Garden's names).")
     flags.DEFINE_string("tpu_address", "", "TPU name or address for distribution_strategy=tpu.")
+
+
+def clear_errors(main):
+    """Wraps an absl `main` so expected failures end in one line on stderr and exit status 1.
+
+    Bad paths, malformed input, inconsistent settings and a diverged loss (ValueError,
+    OSError, ArithmeticError and TensorFlow's own op errors, e.g. a corrupt TFRecord) are the
+    user's to fix, so a traceback would only bury the message; anything else is a bug and
+    keeps its traceback.
+    """
+
+    def wrapped(argv):
+        try:
+            return main(argv)
+        except Exception as error:  # noqa: BLE001 (re-raised below unless expected)
+            expected = isinstance(error, (ValueError, OSError, ArithmeticError)) or type(
+                error
+            ).__module__.startswith("tensorflow")
+            if not expected:
+                raise
+            message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            return f"error: {type(error).__name__}: {message}"
+
+    return wrapped
