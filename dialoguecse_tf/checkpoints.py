@@ -302,16 +302,7 @@ def load_checkpoint(
             with open(os.path.join(folder, CHECKPOINT_MARKER_FILE), encoding="utf-8") as reader:
                 metadata = json.load(reader)
     tokenizer = _load_tokenizer(folder, vocab_file, do_lower_case, max_seq_length)
-    if tokenizer.vocab_size != config.vocab_size:
-        raise ValueError(
-            f"{path}: vocabulary {tokenizer.vocab_file} has {tokenizer.vocab_size} tokens but the "
-            f"BERT config says vocab_size={config.vocab_size}"
-        )
-    if max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"max_seq_length {max_seq_length} exceeds the checkpoint's max_position_embeddings "
-            f"{config.max_position_embeddings}"
-        )
+    _check_tokenizer_fits(tokenizer, config, path)
     backbone = build_backbone(config)
     mlm_head = assign_bert_variables(backbone, variables, source=path)
     return LoadedCheckpoint(config, backbone, tokenizer, source_format, path, mlm_head, metadata)
@@ -322,12 +313,24 @@ def _load_tokenizer(folder, vocab_file, do_lower_case, max_seq_length) -> Tokeni
         vocab_file = os.path.join(folder, VOCAB_FILE)
     if do_lower_case is None:
         do_lower_case = True
-        for name in ("tokenizer_config.json",):
-            config_path = os.path.join(folder, name)
-            if os.path.exists(config_path):
-                with open(config_path, encoding="utf-8") as reader:
-                    do_lower_case = bool(json.load(reader).get("do_lower_case", True))
+        config_path = os.path.join(folder, "tokenizer_config.json")
+        if os.path.exists(config_path):
+            with open(config_path, encoding="utf-8") as reader:
+                do_lower_case = bool(json.load(reader).get("do_lower_case", True))
     return Tokenizer(vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length)
+
+
+def _check_tokenizer_fits(tokenizer: Tokenizer, config: BertConfig, source: str) -> None:
+    if tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(
+            f"{source}: vocabulary {tokenizer.vocab_file} has {tokenizer.vocab_size} tokens but the "
+            f"BERT config says vocab_size={config.vocab_size}"
+        )
+    if tokenizer.max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"{source}: max_seq_length {tokenizer.max_seq_length} exceeds the checkpoint's "
+            f"max_position_embeddings {config.max_position_embeddings}"
+        )
 
 
 def save_checkpoint(
@@ -392,13 +395,5 @@ def load_or_initialize(
         raise ValueError("set init_checkpoint, or bert_config_file and vocab_file to train from scratch")
     config = BertConfig.from_json_file(bert_config_file)
     tokenizer = Tokenizer(vocab_file, do_lower_case, max_seq_length)
-    if tokenizer.vocab_size != config.vocab_size:
-        raise ValueError(
-            f"{vocab_file} has {tokenizer.vocab_size} tokens but {bert_config_file} says "
-            f"vocab_size={config.vocab_size}"
-        )
-    if max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"max_seq_length {max_seq_length} exceeds max_position_embeddings {config.max_position_embeddings}"
-        )
+    _check_tokenizer_fits(tokenizer, config, bert_config_file)
     return LoadedCheckpoint(config, None, tokenizer, "scratch", bert_config_file, {}, {})

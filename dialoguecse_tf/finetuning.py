@@ -147,16 +147,12 @@ def make_evaluator(config: FinetuneConfig, model, tokenizer):
 
 def run_finetuning(config: FinetuneConfig, strategy=None, verbose: bool = True, on_log=None) -> dict:
     """Runs (or resumes) the contrastive stage; writes the encoder to `output_dir/encoder`."""
-    files = sorted({path for pattern in config.train_file for path in tf.io.gfile.glob(pattern)})
-    if not files:
-        raise FileNotFoundError(f"train_file {list(config.train_file)} matches no TFRecord file")
-    records_dir = os.path.dirname(files[0])
-    spec, stats = schema.read_records_info(records_dir, schema.RECORD_TYPE_CONTRASTIVE)
+    files, spec, stats = schema.resolve_records(config.train_file, schema.RECORD_TYPE_CONTRASTIVE)
     schema.check_compatible(spec, max_seq_length=config.max_seq_length)
     for name in ("num_negatives", "num_context_turns"):
         if getattr(config, name) > getattr(spec, name):
             raise ValueError(
-                f"{name}={getattr(config, name)} but the records in {records_dir} carry only "
+                f"{name}={getattr(config, name)} but the records in {os.path.dirname(files[0])} carry only "
                 f"{getattr(spec, name)} (see {schema.RECORDS_INFO_FILE})"
             )
     num_train_steps = training.resolve_num_train_steps(

@@ -122,21 +122,13 @@ class PretrainConfig:
     tpu_address: str = ""
 
 
-def _count_records(records_dir: str) -> int:
-    return int(schema.read_records_info(records_dir, schema.RECORD_TYPE_MLM)[1]["samples_written"])
-
-
 def run_pretraining(config: PretrainConfig, strategy=None, verbose: bool = True, on_log=None) -> dict:
     """Runs (or resumes) the MLM stage; writes the encoder checkpoint to `output_dir/encoder`."""
-    files = sorted({path for pattern in config.input_file for path in tf.io.gfile.glob(pattern)})
-    if not files:
-        raise FileNotFoundError(f"input_file {list(config.input_file)} matches no TFRecord file")
-    records_dir = os.path.dirname(files[0])
-    spec, _ = schema.read_records_info(records_dir, schema.RECORD_TYPE_MLM)
+    files, spec, stats = schema.resolve_records(config.input_file, schema.RECORD_TYPE_MLM)
     schema.check_compatible(spec, max_seq_length=config.max_seq_length,
                             max_predictions_per_seq=config.max_predictions_per_seq)
     num_train_steps = training.resolve_num_train_steps(
-        config.num_train_steps, config.num_train_epochs, _count_records(records_dir), config.train_batch_size
+        config.num_train_steps, config.num_train_epochs, int(stats["samples_written"]), config.train_batch_size
     )
     keras.utils.set_random_seed(config.random_seed)
     strategy = strategy or training.create_strategy(config.distribution_strategy, config.tpu_address)

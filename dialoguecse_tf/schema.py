@@ -467,3 +467,16 @@ def read_dataset(
         deterministic=deterministic,
     )
     return dataset.map(spec.parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+
+
+def resolve_records(file_patterns: Sequence[str], record_type: str) -> tuple[list[str], RecordSpec, dict[str, Any]]:
+    """The files matching `file_patterns` and the spec and stats of their `records_info.json`.
+
+    The info file is read from the first file's folder: a training stage reads the records
+    of one data-prep run.
+    """
+    files = sorted({path for pattern in file_patterns for path in tf.io.gfile.glob(pattern)})
+    if not files:
+        raise FileNotFoundError(f"{list(file_patterns)} matches no TFRecord file")
+    spec, stats = read_records_info(os.path.dirname(files[0]), record_type)
+    return files, spec, stats
