@@ -26,7 +26,9 @@ setuptools.setup(
     ],
     entry_points={"console_scripts": ["dialoguecse-embed=dialoguecse_tf.cli.embed:run"]},
     extras_require={
-        "test": ["pytest", "matplotlib"],
+        "test": ["pytest", "matplotlib", "hypothesis"],
         "plot": ["matplotlib"],
+        # Only the benchmarks' PyTorch peer needs these (benchmarks/README.md).
+        "bench": ["torch==2.13.0", "transformers==5.23.0"],
     },
 )
