@@ -10,12 +10,11 @@ import os
 import shutil
 import tempfile
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.config_io import write_config
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
+from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches
 
 SERVING_SIGNATURE = "serving_default"
 TOKENS_SIGNATURE = "embed_tokens"
@@ -110,15 +109,10 @@ class ExportedEncoder:
             path = os.path.join(path, max(versions, key=int))
         self.path = path
         self._serve = tf.saved_model.load(path).signatures[SERVING_SIGNATURE]
+        self.dimension = int(self._serve.structured_outputs[OUTPUT_KEY].shape[-1])
 
-    def encode(self, texts, batch_size: int = 64, verbose: bool = False) -> np.ndarray:
-        texts = list(texts)
-        starts = range(0, len(texts), batch_size)
-        progress = keras.utils.Progbar(len(starts), unit_name="batch") if verbose else None
-        chunks = []
-        for start in starts:
-            batch = tf.constant(texts[start:start + batch_size], tf.string)
-            chunks.append(self._serve(**{TEXT_INPUT: batch})[OUTPUT_KEY].numpy())
-            if progress is not None:
-                progress.add(1)
-        return np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
+    def encode(self, texts, batch_size: int = 64, verbose: bool = False, sort_by_length: bool = True) -> np.ndarray:
+        return encode_in_batches(
+            texts, lambda batch: self._serve(**{TEXT_INPUT: tf.constant(batch, tf.string)})[OUTPUT_KEY].numpy(),
+            self.dimension, batch_size, sort_by_length, verbose,
+        )

@@ -13,23 +13,68 @@ import tensorflow as tf
 from dialoguecse_tf.pooling import POOLING_MODES, SentencePooling
 
 
+def trim_padding(token_ids, padding_mask):
+    """Drops the trailing columns that are padding in every row of the batch.
+
+    Masked positions change neither attention nor the masked pooling, so the vectors stay
+    the same while a batch of short sentences no longer pays for `max_seq_length`.
+    """
+    any_real = tf.reduce_any(padding_mask > 0, axis=0)
+    positions = tf.range(1, tf.shape(padding_mask)[1] + 1)
+    length = tf.maximum(tf.reduce_max(positions * tf.cast(any_real, positions.dtype)), 1)
+    return token_ids[:, :length], padding_mask[:, :length]
+
+
+def encode_in_batches(texts, embed_batch, dimension: int, batch_size: int = 64,
+                      sort_by_length: bool = True, verbose: bool = False) -> np.ndarray:
+    """Embeds `texts` batch by batch with `embed_batch(list of str) -> [n, D]`, in input order.
+
+    Sorting by length first (as sentence-transformers does) groups sentences of similar
+    length, so a trimmed batch carries little padding; the order is restored at the end.
+    """
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    texts = list(texts)
+    if not texts:
+        return np.zeros((0, dimension), dtype=np.float32)
+    order = np.argsort([-len(text) for text in texts], kind="stable") if sort_by_length else np.arange(len(texts))
+    num_batches = math.ceil(len(texts) / batch_size)
+    progress = keras.utils.Progbar(num_batches, unit_name="batch") if verbose else None
+    vectors = None
+    for start in range(0, len(texts), batch_size):
+        indices = order[start:start + batch_size]
+        chunk = np.asarray(embed_batch([texts[i] for i in indices]))
+        if vectors is None:
+            vectors = np.zeros((len(texts), chunk.shape[1]), dtype=chunk.dtype)
+        vectors[indices] = chunk
+        if progress is not None:
+            progress.add(1)
+    return vectors
+
+
 class SentenceEncoder(tf.Module):
     """A tokenizer and a BERT backbone that embed raw strings in-graph.
 
     `embed_tokens` and `embed_texts` are graph functions, so the export stage can put
-    them into a SavedModel as they are.
+    them into a SavedModel as they are. `trim_padding` (the fast path, on by default)
+    runs each batch at the length of its longest sentence instead of `max_seq_length`;
+    `jit_compile` compiles the backbone and pooling with XLA.
     """
 
-    def __init__(self, backbone, tokenizer, pooling: str = "mean", name: str = "sentence_encoder"):
+    def __init__(self, backbone, tokenizer, pooling: str = "mean", trim_padding: bool = True,
+                 jit_compile: bool = False, name: str = "sentence_encoder"):
         super().__init__(name=name)
         if pooling not in POOLING_MODES:
             raise ValueError(f"pooling must be one of {POOLING_MODES}, got {pooling!r}")
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.pooling = pooling
+        self.trim_padding = trim_padding
+        self.jit_compile = jit_compile
         self._pool = SentencePooling(pooling)
         # One traced graph per (batch, length) pattern is enough: both are left unknown.
         self._embed_tokens_fn = tf.function(self._embed_tokens, reduce_retracing=True)
+        self._forward = tf.function(self._pooled_output, jit_compile=True) if jit_compile else self._pooled_output
 
     @classmethod
     def from_checkpoint(cls, path: str, max_seq_length: int = 128, pooling: str = "mean", **kwargs):
@@ -47,6 +92,14 @@ class SentenceEncoder(tf.Module):
         return self.backbone.hidden_dim
 
     def _embed_tokens(self, token_ids, padding_mask, normalize=False):
+        if self.trim_padding:
+            token_ids, padding_mask = trim_padding(token_ids, padding_mask)
+        vectors = self._forward(token_ids, padding_mask)
+        if normalize:
+            vectors = tf.math.l2_normalize(vectors, axis=-1)
+        return vectors
+
+    def _pooled_output(self, token_ids, padding_mask):
         outputs = self.backbone(
             {
                 "token_ids": token_ids,
@@ -55,10 +108,7 @@ class SentenceEncoder(tf.Module):
             },
             training=False,
         )
-        vectors = self._pool(outputs["sequence_output"], padding_mask)
-        if normalize:
-            vectors = tf.math.l2_normalize(vectors, axis=-1)
-        return vectors
+        return self._pool(outputs["sequence_output"], padding_mask)
 
     def embed_tokens(self, token_ids, padding_mask, normalize: bool = False):
         """[B, L] int32 ids and mask -> [B, D] float32 vectors (a graph function)."""
@@ -71,18 +121,10 @@ class SentenceEncoder(tf.Module):
         inputs = self.tokenizer(tf.convert_to_tensor(texts, dtype=tf.string))
         return self.embed_tokens(inputs["token_ids"], inputs["padding_mask"], normalize)
 
-    def encode(self, texts, batch_size: int = 64, normalize: bool = False, verbose: bool = False) -> np.ndarray:
+    def encode(self, texts, batch_size: int = 64, normalize: bool = False, verbose: bool = False,
+               sort_by_length: bool = True) -> np.ndarray:
         """Embeds a list of strings; returns float32 [len(texts), D] in input order."""
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        num_batches = math.ceil(len(texts) / batch_size)
-        progress = keras.utils.Progbar(num_batches, unit_name="batch") if verbose else None
-        chunks = []
-        for start in range(0, len(texts), batch_size):
-            chunks.append(self.embed_texts(texts[start:start + batch_size], normalize).numpy())
-            if progress is not None:
-                progress.add(1)
-        return np.concatenate(chunks, axis=0)
+        return encode_in_batches(
+            texts, lambda batch: self.embed_texts(batch, normalize).numpy(), self.dimension,
+            batch_size, sort_by_length, verbose,
+        )

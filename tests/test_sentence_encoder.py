@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from dialoguecse_tf.checkpoints import assign_bert_variables
 from dialoguecse_tf.encoder import build_backbone
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
+from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches, trim_padding
 from dialoguecse_tf.tokenization import Tokenizer
 from numpy_bert import bert_forward, random_bert_weights
 
@@ -50,3 +51,35 @@ def test_batching_normalize_and_cls(parts):
     assert encoder.encode([]).shape == (0, config.hidden_size)
     with pytest.raises(ValueError, match="batch_size"):
         encoder.encode(TEXTS, batch_size=0)
+
+
+def test_trim_padding_keeps_every_column_any_row_uses():
+    ids = tf.constant([[5, 6, 0, 0, 0], [7, 0, 8, 0, 0]])
+    mask = tf.constant([[1, 1, 0, 0, 0], [1, 0, 1, 0, 0]])
+    trimmed_ids, trimmed_mask = trim_padding(ids, mask)
+    np.testing.assert_array_equal(trimmed_ids.numpy(), [[5, 6, 0], [7, 0, 8]])
+    np.testing.assert_array_equal(trimmed_mask.numpy(), [[1, 1, 0], [1, 0, 1]])
+    assert trim_padding(ids, tf.zeros_like(mask))[1].shape == (2, 1)
+
+
+def test_fast_paths_give_the_plain_vectors_in_input_order(parts):
+    backbone, _, _, vocab = parts
+    tokenizer = Tokenizer(vocab, max_seq_length=24)
+    texts = TEXTS * 3 + ["order"]
+    plain = SentenceEncoder(backbone, tokenizer, trim_padding=False).encode(texts, batch_size=4, sort_by_length=False)
+    for encoder in (SentenceEncoder(backbone, tokenizer), SentenceEncoder(backbone, tokenizer, jit_compile=True)):
+        fast = encoder.encode(texts, batch_size=4)
+        assert np.abs(fast - plain).max() < 1e-5
+
+
+def test_encode_in_batches_sorts_by_length_and_restores_order():
+    texts = TEXTS * 3 + ["order"]
+    served = []
+
+    def embed_lengths(batch):
+        served.append(batch)
+        return np.array([[len(text)] for text in batch], np.float32)
+
+    vectors = encode_in_batches(texts, embed_lengths, dimension=1, batch_size=4)
+    np.testing.assert_array_equal(vectors[:, 0], [len(t) for t in texts])
+    assert [len(t) for t in served[0]] == sorted((len(t) for t in texts), reverse=True)[:4]
