@@ -221,7 +221,7 @@ def test_mirrored_step_matches_a_single_device_step(tiny_bert_config):
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"temperature": 0.0}, {"num_frozen_layers": 3}, {"aggregation": "sum"}]
+    "kwargs", [{"temperature": 0.0}, {"num_frozen_layers": 3}, {"aggregation": "sum"}, {"num_length_buckets": 0}]
 )
 def test_rejects_bad_hyperparameters(tiny_bert_config, kwargs):
     with pytest.raises(ValueError):
@@ -234,3 +234,48 @@ def test_accepts_the_config_as_a_dict(tiny_bert_config):
     assert model.trainable_weights == []
     assert isinstance(model.matching, MatchingGuidedEmbedding)
     assert isinstance(model.turn_aggregation, TurnAggregation)
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_length_buckets_give_the_same_loss_and_gradients(tiny_bert_config, graph):
+    config = tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    plain = _model(config, aggregation="attention", attention_hidden_size=6)
+    bucketed = _model(config, aggregation="attention", attention_hidden_size=6, num_length_buckets=4)
+    bucketed.set_weights(plain.get_weights())
+    batch = _batch(config.vocab_size)
+
+    def loss_and_gradients(model):
+        with tf.GradientTape() as tape:
+            loss = model.compute_contrastive_loss(batch, training=True)
+        return loss, tape.gradient(loss, model.trainable_variables)
+
+    run = tf.function(loss_and_gradients) if graph else loss_and_gradients
+    plain_loss, plain_gradients = run(plain)
+    bucketed_loss, bucketed_gradients = run(bucketed)
+    assert float(bucketed_loss) == pytest.approx(float(plain_loss), abs=1e-5)
+    for expected, got in zip(plain_gradients, bucketed_gradients):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-5)
+    assert bucketed.get_config()["num_length_buckets"] == 4
+
+
+def test_length_buckets_cut_each_group_to_its_longest_sequence(tiny_bert_config, monkeypatch):
+    model = _model(tiny_bert_config, num_length_buckets=3)
+    ids = np.ones((6, L), np.int32)
+    mask = (np.arange(L) < np.array([[1], [8], [2], [3], [8], [4]])).astype(np.int32)
+    seen = []
+    backbone_call = model.backbone.call
+
+    def spy(inputs, *args, **kwargs):
+        seen.append(tuple(inputs["token_ids"].shape))
+        return backbone_call(inputs, *args, **kwargs)
+
+    monkeypatch.setattr(model.backbone, "call", spy)
+    encoded = model.encode_sequences(ids, mask).numpy()
+    assert seen == [(2, 2), (2, 4), (2, 8)]
+    assert encoded.shape == (6, L, tiny_bert_config.hidden_size)
+    group_lengths = np.array([2, 8, 2, 4, 8, 4])
+    beyond_group = np.arange(L) >= group_lengths[:, None]
+    assert not encoded[beyond_group].any() and np.abs(encoded[~beyond_group]).sum(-1).min() > 0
+    plain = _model(tiny_bert_config)
+    plain.set_weights(model.get_weights())
+    np.testing.assert_allclose(encoded[mask == 1], plain.encode_sequences(ids, mask).numpy()[mask == 1], atol=1e-5)

@@ -3,6 +3,7 @@
 import numbers
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from dialoguecse_tf.bert_config import BertConfig
@@ -21,6 +22,15 @@ from dialoguecse_tf.schema import (
     CONTEXT_INPUT_MASK,
     CONTEXT_TURN_MASK,
 )
+from dialoguecse_tf.sentence_encoder import trim_padding
+
+
+def _bucket_sizes(num_sequences, num_buckets: int) -> list:
+    """Near-equal group sizes; the batch size is static in training (drop_remainder)."""
+    if num_sequences is None:
+        raise ValueError("num_length_buckets > 1 needs a static batch size (batch with drop_remainder=True)")
+    num_buckets = min(num_buckets, num_sequences)
+    return [num_sequences // num_buckets + (i < num_sequences % num_buckets) for i in range(num_buckets)]
 
 
 @keras.saving.register_keras_serializable(package="dialoguecse_tf")
@@ -61,6 +71,7 @@ class DialogueCSEModel(keras.Model):
         temperature: float = 0.1,
         num_frozen_layers: int = 6,
         attention_hidden_size: int = DEFAULT_ATTENTION_HIDDEN_SIZE,
+        num_length_buckets: int = 1,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -75,6 +86,9 @@ class DialogueCSEModel(keras.Model):
         self.temperature = float(temperature)
         self.num_frozen_layers = num_frozen_layers
         self.attention_hidden_size = attention_hidden_size
+        if isinstance(num_length_buckets, bool) or not isinstance(num_length_buckets, int) or num_length_buckets < 1:
+            raise ValueError(f"num_length_buckets must be a positive int, got {num_length_buckets!r}")
+        self.num_length_buckets = num_length_buckets
 
         self.backbone = build_backbone(bert_config)
         freeze_bottom_layers(self.backbone, num_frozen_layers)
@@ -94,9 +108,27 @@ class DialogueCSEModel(keras.Model):
         self.turn_aggregation.build((None, None, None, None, bert_config.hidden_size))
 
     def encode_sequences(self, token_ids, padding_mask, training=False):
-        """[N, L] token ids and mask -> BERT's float32 sequence output [N, L, D]."""
+        """[N, L] token ids and mask -> BERT's float32 sequence output [N, L, D].
+
+        With `num_length_buckets` > 1 the positions past the longest sequence of a
+        sequence's group are zero instead of BERT's output there; every consumer masks
+        padding positions, so the model's outputs do not change.
+        """
         token_ids = ops.cast(token_ids, "int32")
         padding_mask = ops.cast(padding_mask, "int32")
+        if self.num_length_buckets == 1:
+            return self._run_backbone(token_ids, padding_mask, training)
+        seq_length = token_ids.shape[1]
+        order = tf.argsort(tf.reduce_sum(padding_mask, axis=1))
+        outputs = []
+        for group in tf.split(order, _bucket_sizes(token_ids.shape[0], self.num_length_buckets)):
+            ids, mask = trim_padding(tf.gather(token_ids, group), tf.gather(padding_mask, group))
+            encoded = self._run_backbone(ids, mask, training)
+            outputs.append(tf.pad(encoded, [[0, 0], [0, seq_length - tf.shape(encoded)[1]], [0, 0]]))
+        sorted_outputs = tf.concat(outputs, axis=0)
+        return tf.ensure_shape(tf.gather(sorted_outputs, tf.argsort(order)), [None, seq_length, None])
+
+    def _run_backbone(self, token_ids, padding_mask, training):
         outputs = self.backbone(
             {
                 "token_ids": token_ids,
@@ -158,6 +190,7 @@ class DialogueCSEModel(keras.Model):
             "temperature": self.temperature,
             "num_frozen_layers": self.num_frozen_layers,
             "attention_hidden_size": self.attention_hidden_size,
+            "num_length_buckets": self.num_length_buckets,
         }
 
     @classmethod
