@@ -1,8 +1,8 @@
 """Builds a semantic-retrieval set (select.txt) from intent-labelled utterances with BM25."""
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_corpus_flags
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
 from dialoguecse_tf.data.pipeline import SrSetConfig, run_build_sr_set
 
 define_corpus_flags(flags)
@@ -20,4 +20,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(clear_errors(main))
+    run(main)

@@ -1,8 +1,8 @@
 """Builds a WordPiece vocabulary from a dialogue corpus (for training BERT from scratch)."""
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_corpus_flags
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
 from dialoguecse_tf.data.pipeline import VocabConfig, run_build_vocab
 
 define_corpus_flags(flags)
@@ -20,4 +20,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(clear_errors(main))
+    run(main)

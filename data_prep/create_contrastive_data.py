@@ -1,8 +1,8 @@
 """Writes DialogueCSE contrastive TFRecords: context turns, turn mask, response and negatives."""
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_corpus_flags
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
 from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, run_create_contrastive_data
 
 define_corpus_flags(flags)
@@ -27,4 +27,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(clear_errors(main))
+    run(main)

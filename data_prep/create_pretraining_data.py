@@ -4,9 +4,9 @@ Dialogues are documents and utterances are sentences; packing and 80/10/10 maski
 Google's (tf-models-official's create_pretraining_data).
 """
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_corpus_flags
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
 from dialoguecse_tf.data.pipeline import MlmDataConfig, run_create_mlm_data
 
 define_corpus_flags(flags)
@@ -30,4 +30,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(clear_errors(main))
+    run(main)

@@ -1,8 +1,8 @@
 """Generates the project's own demo corpus: training dialogues plus held-out SR and D-STS sets."""
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import config_from_flags
+from dialoguecse_tf.cli.flag_utils import config_from_flags, run
 from dialoguecse_tf.data.demo_corpus import DemoCorpusConfig, run_generate_demo_corpus
 
 flags.DEFINE_string("output_dir", None, "Folder for train.jsonl, train_sentences.txt, sr/select.txt, sts/sts.txt, "
@@ -24,4 +24,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

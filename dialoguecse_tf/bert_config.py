@@ -7,7 +7,10 @@ read by the original BERT code too.
 
 import dataclasses
 import json
+import math
 import os
+
+from dialoguecse_tf.io_utils import read_json_object
 
 _REQUIRED_KEYS = (
     "vocab_size",
@@ -30,6 +33,10 @@ _HF_ACTIVATIONS = {
 }
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
     vocab_size: int
@@ -48,7 +55,7 @@ class BertConfig:
     def __post_init__(self):
         for key in _REQUIRED_KEYS + ("max_position_embeddings", "type_vocab_size"):
             value = getattr(self, key)
-            if not isinstance(value, int) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"BERT config: {key} must be a positive integer, got {value!r}")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
@@ -60,8 +67,11 @@ class BertConfig:
                 f"BERT config: hidden_act {self.hidden_act!r} is not one of {SUPPORTED_ACTIVATIONS}"
             )
         for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            if not 0.0 <= getattr(self, key) < 1.0:
+            if not _is_number(getattr(self, key)) or not 0.0 <= getattr(self, key) < 1.0:
                 raise ValueError(f"BERT config: {key} must be in [0, 1), got {getattr(self, key)!r}")
+        for key in ("initializer_range", "layer_norm_eps"):
+            if not _is_number(getattr(self, key)) or not 0.0 < getattr(self, key) < math.inf:
+                raise ValueError(f"BERT config: {key} must be a positive number, got {getattr(self, key)!r}")
 
     @property
     def head_size(self) -> int:
@@ -88,22 +98,16 @@ class BertConfig:
     @staticmethod
     def from_json_file_values(path: str) -> dict:
         try:
-            with open(path, encoding="utf-8") as reader:
-                values = json.load(reader)
+            return read_json_object(path, "a BERT config")
         except FileNotFoundError:
             raise FileNotFoundError(f"BERT config file not found: {path}") from None
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from None
-        if not isinstance(values, dict):
-            raise ValueError(f"{path}: a BERT config must be a JSON object")
-        return values
 
     @classmethod
     def from_hf_json_file(cls, path: str) -> "BertConfig":
         """Reads HuggingFace's `config.json`, translating its activation names."""
         config = cls.from_json_file_values(path)
         act = config.get("hidden_act", "gelu")
-        if act not in _HF_ACTIVATIONS:
+        if not isinstance(act, str) or act not in _HF_ACTIVATIONS:
             raise ValueError(f"{path}: unsupported hidden_act {act!r} (known: {sorted(_HF_ACTIVATIONS)})")
         model_type = config.get("model_type", "bert")
         if model_type != "bert":

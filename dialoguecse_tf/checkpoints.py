@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.encoder import build_backbone, transformer_layers
+from dialoguecse_tf.io_utils import read_json_object
 from dialoguecse_tf.tokenization import Tokenizer
 
 CHECKPOINT_MARKER_FILE = "dialoguecse_checkpoint.json"
@@ -229,8 +230,13 @@ def find_tf1_checkpoint(path: str) -> str:
 
 
 def read_tf1_variables(prefix: str) -> dict:
-    reader = tf.train.load_checkpoint(prefix)
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    # TensorFlow's checkpoint reader reports a truncated data file as IndexError.
+    except (tf.errors.OpError, IndexError) as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{prefix}: unreadable TF checkpoint, truncated or corrupt? ({message})") from None
 
 
 def write_tf1_variables(prefix: str, variables: dict) -> None:
@@ -299,8 +305,7 @@ def load_checkpoint(
         config = BertConfig.from_json_file(os.path.join(folder, TF1_CONFIG_FILE))
         variables = read_tf1_variables(find_tf1_checkpoint(path))
         if source_format == FORMAT_PROJECT:
-            with open(os.path.join(folder, CHECKPOINT_MARKER_FILE), encoding="utf-8") as reader:
-                metadata = json.load(reader)
+            metadata = read_json_object(os.path.join(folder, CHECKPOINT_MARKER_FILE), "a checkpoint marker")
     tokenizer = _load_tokenizer(folder, vocab_file, do_lower_case, max_seq_length)
     _check_tokenizer_fits(tokenizer, config, path)
     backbone = build_backbone(config)
@@ -315,8 +320,7 @@ def _load_tokenizer(folder, vocab_file, do_lower_case, max_seq_length) -> Tokeni
         do_lower_case = True
         config_path = os.path.join(folder, "tokenizer_config.json")
         if os.path.exists(config_path):
-            with open(config_path, encoding="utf-8") as reader:
-                do_lower_case = bool(json.load(reader).get("do_lower_case", True))
+            do_lower_case = bool(read_json_object(config_path, "a tokenizer config").get("do_lower_case", True))
     return Tokenizer(vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length)
 
 
@@ -349,7 +353,8 @@ def save_checkpoint(
     directory = os.path.abspath(directory)
     parent = os.path.dirname(directory)
     os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(directory) + "-", dir=parent)
+    staging_prefix = ".tmp-" + os.path.basename(directory) + "-"
+    staging = tempfile.mkdtemp(prefix=staging_prefix, dir=parent)
     try:
         variables = backbone_to_tf1_variables(backbone)
         variables.update(mlm_head or {})
@@ -374,6 +379,12 @@ def save_checkpoint(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    # A write killed outright (SIGKILL skips the cleanup above) leaves its staging folder, or
+    # the retired copy, behind: each as large as the checkpoint. `mkdtemp` adds exactly 8
+    # characters, so a sibling's staging ('encoder-2' stages in '.tmp-encoder-2-...') is spared.
+    stale = glob.glob(os.path.join(parent, glob.escape(staging_prefix) + "?" * 8)) + [directory + ".old"]
+    for leftover in stale:
+        shutil.rmtree(leftover, ignore_errors=True)
     return directory
 
 

@@ -29,8 +29,15 @@ def read_texts(path: str) -> list:
     return texts
 
 
+def check_output_file(path: str) -> None:
+    """Raises ValueError unless `path` names a format `write_embeddings` writes."""
+    if not path.endswith((".npy", ".jsonl", ".json")):
+        raise ValueError(f"output file must end in .npy or .jsonl, got {path}")
+
+
 def write_embeddings(path: str, texts: list, vectors: np.ndarray) -> None:
     """Writes `.npy` (float32 matrix) or `.jsonl` ({"text", "embedding"} per line), atomically."""
+    check_output_file(path)
     if path.endswith(".npy"):
         with atomic_open(path, "wb") as writer:
             np.save(writer, vectors.astype(np.float32))
@@ -39,8 +46,6 @@ def write_embeddings(path: str, texts: list, vectors: np.ndarray) -> None:
             for text, vector in zip(texts, vectors):
                 writer.write(json.dumps({"text": text, "embedding": vector.tolist()}, ensure_ascii=False))
                 writer.write("\n")
-    else:
-        raise ValueError(f"output file must end in .npy or .jsonl, got {path}")
 
 
 def nearest_neighbors(vectors: np.ndarray, k: int) -> list:

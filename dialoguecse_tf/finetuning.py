@@ -52,6 +52,9 @@ class FinetuneConfig:
     random_seed: int = 12345
     distribution_strategy: str = "one_device"
     tpu_address: str = ""
+    num_length_buckets: int = 4
+    jit_compile: bool = False
+    mixed_precision: bool = False
 
 
 MODEL_TYPES = ("dialoguecse", "siamese_s", "siamese_m")
@@ -62,6 +65,7 @@ def build_model(config: FinetuneConfig, bert_config, cls_id: int):
         return DialogueCSEModel(
             bert_config, aggregation=config.aggregation, temperature=config.temperature,
             num_frozen_layers=config.num_frozen_layers, attention_hidden_size=config.attention_hidden_size,
+            num_length_buckets=config.num_length_buckets,
         )
     if config.model_type in ("siamese_s", "siamese_m"):
         from dialoguecse_tf.models.siamese import SiameseBertModel
@@ -147,6 +151,9 @@ def make_evaluator(config: FinetuneConfig, model, tokenizer):
 
 def run_finetuning(config: FinetuneConfig, strategy=None, verbose: bool = True, on_log=None) -> dict:
     """Runs (or resumes) the contrastive stage; writes the encoder to `output_dir/encoder`."""
+    # First: MultiWorkerMirroredStrategy has to exist before any op runs, and checking
+    # the records runs some.
+    strategy = strategy or training.create_strategy(config.distribution_strategy, config.tpu_address)
     files, spec, stats = schema.resolve_records(config.train_file, schema.RECORD_TYPE_CONTRASTIVE)
     schema.check_compatible(spec, max_seq_length=config.max_seq_length)
     for name in ("num_negatives", "num_context_turns"):
@@ -161,17 +168,22 @@ def run_finetuning(config: FinetuneConfig, strategy=None, verbose: bool = True, 
         config.train_batch_size
     )
     keras.utils.set_random_seed(config.random_seed)
-    strategy = strategy or training.create_strategy(config.distribution_strategy, config.tpu_address)
+    # Under MultiWorkerMirroredStrategy only the chief writes the run's outputs.
+    chief = strategy.extended.should_checkpoint
     os.makedirs(config.output_dir, exist_ok=True)
-    write_config(config, config.output_dir)
+    if chief:
+        write_config(config, config.output_dir)
 
+    if config.mixed_precision:
+        training.enable_mixed_precision()
     start = load_or_initialize(config.init_checkpoint, config.bert_config_file, config.vocab_file,
                                config.do_lower_case, config.max_seq_length)
     with strategy.scope():
         model = build_model(config, start.config, start.tokenizer.cls_id)
         if start.backbone is not None:
             model.backbone.set_weights(start.backbone.get_weights())
-        optimizer = training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps)
+        optimizer = training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
+                                              loss_scaling=config.mixed_precision)
 
     def dataset_fn(skip_batches):
         dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)
@@ -185,14 +197,16 @@ def run_finetuning(config: FinetuneConfig, strategy=None, verbose: bool = True, 
         return batches.map(lambda batch: select_negatives(select_context_turns(batch, turns), config.num_negatives))
 
     loop = training.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps,
-                               config.log_steps, eval_steps=config.eval_steps)
+                               config.log_steps, eval_steps=config.eval_steps, jit_compile=config.jit_compile)
     logs = training.run_training_loop(
         strategy, model, optimizer, dataset_fn, contrastive_step(config.train_batch_size), loop,
         verbose, on_log, make_evaluator(config, model, start.tokenizer),
     )
-    save_checkpoint(
-        os.path.join(config.output_dir, ENCODER_DIR), model.backbone, start.config, start.tokenizer,
-        metadata={"stage": "finetune", "model_type": config.model_type, "aggregation": config.aggregation,
-                  "num_train_steps": num_train_steps, "final_logs": logs},
-    )
+    # Reads each weight's local copy: no collective op the other workers must join.
+    if chief:
+        save_checkpoint(
+            os.path.join(config.output_dir, ENCODER_DIR), model.backbone, start.config, start.tokenizer,
+            metadata={"stage": "finetune", "model_type": config.model_type, "aggregation": config.aggregation,
+                      "num_train_steps": num_train_steps, "final_logs": logs},
+        )
     return logs

@@ -1,4 +1,4 @@
-"""Atomic file writes: a reader sees the old file or the complete new one, never a part."""
+"""Atomic file writes (a reader sees the old file or the complete new one, never a part) and JSON reading."""
 
 import contextlib
 import json
@@ -28,3 +28,25 @@ def write_json(path, value, **dump_kwargs) -> None:
     with atomic_open(path, "w", encoding="utf-8") as writer:
         json.dump(value, writer, indent=2, ensure_ascii=False, **dump_kwargs)
         writer.write("\n")
+
+
+def parse_json_object(data: bytes, source: str, what: str = "the file") -> dict:
+    """Decodes UTF-8 JSON holding an object; anything else raises ValueError naming `source`."""
+    try:
+        value = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{source}: invalid UTF-8 at byte {error.start}") from None
+    except RecursionError:
+        raise ValueError(f"{source}: JSON nested too deeply") from None
+    # JSONDecodeError, and the ValueError of an integer too long to convert.
+    except ValueError as error:
+        raise ValueError(f"{source}: not valid JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{source}: {what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def read_json_object(path, what: str = "the file") -> dict:
+    """`parse_json_object` of a local file's bytes."""
+    with open(path, "rb") as reader:
+        return parse_json_object(reader.read(), os.fspath(path), what)

@@ -87,7 +87,8 @@ def mlm_loss_and_metrics(model, batch, training):
     Each replica divides its sum by the masked-token count of the whole global batch, so
     the replicas' losses (and gradients) add up to the global mean, as on one device.
     """
-    logits = model(batch, training=training)
+    # float32 for the softmax even when the model computes in float16 (mixed precision).
+    logits = tf.cast(model(batch, training=training), tf.float32)
     labels = batch[schema.MASKED_LM_IDS]
     weights = batch[schema.MASKED_LM_WEIGHTS]
     per_token = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
@@ -120,10 +121,15 @@ class PretrainConfig:
     random_seed: int = 12345
     distribution_strategy: str = "one_device"
     tpu_address: str = ""
+    jit_compile: bool = False
+    mixed_precision: bool = False
 
 
 def run_pretraining(config: PretrainConfig, strategy=None, verbose: bool = True, on_log=None) -> dict:
     """Runs (or resumes) the MLM stage; writes the encoder checkpoint to `output_dir/encoder`."""
+    # First: MultiWorkerMirroredStrategy has to exist before any op runs, and checking
+    # the records runs some.
+    strategy = strategy or training.create_strategy(config.distribution_strategy, config.tpu_address)
     files, spec, stats = schema.resolve_records(config.input_file, schema.RECORD_TYPE_MLM)
     schema.check_compatible(spec, max_seq_length=config.max_seq_length,
                             max_predictions_per_seq=config.max_predictions_per_seq)
@@ -131,25 +137,33 @@ def run_pretraining(config: PretrainConfig, strategy=None, verbose: bool = True,
         config.num_train_steps, config.num_train_epochs, int(stats["samples_written"]), config.train_batch_size
     )
     keras.utils.set_random_seed(config.random_seed)
-    strategy = strategy or training.create_strategy(config.distribution_strategy, config.tpu_address)
+    # Under MultiWorkerMirroredStrategy only the chief writes the run's outputs.
+    chief = strategy.extended.should_checkpoint
     os.makedirs(config.output_dir, exist_ok=True)
-    write_config(config, config.output_dir)
+    if chief:
+        write_config(config, config.output_dir)
 
+    if config.mixed_precision:
+        training.enable_mixed_precision()
     with strategy.scope():
         model, tokenizer = _build_model(config)
-        optimizer = training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps)
+        optimizer = training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
+                                              loss_scaling=config.mixed_precision)
 
     def dataset_fn(skip_batches):
         dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)
         return training.make_dataset(dataset, config.train_batch_size, config.random_seed, skip_batches)
 
-    loop = training.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps)
+    loop = training.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps,
+                               jit_compile=config.jit_compile)
     logs = training.run_training_loop(strategy, model, optimizer, dataset_fn, mlm_loss_and_metrics, loop, verbose, on_log)
-    save_checkpoint(
-        os.path.join(config.output_dir, ENCODER_DIR), model.backbone, model.bert_config, tokenizer,
-        metadata={"stage": "pretrain", "num_train_steps": num_train_steps, "final_logs": logs},
-        mlm_head=model.head_variables(),
-    )
+    # Reads each weight's local copy: no collective op the other workers must join.
+    if chief:
+        save_checkpoint(
+            os.path.join(config.output_dir, ENCODER_DIR), model.backbone, model.bert_config, tokenizer,
+            metadata={"stage": "pretrain", "num_train_steps": num_train_steps, "final_logs": logs},
+            mlm_head=model.head_variables(),
+        )
     return logs
 
 

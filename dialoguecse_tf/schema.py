@@ -24,10 +24,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
+
+from dialoguecse_tf.io_utils import parse_json_object
 
 # Google BERT pretraining features (names and types must not change).
 INPUT_IDS = "input_ids"
@@ -306,15 +309,21 @@ def read_records_info(path_or_dir: str, record_type: str | None = None) -> tuple
         path = os.path.join(path_or_dir, RECORDS_INFO_FILE)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"records info file {path} not found (written beside the record shards)")
-    with tf.io.gfile.GFile(path, "r") as f:
-        info = json.load(f)
+    with tf.io.gfile.GFile(path, "rb") as f:
+        info = parse_json_object(f.read(), path, "a records info file")
     file_type = info.get("record_type")
-    if file_type not in _SPEC_TYPES:
+    if not isinstance(file_type, str) or file_type not in _SPEC_TYPES:
         raise ValueError(f"{path}: unknown record_type {file_type!r}; expected one of {sorted(_SPEC_TYPES)}")
     if record_type is not None and file_type != record_type:
         raise ValueError(f"{path}: holds {file_type!r} records but {record_type!r} records were expected")
-    spec = _SPEC_TYPES[file_type].from_dict(info["spec"])
-    return spec, dict(info.get("stats", {}))
+    spec_values, stats = info.get("spec"), info.get("stats", {})
+    if not isinstance(spec_values, dict) or not isinstance(stats, dict):
+        raise ValueError(f"{path}: 'spec' and 'stats' must be JSON objects")
+    try:
+        spec = _SPEC_TYPES[file_type].from_dict(spec_values)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    return spec, stats
 
 
 def check_compatible(spec: RecordSpec, **expected: Any) -> None:
@@ -444,13 +453,15 @@ def read_dataset(
     spec: RecordSpec,
     shuffle_files: bool = False,
     seed: int | None = None,
+    parallel: bool = True,
 ) -> tf.data.Dataset:
     """Returns a dataset of parsed, unbatched examples from the matching files.
 
-    Files are read in parallel with ``interleave``, one record per file in
-    turn. With ``shuffle_files=False`` (or a ``seed``) the order is
-    deterministic; for at most 16 shards from ``ShardedRecordWriter`` it is
-    the original write order.
+    Files are read with ``interleave``, one record per file in turn, and with
+    ``parallel`` (benchmarks/input_pipeline.py measures it) files are read and
+    records parsed on several threads. With ``shuffle_files=False`` (or a
+    ``seed``) the order is deterministic; for at most 16 shards from
+    ``ShardedRecordWriter`` it is the original write order.
     """
     files = _glob(file_pattern)
     if not files:
@@ -463,20 +474,77 @@ def read_dataset(
         tf.data.TFRecordDataset,
         cycle_length=min(len(files), _MAX_PARALLEL_FILES),
         block_length=1,
-        num_parallel_calls=tf.data.AUTOTUNE,
+        num_parallel_calls=tf.data.AUTOTUNE if parallel else None,
         deterministic=deterministic,
     )
-    return dataset.map(spec.parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    return dataset.map(spec.parse, num_parallel_calls=tf.data.AUTOTUNE if parallel else None,
+                       deterministic=deterministic)
 
 
 def resolve_records(file_patterns: Sequence[str], record_type: str) -> tuple[list[str], RecordSpec, dict[str, Any]]:
     """The files matching `file_patterns` and the spec and stats of their `records_info.json`.
 
     The info file is read from the first file's folder: a training stage reads the records
-    of one data-prep run.
+    of one data-prep run. Every file is read through once (`check_record_files`), so a
+    damaged file fails here, named, rather than as an anonymous error mid-training.
     """
     files = sorted({path for pattern in file_patterns for path in tf.io.gfile.glob(pattern)})
     if not files:
         raise FileNotFoundError(f"{list(file_patterns)} matches no TFRecord file")
-    spec, stats = read_records_info(os.path.dirname(files[0]), record_type)
+    folder = os.path.dirname(files[0])
+    spec, stats = read_records_info(folder, record_type)
+    num_records = check_record_files(files, spec)
+    written = stats.get("samples_written")
+    # Only comparable when the files are the folder's whole shard set.
+    if isinstance(written, int) and files == sorted(tf.io.gfile.glob(os.path.join(folder, "*.tfrecord"))):
+        if num_records != written:
+            raise ValueError(
+                f"{folder}: the record files hold {num_records} records but {RECORDS_INFO_FILE} says "
+                f"{written} were written; a shard is truncated or missing"
+            )
     return files, spec, stats
+
+
+def check_record_files(files: Sequence[str], spec: RecordSpec, batch_size: int = 1024) -> int:
+    """Reads and parses every record of `files` once; returns how many there are.
+
+    A file that is truncated, fails its checksums or holds records of another schema raises
+    ValueError naming it.
+    """
+    # Named functions, not lambdas: AutoGraph finds a lambda's source by parsing its line,
+    # and two lambdas close together can make it convert the wrong one.
+    def count_parsed(serialized):
+        return tf.shape(tf.io.parse_example(serialized, spec.feature_spec())[_first_feature(spec)])[0]
+
+    def add(count, batch_count):
+        return count + batch_count
+
+    total = 0
+    for path in files:
+        counts = tf.data.TFRecordDataset(path).batch(batch_size).map(count_parsed)
+        try:
+            total += int(counts.reduce(np.int32(0), add))
+        except tf.errors.DataLossError as error:
+            raise ValueError(f"{path}: truncated or corrupt TFRecord file ({_op_error_message(error)})") from None
+        except tf.errors.InvalidArgumentError as error:
+            raise ValueError(
+                f"{path}: records do not match the {spec.record_type} schema of {RECORDS_INFO_FILE} "
+                f"({_op_error_message(error)})"
+            ) from None
+    return total
+
+
+def _first_feature(spec: RecordSpec) -> str:
+    return spec._features()[0].name
+
+
+_OP_ERROR_NOISE = re.compile(
+    r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\].*$|Error in user-defined function passed to \S+ transformation "
+    r"with iterator: \S+: |Name: <unknown>, "
+)
+
+
+def _op_error_message(error: tf.errors.OpError) -> str:
+    """The cause in a tf.data error, without TensorFlow's graph and op decorations."""
+    lines = [line for line in error.message.splitlines() if line.strip() and not line.strip().startswith("[[")]
+    return _OP_ERROR_NOISE.sub("", lines[-1]).strip() if lines else type(error).__name__

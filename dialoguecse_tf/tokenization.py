@@ -17,6 +17,9 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import bert_vocab_from_dataset
 
+from dialoguecse_tf.data.dialogue import read_strict_lines
+from dialoguecse_tf.io_utils import read_json_object
+
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
 CLS_TOKEN = "[CLS]"
@@ -66,16 +69,15 @@ def _basic_tokenizer_params(do_lower_case: bool) -> dict:
 
 
 def load_vocab(vocab_file) -> list[str]:
-    """Reads a BERT vocab.txt: one UTF-8 token per line, the line number is the id."""
+    """Reads a BERT vocab.txt: one UTF-8 token per line, the line number is the id.
+
+    Invalid UTF-8 or an empty file raises `DataFormatError` naming the file and line.
+    """
     vocab_file = os.fspath(vocab_file)
     if not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"BERT vocabulary file not found: {vocab_file}")
-    with open(vocab_file, encoding="utf-8", newline="") as reader:
-        text = reader.read()
     # Split on "\n" only: str.splitlines would also split on tokens such as U+2028.
-    tokens = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    if tokens and tokens[-1] == "":
-        tokens.pop()
+    tokens = [line for _, line in read_strict_lines(vocab_file, "BERT vocabulary file has no tokens")]
     missing = [token for token in SPECIAL_TOKENS if token not in tokens]
     if missing:
         raise ValueError(f"BERT vocabulary {vocab_file} lacks the special tokens {missing}")
@@ -166,8 +168,7 @@ class Tokenizer(tf.Module):
         config = {}
         config_path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
         if os.path.isfile(config_path):
-            with open(config_path, encoding="utf-8") as reader:
-                config = json.load(reader)
+            config = read_json_object(config_path, "a tokenizer config")
         if max_seq_length is None:
             max_seq_length = config.get("max_seq_length", DEFAULT_MAX_SEQ_LENGTH)
         return cls(

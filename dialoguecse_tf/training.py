@@ -36,6 +36,8 @@ def create_strategy(distribution_strategy: str, tpu_address: str = "") -> tf.dis
             cross_device_ops=tf.distribute.ReductionToOneDevice(),
         )
     if distribution_strategy == "multi_worker_mirrored":
+        # The cluster comes from TF_CONFIG. This must run before any TensorFlow op: the
+        # strategy configures the runtime's collective ops, which TF allows only at start-up.
         return tf.distribute.MultiWorkerMirroredStrategy()
     if distribution_strategy == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address)
@@ -81,10 +83,44 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+def enable_mixed_precision() -> None:
+    """float16 compute with float32 weights for every model built afterwards (GPU only).
+
+    CPUs have no fast float16 matrix units, so there it would only cost accuracy.
+    """
+    if not tf.config.list_logical_devices("GPU"):
+        raise ValueError("mixed_precision needs a GPU: on CPU float16 is slower than float32")
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+
+
+class GlobalBatchClippingAdamW(keras.optimizers.AdamW):
+    """AdamW whose `global_clipnorm` applies to the global batch's gradient.
+
+    Keras clips in `apply`, before the TensorFlow backend sums the replicas' gradients, so
+    with several replicas each replica's share is clipped on its own and training departs
+    from one device's as soon as clipping acts. Here each replica scales its share by the
+    factor the summed gradient calls for, which makes the sum the clipped global gradient,
+    at the cost of one more all-reduce of the gradients per step.
+    """
+
+    def _clip_gradients(self, grads):
+        context = tf.distribute.get_replica_context()
+        if not self.global_clipnorm or context is None or context.num_replicas_in_sync == 1:
+            return super()._clip_gradients(grads)
+        norm = tf.linalg.global_norm(context.all_reduce(tf.distribute.ReduceOp.SUM, grads))
+        # Keras's own formula, including the NaN scale for a non-finite norm.
+        scale = self.global_clipnorm * tf.minimum(1.0 / norm, 1.0 / self.global_clipnorm) + (norm - norm)
+        return [g * scale for g in grads]
+
+
 def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_steps: int,
-                     weight_decay: float = 0.01) -> keras.optimizers.Optimizer:
-    """AdamW as in BERT: no decay on LayerNorm and biases, epsilon 1e-6, clip norm 1."""
-    optimizer = keras.optimizers.AdamW(
+                     weight_decay: float = 0.01, loss_scaling: bool = False) -> keras.optimizers.Optimizer:
+    """AdamW as in BERT: no decay on LayerNorm and biases, epsilon 1e-6, clip norm 1.
+
+    `loss_scaling` (for mixed precision) wraps it in dynamic loss scaling, so small float16
+    gradients do not flush to zero; steps with non-finite gradients are skipped.
+    """
+    optimizer = GlobalBatchClippingAdamW(
         learning_rate=WarmupLinearDecay(learning_rate, num_warmup_steps, num_train_steps),
         weight_decay=weight_decay,
         beta_1=0.9,
@@ -93,7 +129,7 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
         global_clipnorm=1.0,
     )
     optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
-    return optimizer
+    return keras.optimizers.LossScaleOptimizer(optimizer) if loss_scaling else optimizer
 
 
 def resolve_num_train_steps(num_train_steps: int | None, num_train_epochs: float | None,
@@ -109,11 +145,59 @@ def resolve_num_train_steps(num_train_steps: int | None, num_train_epochs: float
 
 
 def make_dataset(dataset: tf.data.Dataset, global_batch_size: int, seed: int,
-                 skip_batches: int = 0, shuffle_buffer: int = 10000) -> tf.data.Dataset:
-    """Repeats, shuffles (seeded), batches and skips the batches a resumed run has seen."""
+                 skip_batches: int = 0, shuffle_buffer: int = 10000, prefetch: bool = True) -> tf.data.Dataset:
+    """Repeats, shuffles (seeded), batches and skips the batches a resumed run has seen.
+
+    `prefetch` prepares the next batches while a step runs.
+    """
     dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(global_batch_size, drop_remainder=True)
-    return dataset.skip(skip_batches).prefetch(tf.data.AUTOTUNE)
+    dataset = dataset.batch(global_batch_size, drop_remainder=True).skip(skip_batches)
+    return dataset.prefetch(tf.data.AUTOTUNE) if prefetch else dataset
+
+
+def distribute_global_batches(strategy: tf.distribute.Strategy, make_batches) -> tf.distribute.DistributedDataset:
+    """Splits each global batch of `make_batches()` among all replicas of all workers.
+
+    Every input pipeline (one per worker) reads the same seeded stream of global batches
+    and keeps only its own contiguous slice, cut into per-replica batches, so the replicas
+    together see exactly the global batch a single process would, and a resumed run skips
+    the same batches on every worker. `experimental_distribute_dataset` would instead
+    auto-shard by file across workers: with fewer record files than workers it fails, and
+    otherwise each worker draws its share of a global batch from its own files only, a
+    different stream of examples from the one a single process reads.
+    """
+
+    def replica_batches(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        batches = make_batches()
+        global_batch_size = tf.nest.flatten(batches.element_spec)[0].shape[0]
+        if global_batch_size is None:
+            raise ValueError("the dataset must have a static batch size (batch with drop_remainder=True)")
+        per_replica = context.get_per_replica_batch_size(global_batch_size)
+        per_pipeline = global_batch_size // context.num_input_pipelines
+        # Each global batch becomes one slice per pipeline, of which this one keeps its own;
+        # its replicas then take its per-replica batches in turn.
+        own = batches.rebatch(per_pipeline, drop_remainder=True).shard(
+            context.num_input_pipelines, context.input_pipeline_id)
+        own = own.rebatch(per_replica, drop_remainder=True)
+        if batches.cardinality() == tf.data.INFINITE_CARDINALITY:
+            # Rebatching forgets that the stream is endless; unsure of it, a multi-worker
+            # strategy would hand the replicas batches of unknown size and agree across
+            # workers before every step that all of them still have data.
+            own = own.apply(tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY))
+        return own.prefetch(tf.data.AUTOTUNE)
+
+    return strategy.distribute_datasets_from_function(replica_batches)
+
+
+def worker_scratch_dir(strategy: tf.distribute.Strategy, output_dir: str) -> str | None:
+    """None on the chief, which writes the run's outputs; else this worker's throwaway folder.
+
+    As in TensorFlow's multi-worker guide: a folder per worker beside the chief's outputs,
+    so the workers never write the same file.
+    """
+    if strategy.extended.should_checkpoint:
+        return None
+    return os.path.join(output_dir, f"workertemp_{strategy.cluster_resolver.task_id}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,51 +208,34 @@ class LoopConfig:
     log_steps: int = 10
     keep_checkpoint_max: int = 3
     eval_steps: int = 0  # evaluate every this many steps (0: only at the end)
+    jit_compile: bool = False
 
 
 class NonFiniteLossError(FloatingPointError):
     pass
 
 
-def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
-                      verbose: bool = True, on_log=None, evaluate=None) -> dict:
-    """Trains `model` to `config.num_train_steps`, resuming from the latest checkpoint.
+def build_train_step(strategy, model, optimizer, step_fn, step: tf.Variable, jit_compile: bool = False):
+    """The graph function of one training step: `iterator -> (global loss, metrics)`.
 
-    Args:
-      dataset_fn: `skip_batches -> tf.data.Dataset` of global batches.
-      step_fn: `(model, batch, training) -> (scaled_loss, metrics)` run per replica, where
-        `scaled_loss` is this replica's share of the global-batch mean (its gradients are
-        summed across replicas) and `metrics` maps names to replica-local means.
-      on_log: optional callback `(step, logs)` at every logging step.
-      evaluate: optional `step -> dict` of metrics, run every `config.eval_steps` and at
-        the end; its values go to TensorBoard under `eval/` and into the returned logs.
-    Returns the logs (loss, metrics, learning rate, evaluation) of the last step.
+    `jit_compile` compiles each replica's forward and backward pass with XLA; the
+    optimizer update stays outside, because under MirroredStrategy it aggregates
+    gradients across replicas, which XLA cannot compile.
     """
-    with strategy.scope():
-        # Slots built up front, as mirrored variables: built lazily inside `strategy.run`
-        # they would be created per replica inside a graph branch.
-        optimizer.build(model.trainable_variables)
-        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
-    manager = tf.train.CheckpointManager(
-        checkpoint, os.path.join(config.output_dir, CHECKPOINT_DIR), max_to_keep=config.keep_checkpoint_max
-    )
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        print(f"[train] resumed from {manager.latest_checkpoint} at step {int(step.numpy())}")
-    start_step = int(step.numpy())
-    if start_step >= config.num_train_steps:
-        print(f"[train] already at step {start_step} >= num_train_steps {config.num_train_steps}")
-        return {}
 
-    distributed = strategy.experimental_distribute_dataset(dataset_fn(start_step))
-    iterator = iter(distributed)
-
-    def replica_step(batch):
+    def compute_gradients(batch):
         with tf.GradientTape() as tape:
             loss, metrics = step_fn(model, batch, True)
+            # The identity unless the optimizer does loss scaling (mixed precision).
+            scaled_loss = optimizer.scale_loss(loss)
+        return loss, metrics, tape.gradient(scaled_loss, model.trainable_variables)
+
+    if jit_compile:
+        compute_gradients = tf.function(compute_gradients, jit_compile=True)
+
+    def replica_step(batch):
+        loss, metrics, gradients = compute_gradients(batch)
         variables = model.trainable_variables
-        gradients = tape.gradient(loss, variables)
         # Weights the objective never touches (e.g. BERT's pooler under mean pooling) get no
         # gradient; this runs once, at tracing, so the note appears once per run.
         unused = [v.path for g, v in zip(gradients, variables) if g is None]
@@ -185,7 +252,63 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         step.assign_add(1)
         return loss, metrics
 
-    writer = tf.summary.create_file_writer(os.path.join(config.output_dir, TENSORBOARD_DIR))
+    return train_step
+
+
+def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
+                      verbose: bool = True, on_log=None, evaluate=None) -> dict:
+    """Trains `model` to `config.num_train_steps`, resuming from the latest checkpoint.
+
+    Args:
+      dataset_fn: `skip_batches -> tf.data.Dataset` of global batches.
+      step_fn: `(model, batch, training) -> (scaled_loss, metrics)` run per replica, where
+        `scaled_loss` is this replica's share of the global-batch mean (its gradients are
+        summed across replicas) and `metrics` maps names to replica-local means.
+      on_log: optional callback `(step, logs)` at every logging step.
+      evaluate: optional `step -> dict` of metrics, run every `config.eval_steps` and at
+        the end; its values go to TensorBoard under `eval/` and into the returned logs.
+        Only the chief evaluates: it alone writes the results, and evaluation must not run
+        collective ops, which the other workers would not join.
+    Returns the logs (loss, metrics, learning rate, evaluation) of the last step.
+    """
+    with strategy.scope():
+        # Slots built up front, as mirrored variables: built lazily inside `strategy.run`
+        # they would be created per replica inside a graph branch.
+        optimizer.build(model.trainable_variables)
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+    # Dropout masks come from Keras SeedGenerators, whose states are in `model.variables` but
+    # not in `model.weights`, the part of a model its checkpoint holds: without them a resumed
+    # run would replay the masks of the first steps instead of those of the steps it resumes.
+    weight_ids = {id(v) for v in model.weights}
+    random_state = [v for v in model.variables if id(v) not in weight_ids]
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, random_state=random_state)
+    checkpoint_dir = os.path.join(config.output_dir, CHECKPOINT_DIR)
+    scratch_dir = worker_scratch_dir(strategy, config.output_dir)
+    if scratch_dir is None:
+        manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=config.keep_checkpoint_max)
+    else:
+        # Saving can run collective ops (e.g. to read sync-on-read variables), so every
+        # worker saves; the others' copies are thrown away. A killed run may have left some.
+        if tf.io.gfile.exists(scratch_dir):
+            tf.io.gfile.rmtree(scratch_dir)
+        manager = tf.train.CheckpointManager(checkpoint, os.path.join(scratch_dir, CHECKPOINT_DIR), max_to_keep=1)
+    # Every worker resumes from the chief's checkpoints, the only ones kept.
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"[train] resumed from {latest} at step {int(step.numpy())}")
+    start_step = int(step.numpy())
+    if start_step >= config.num_train_steps:
+        print(f"[train] already at step {start_step} >= num_train_steps {config.num_train_steps}")
+        return {}
+
+    iterator = iter(distribute_global_batches(strategy, lambda: dataset_fn(start_step)))
+    train_step = build_train_step(strategy, model, optimizer, step_fn, step, config.jit_compile)
+
+    if strategy.extended.should_save_summary:
+        writer = tf.summary.create_file_writer(os.path.join(config.output_dir, TENSORBOARD_DIR))
+    else:
+        writer = tf.summary.create_noop_writer()
     progbar = None
     logs = {}
     started = time.perf_counter()
@@ -196,7 +319,7 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         if not np.isfinite(loss_value):
             raise NonFiniteLossError(
                 f"loss became {loss_value} at step {current}; stopped without saving, the last good "
-                f"checkpoint ({manager.latest_checkpoint}) stays the latest"
+                f"checkpoint ({tf.train.latest_checkpoint(checkpoint_dir)}) stays the latest"
             )
         logs = {"loss": loss_value, **{k: float(v.numpy()) for k, v in metrics.items()}}
         if current % config.log_steps == 0 or current == config.num_train_steps:
@@ -216,7 +339,7 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
             progbar.update(current, [(k, v) for k, v in logs.items() if k != "steps_per_second"])
         if current % config.save_checkpoints_steps == 0 or current == config.num_train_steps:
             manager.save(checkpoint_number=current)
-        if evaluate is not None and (
+        if evaluate is not None and strategy.extended.should_save_summary and (
             current == config.num_train_steps or (config.eval_steps and current % config.eval_steps == 0)
         ):
             results = evaluate(current)
@@ -226,4 +349,6 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
                     tf.summary.scalar(f"eval/{name}", value)
             logs = {**logs, **{f"eval_{k}": v for k, v in results.items()}}
     writer.flush()
+    if scratch_dir is not None:
+        tf.io.gfile.rmtree(scratch_dir)
     return logs

@@ -7,8 +7,9 @@ Rows with the same model name are merged (e.g. one model evaluated on ECD and on
 runs); conflicting numbers or one dataset name used for different files are errors.
 """
 
-from absl import app, flags
+from absl import flags
 
+from dialoguecse_tf.cli.flag_utils import run
 from dialoguecse_tf.evaluation.results import merge_results, write_table
 
 flags.DEFINE_multi_string("results", None, "A results.json to merge; repeat for each, in row order.")
@@ -20,14 +21,11 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    try:
-        table = merge_results(FLAGS.results)
-    except (ValueError, FileNotFoundError) as error:
-        return f"error: {error}"
+    table = merge_results(FLAGS.results)
     markdown_path, json_path = write_table(table, FLAGS.output_dir, FLAGS.output_name)
     print(table.to_markdown())
     print(f"wrote {markdown_path} and {json_path}")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

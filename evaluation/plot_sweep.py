@@ -1,10 +1,9 @@
 """Collects the evaluation runs of one hyper-parameter sweep into a table (JSON, Markdown) and a PNG."""
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import clear_errors
-
-from dialoguecse_tf.evaluation.sweeps import collect_sweep, write_sweep
+from dialoguecse_tf.cli.flag_utils import run
+from dialoguecse_tf.evaluation.sweeps import collect_sweep, parse_points, write_sweep
 
 flags.DEFINE_string("parameter", None, "Name of the swept hyper-parameter, e.g. temperature.")
 flags.DEFINE_multi_string("point", None, "VALUE=PATH of one sweep point's results.json; repeat, in order.")
@@ -17,16 +16,10 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    points = []
-    for point in FLAGS.point:
-        value, separator, path = point.partition("=")
-        if not separator:
-            raise app.UsageError(f"--point must be VALUE=PATH, got {point!r}")
-        points.append((value, path))
-    for path in write_sweep(collect_sweep(FLAGS.parameter, points), FLAGS.output_dir,
+    for path in write_sweep(collect_sweep(FLAGS.parameter, parse_points(FLAGS.point)), FLAGS.output_dir,
                             FLAGS.output_name or FLAGS.parameter, FLAGS.plot):
         print(f"wrote {path}")
 
 
 if __name__ == "__main__":
-    app.run(clear_errors(main))
+    run(main)

@@ -13,9 +13,9 @@ Several datasets: repeat --dataset_name/--select_file/--sts_file once per datase
 Writes config.json, results.json and results.md into --output_dir.
 """
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import config_from_flags
+from dialoguecse_tf.cli.flag_utils import config_from_flags, run
 from dialoguecse_tf.config_io import write_config
 from dialoguecse_tf.evaluation.config import POOLING_MODES, TRAIN_TEXT_FORMATS, EvaluationConfig, FlowConfig
 from dialoguecse_tf.evaluation.registry import BASELINES
@@ -63,21 +63,14 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    try:
-        config = config_from_flags(EvaluationConfig, FLAGS)
-        config.check_files()
-    except (ValueError, FileNotFoundError) as error:
-        return f"error: {error}"
+    config = config_from_flags(EvaluationConfig, FLAGS)
+    config.check_files()
     write_config(config, config.output_dir)
-    # Imported only now: TensorFlow takes seconds to load, and a bad command line should not wait.
-    from dialoguecse_tf.data.dialogue import DataFormatError
+    # Imported only now: the evaluation modules take seconds to load, and a bad command line should not wait.
     from dialoguecse_tf.evaluation.runner import run_evaluation
 
-    try:
-        run_evaluation(config)
-    except DataFormatError as error:
-        return f"error: {error}"
+    run_evaluation(config)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run(main)

@@ -1,8 +1,8 @@
 """Exports a checkpoint as a versioned SavedModel for TF Serving (raw strings in, vectors out)."""
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags
+from dialoguecse_tf.cli.flag_utils import config_from_flags, run
 from dialoguecse_tf.export import ExportConfig, run_export
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: this project's, Google TF1 BERT or HuggingFace BERT.")
@@ -22,4 +22,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(clear_errors(main))
+    run(main)

@@ -6,9 +6,9 @@ aggregation (`mean` = I2, `attention` = I1) and NT-Xent over the contrastive rec
 The fine-tuned encoder is written to `output_dir/encoder`.
 """
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_training_flags
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_training_flags, run
 from dialoguecse_tf.finetuning import MODEL_TYPES, FinetuneConfig, run_finetuning
 
 flags.DEFINE_multi_string("train_file", None, "Contrastive TFRecord file or glob (data_prep/create_contrastive_data.py).")
@@ -27,6 +27,8 @@ flags.DEFINE_integer("num_negatives", 9, "Negatives per response (paper: 9); at 
 flags.DEFINE_integer("num_context_turns", 3, "Context turns (paper: 3); at most what the records carry.")
 flags.DEFINE_integer("max_train_examples", 0, "Train on only the first this many records (data-scale study); 0: all.")
 flags.DEFINE_integer("num_frozen_layers", 6, "Bottom BERT layers kept frozen, with the embeddings (paper: 6).")
+flags.DEFINE_integer("num_length_buckets", 4, "DialogueCSE encodes a step's sequences in this many length groups, "
+                     "each cut to its longest sequence (same result, less padding); 1 encodes all at max_seq_length.")
 define_training_flags(flags, train_batch_size=20, learning_rate=5e-5, max_seq_length=50)
 flags.mark_flags_as_required(["train_file", "output_dir"])
 FLAGS = flags.FLAGS
@@ -38,4 +40,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(clear_errors(main))
+    run(main)

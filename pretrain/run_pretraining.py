@@ -5,9 +5,9 @@ HuggingFace or this project's checkpoint) or from scratch (`bert_config_file` + 
 A killed run restarted with the same command resumes from its last checkpoint.
 """
 
-from absl import app, flags
+from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import clear_errors, config_from_flags, define_training_flags
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_training_flags, run
 from dialoguecse_tf.pretraining import PretrainConfig, run_pretraining
 
 flags.DEFINE_multi_string("input_file", None, "MLM TFRecord file or glob (data_prep/create_pretraining_data.py).")
@@ -26,4 +26,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(clear_errors(main))
+    run(main)

@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# Runs the four benchmarks of benchmarks/ (encoding throughput and training step vs the
-# HuggingFace/PyTorch peer, scaling, FLOP/s) and writes their JSON to benchmarks/results/.
-# Installs the `bench` extra (CPU torch, transformers) into .venv first. Run it on an idle
-# machine: the timings are only as quiet as the machine. About 25 minutes on 2 CPU cores.
+# Runs the benchmarks of benchmarks/ (encoding throughput and training step vs the
+# HuggingFace/PyTorch peer, FLOP/s, scaling, input pipeline) and writes their JSON to
+# benchmarks/results/. Installs the `bench` extra (CPU torch, transformers) into .venv first.
+# TRAIN_FILE (default: the ECD records run_scripts/ecd_cpu.sh writes) adds the runs on real
+# dialogue lengths. Run it on an idle machine; about 25 minutes on 2 CPU cores.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
 cd "${REPO_ROOT}"
 python -m pip install --quiet -e "${REPO_ROOT}[bench]" 2>&1 | grep -v "is ignored" || true
 OUT="${BENCH_DIR:-benchmarks/results}"
+TRAIN_FILE="${TRAIN_FILE:-runs/ecd_cpu/contrastive_records/contrastive-*}"
 mkdir -p "${OUT}"
 python benchmarks/encode_throughput.py --output_json="${OUT}/encode_throughput.json"
-python benchmarks/train_step.py --output_json="${OUT}/train_step.json"
+python benchmarks/train_step.py --output_json="${OUT}/train_step_synthetic.json"
+if compgen -G "${TRAIN_FILE}" > /dev/null; then
+  python benchmarks/train_step.py --train_file="${TRAIN_FILE}" --output_json="${OUT}/train_step_ecd.json"
+  python benchmarks/input_pipeline.py --train_file="${TRAIN_FILE}" \
+    --train_step_json="${OUT}/train_step_ecd.json" --output_json="${OUT}/input_pipeline.json"
+else
+  echo "[benchmarks] no records match ${TRAIN_FILE}: skipping the real-length training step and input pipeline"
+fi
 python benchmarks/flops.py --output_json="${OUT}/flops.json"
 python benchmarks/scaling.py --output_json="${OUT}/scaling.json"

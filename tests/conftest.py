@@ -31,20 +31,18 @@ TINY_WORDS = (
 ).split()
 
 
-@pytest.fixture
-def tiny_vocab_file(tmp_path):
-    """A small WordPiece vocabulary with BERT's special tokens at ids 0..4."""
+def write_tiny_vocab(path) -> str:
+    """A small WordPiece vocabulary with BERT's special tokens at ids 0..4; returns the path."""
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + TINY_WORDS + ["##s", "##ed", "?", ",", "."]
-    path = tmp_path / "vocab.txt"
-    path.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    pathlib.Path(path).write_text("\n".join(tokens) + "\n", encoding="utf-8")
     return str(path)
 
 
-@pytest.fixture
-def tiny_bert_config(tiny_vocab_file):
+def tiny_bert_config_for(vocab_file):
+    """A 2-layer, 32-wide BERT config sized for `vocab_file`."""
     from dialoguecse_tf.bert_config import BertConfig
 
-    with open(tiny_vocab_file, encoding="utf-8") as reader:
+    with open(vocab_file, encoding="utf-8") as reader:
         vocab_size = sum(1 for _ in reader)
     return BertConfig(
         vocab_size=vocab_size,
@@ -54,3 +52,13 @@ def tiny_bert_config(tiny_vocab_file):
         intermediate_size=64,
         max_position_embeddings=24,
     )
+
+
+@pytest.fixture
+def tiny_vocab_file(tmp_path):
+    return write_tiny_vocab(tmp_path / "vocab.txt")
+
+
+@pytest.fixture
+def tiny_bert_config(tiny_vocab_file):
+    return tiny_bert_config_for(tiny_vocab_file)

@@ -142,9 +142,14 @@ def test_project_checkpoint_round_trip(tmp_path, tiny_bert_config, tiny_vocab_fi
     _check_against_numpy(again, weights, tiny_bert_config)
     for name, value in loaded.mlm_head.items():
         np.testing.assert_array_equal(again.mlm_head[name], value)
-    # Overwriting an existing checkpoint replaces it whole.
+    # Overwriting an existing checkpoint replaces it whole, and clears what writes killed
+    # outright left behind, but not a sibling's staging folder.
+    for leftover in (".tmp-encoder-k1ll3d_x", "encoder.old", ".tmp-encoder-2-s1bl1ng_"):
+        (target.parent / leftover).mkdir()
+        (target.parent / leftover / "bert_model.ckpt.index").write_bytes(b"partial")
     save_checkpoint(str(target), again.backbone, again.config, again.tokenizer, metadata={"stage": "second"})
     assert load_checkpoint(str(target), max_seq_length=12).metadata["stage"] == "second"
+    assert sorted(os.listdir(target.parent)) == [".tmp-encoder-2-s1bl1ng_", "encoder"]
     # The saved folder is also a valid Google-format checkpoint.
     reader = tf.train.load_checkpoint(str(target / "bert_model.ckpt"))
     assert reader.get_tensor("bert/encoder/layer_0/attention/self/query/kernel").shape == (32, 32)

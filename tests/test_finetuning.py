@@ -1,15 +1,10 @@
 import dataclasses
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT
 from dialoguecse_tf import schema
 from dialoguecse_tf.training import create_strategy
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
@@ -116,22 +111,3 @@ def test_mirrored_two_replicas_matches_one_device(setup):
 def test_records_with_too_few_negatives_are_rejected(setup):
     with pytest.raises(ValueError, match="num_negatives=9 but the records"):
         run_finetuning(dataclasses.replace(setup, num_negatives=9), verbose=False)
-
-
-def test_kill_and_resume(setup):
-    args = [sys.executable, str(REPO_ROOT / "finetune" / "run_finetuning.py"),
-            f"--train_file={setup.train_file[0]}", f"--output_dir={setup.output_dir}",
-            f"--init_checkpoint={setup.init_checkpoint}", "--max_seq_length=10", "--num_negatives=4",
-            "--num_frozen_layers=1", "--train_batch_size=8", "--num_train_steps=300", "--save_checkpoints_steps=10"]
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoints = os.path.join(setup.output_dir, "checkpoints")
-    deadline = time.time() + 120
-    while time.time() < deadline and not (os.path.isdir(checkpoints) and tf.train.latest_checkpoint(checkpoints)):
-        time.sleep(0.2)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    saved = int(tf.train.latest_checkpoint(checkpoints).rsplit("-", 1)[1])
-    finished = subprocess.run(args, capture_output=True, text=True)
-    assert finished.returncode == 0, finished.stderr[-2000:]
-    assert f"at step {saved}" in finished.stdout
-    assert load_checkpoint(os.path.join(setup.output_dir, "encoder"), 10).metadata["num_train_steps"] == 300

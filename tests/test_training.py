@@ -39,3 +39,97 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
         training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
                                    verbose=False)
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("ckpt-3")
+
+
+def test_xla_train_step_matches_the_plain_one():
+    def run(jit_compile):
+        keras.utils.set_random_seed(3)
+        strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+        with strategy.scope():
+            model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="gelu"), keras.layers.Dense(1)])
+            optimizer = training.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
+            optimizer.build(model.trainable_variables)
+            step = tf.Variable(0, dtype=tf.int64)
+
+        def step_fn(model, batch, training_):
+            loss = tf.reduce_mean((model(batch) - 1.0) ** 2)
+            return loss, {"mean_output": tf.reduce_mean(model(batch))}
+
+        batches = tf.data.Dataset.from_tensor_slices(np.random.default_rng(0).normal(size=(5, 8, 3)).astype("float32"))
+        iterator = iter(strategy.experimental_distribute_dataset(batches))
+        train_step = training.build_train_step(strategy, model, optimizer, step_fn, step, jit_compile)
+        losses = [float(train_step(iterator)[0]) for _ in range(5)]
+        return losses, int(step.numpy())
+
+    plain, xla = run(False), run(True)
+    assert plain[1] == xla[1] == 5
+    np.testing.assert_allclose(xla[0], plain[0], rtol=1e-5)
+    assert plain[0][-1] < plain[0][0]
+
+
+def test_mixed_precision_is_refused_without_a_gpu():
+    if tf.config.list_logical_devices("GPU"):
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ValueError, match="needs a GPU"):
+        training.enable_mixed_precision()
+    assert keras.mixed_precision.dtype_policy().name == "float32"
+
+
+def test_loss_scaled_mixed_precision_step_trains_dialoguecse(tiny_bert_config):
+    """The mechanics the GPU path uses (float16 compute, float32 weights, loss scaling), run on CPU."""
+    from dialoguecse_tf.finetuning import contrastive_step
+    from dialoguecse_tf.models import DialogueCSEModel
+    from test_models_dialoguecse import _batch
+
+    keras.mixed_precision.set_dtype_policy("mixed_float16")
+    try:
+        strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+        with strategy.scope():
+            model = DialogueCSEModel(tiny_bert_config, num_frozen_layers=0)
+            optimizer = training.create_optimizer(1e-3, num_train_steps=10, num_warmup_steps=0, loss_scaling=True)
+            optimizer.build(model.trainable_variables)
+            step = tf.Variable(0, dtype=tf.int64)
+        batch = _batch(tiny_bert_config.vocab_size)
+        iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat()))
+        train_step = training.build_train_step(strategy, model, optimizer, contrastive_step(3), step)
+        before = [np.array(v) for v in model.trainable_variables]
+        losses = [float(train_step(iterator)[0]) for _ in range(3)]
+    finally:
+        keras.mixed_precision.set_dtype_policy("float32")
+    assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    assert model.backbone.compute_dtype == "float16"
+    assert all(v.dtype == "float32" for v in model.trainable_variables)
+    assert np.isfinite(losses).all()
+    assert any(np.abs(np.array(v) - b).max() > 0 for v, b in zip(model.trainable_variables, before))
+
+
+def test_two_replicas_clip_the_global_gradient_as_one_device_does(tmp_path):
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(8, 4)).astype("float32")
+    # The first replica's half alone has a gradient far above the clip norm, the second's not:
+    # clipping each half on its own would weight them differently from the global gradient.
+    features[:4] *= 30.0
+    labels = np.ones((8, 1), "float32")
+
+    def step_fn(model, batch, training_):
+        x, y = batch
+        return tf.nn.compute_average_loss(tf.reduce_sum((model(x) - y) ** 2, axis=-1), global_batch_size=8), {}
+
+    def run(strategy, name):
+        with strategy.scope():
+            model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+            model.set_weights([np.full((4, 1), 0.1, "float32"), np.zeros(1, "float32")])
+            optimizer = training.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
+        config = training.LoopConfig(str(tmp_path / name), num_train_steps=3, log_steps=1)
+        training.run_training_loop(strategy, model, optimizer,
+                                   lambda skip: tf.data.Dataset.from_tensors((features, labels)).repeat().skip(skip),
+                                   step_fn, config, verbose=False)
+        return model.get_weights()
+
+    one = run(tf.distribute.OneDeviceStrategy("/cpu:0"), "one")
+    strategy = training.create_strategy("mirrored")
+    two = run(strategy, "two")
+    assert strategy.num_replicas_in_sync == 2
+    # Keras's own per-replica clipping is off by ~7e-5 here.
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(b, a, atol=1e-6)

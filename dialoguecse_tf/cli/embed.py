@@ -3,9 +3,10 @@
   dialoguecse-embed --checkpoint=DIR --input_file=texts.txt --output_file=vectors.npy
 """
 
-from absl import app, flags, logging
+from absl import flags, logging
 
-from dialoguecse_tf.cli.flag_utils import clear_errors
+from dialoguecse_tf.cli import flag_utils
+from dialoguecse_tf.embedding_io import check_output_file, nearest_neighbors, read_texts, write_embeddings
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: Google TF1 BERT, HuggingFace BERT or this project's.")
 flags.DEFINE_string("export_dir", None, "Or an exported SavedModel (a version folder or its base folder).")
@@ -23,11 +24,14 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from dialoguecse_tf.embedding_io import nearest_neighbors, read_texts, write_embeddings
+    check_output_file(FLAGS.output_file)
+    texts = read_texts(FLAGS.input_file)
+    if not texts:
+        raise ValueError(f"{FLAGS.input_file}: no text to embed")
+    # Imported only now: TensorFlow takes seconds to load, and a bad command line or input should not wait.
     from dialoguecse_tf.export import ExportedEncoder
     from dialoguecse_tf.sentence_encoder import SentenceEncoder
 
-    texts = read_texts(FLAGS.input_file)
     if FLAGS.export_dir:
         # The export fixed its own pooling, length and normalization when it was written.
         vectors = ExportedEncoder(FLAGS.export_dir).encode(texts, batch_size=FLAGS.batch_size, verbose=True)
@@ -45,7 +49,7 @@ def main(argv):
 
 
 def run():
-    app.run(clear_errors(main))
+    flag_utils.run(main)
 
 
 if __name__ == "__main__":

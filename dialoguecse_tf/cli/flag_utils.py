@@ -1,7 +1,11 @@
-"""Filling a stage's config dataclass from absl flags of the same names."""
+"""Entry-point helpers: a stage's config dataclass from absl flags of the same names, one-line errors."""
 
 import dataclasses
+import sys
 import typing
+
+from absl import app
+from absl import flags as absl_flags
 
 
 def config_from_flags(config_class, flag_values, **overrides):
@@ -52,6 +56,28 @@ def define_training_flags(flags, train_batch_size: int, learning_rate: float, ma
                       ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
                       "tf.distribute strategy (Model Garden's names).")
     flags.DEFINE_string("tpu_address", "", "TPU name or address for distribution_strategy=tpu.")
+    flags.DEFINE_bool("jit_compile", False, "Compile each replica's forward and backward pass with XLA "
+                      "(slower on CPU, see benchmarks/README.md).")
+    flags.DEFINE_bool("mixed_precision", False, "float16 compute, float32 weights and dynamic loss scaling; "
+                      "GPU only.")
+
+
+def run(main):
+    """`app.run(main)` where every expected failure, bad flags included, ends in one line.
+
+    absl reports bad or missing flags over several lines (one per flag, then a hint); here
+    they become one `error: ...` line like the errors `clear_errors` reports.
+    """
+    app.run(clear_errors(main), flags_parser=_parse_flags)
+
+
+def _parse_flags(argv):
+    try:
+        return absl_flags.FLAGS(argv)
+    except absl_flags.Error as error:
+        problems = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        sys.stderr.write(f"error: {type(error).__name__}: {problems} (--helpshort lists the flags)\n")
+        sys.exit(1)
 
 
 def clear_errors(main):

@@ -1345,25 +1345,28 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
 
     Files: train.jsonl (`write_jsonl`), train_sentences.txt (distinct training utterances, for
     fitting whitening / flow), sr/select.txt, sts/sts.txt, sts/sts_metadata.jsonl (per pair:
-    score, sentences, intents, groups, slots), config.json and demo_stats.json.
+    score, sentences, intents, groups, slots), config.json and demo_stats.json. Everything is
+    generated before the first file is written, so a run that fails leaves no partial corpus.
     """
     if config.num_dialogues < 1 or config.num_eval_dialogues < 1:
         raise ValueError(f"need num_dialogues >= 1 and num_eval_dialogues >= 1, got "
                          f"{config.num_dialogues}, {config.num_eval_dialogues}")
     if config.num_sts_pairs < NUM_STS_SCORES:
         raise ValueError(f"num_sts_pairs must be >= {NUM_STS_SCORES} (one per score), got {config.num_sts_pairs}")
+    if config.num_sr_candidates < 1 or config.max_sr_positives < 1:
+        raise ValueError(f"need num_sr_candidates >= 1 and max_sr_positives >= 1, got "
+                         f"{config.num_sr_candidates}, {config.max_sr_positives}")
     start = time.perf_counter()
     out = config.output_dir
-    os.makedirs(out, exist_ok=True)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise FileExistsError(f"output_dir {out} exists and is not a folder")
 
     dialogues = generate_dialogues(config.num_dialogues, config.seed)
     generation_seconds = time.perf_counter() - start
-    write_jsonl(dialogues, os.path.join(out, TRAIN_FILE))
     train_texts = distinct_texts(dialogues)
-    _write_lines(os.path.join(out, TRAIN_SENTENCES_FILE), train_texts)
     turns = sum(len(d.turns) for d in dialogues)
     log(f"[demo] {len(dialogues)} training dialogues, {turns} turns, {len(train_texts)} distinct "
-        f"utterances ({generation_seconds:.2f} s) -> {os.path.join(out, TRAIN_FILE)}")
+        f"utterances ({generation_seconds:.2f} s)")
 
     eval_utterances, overlap = generate_eval_utterances(config.num_eval_dialogues, config.seed, train_texts)
     log(f"[demo] {len(eval_utterances)} held-out evaluation sentences from {config.num_eval_dialogues} "
@@ -1371,18 +1374,12 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
 
     rows, sr_stats = build_sr_set([(u.text, u.intent) for u in eval_utterances],
                                   config.num_sr_candidates, config.max_sr_positives)
-    write_select_file(rows, os.path.join(out, SR_FILE))
     log(f"[demo] {len(rows)} SR queries (mean {sr_stats['mean_positives']:.1f} positives, "
-        f"{sr_stats['mean_negatives']:.1f} negatives) -> {os.path.join(out, SR_FILE)}")
+        f"{sr_stats['mean_negatives']:.1f} negatives)")
 
     pairs = sample_dsts_pairs(eval_utterances, config.num_sts_pairs, f"demo-sts-{config.seed}", train_texts)
-    _write_lines(os.path.join(out, STS_FILE), (f"{score}\t{a.text}\t{b.text}" for score, a, b in pairs))
-    _write_lines(os.path.join(out, STS_METADATA_FILE), (
-        json.dumps({"score": score, "sentence_a": a.text, "sentence_b": b.text,
-                    "a": _utterance_metadata(a), "b": _utterance_metadata(b)}, ensure_ascii=False)
-        for score, a, b in pairs))
     per_score = {str(score): sum(1 for s, _, _ in pairs if s == score) for score in range(1, NUM_STS_SCORES + 1)}
-    log(f"[demo] {len(pairs)} D-STS pairs, per score {per_score} -> {os.path.join(out, STS_FILE)}")
+    log(f"[demo] {len(pairs)} D-STS pairs, per score {per_score}")
 
     intent_counts: dict[str, int] = {}
     for dialogue in dialogues:
@@ -1391,6 +1388,17 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
     turn_histogram: dict[str, int] = {}
     for dialogue in dialogues:
         turn_histogram[str(len(dialogue.turns))] = turn_histogram.get(str(len(dialogue.turns)), 0) + 1
+
+    write_jsonl(dialogues, os.path.join(out, TRAIN_FILE))
+    _write_lines(os.path.join(out, TRAIN_SENTENCES_FILE), train_texts)
+    write_select_file(rows, os.path.join(out, SR_FILE))
+    _write_lines(os.path.join(out, STS_FILE), (f"{score}\t{a.text}\t{b.text}" for score, a, b in pairs))
+    _write_lines(os.path.join(out, STS_METADATA_FILE), (
+        json.dumps({"score": score, "sentence_a": a.text, "sentence_b": b.text,
+                    "a": _utterance_metadata(a), "b": _utterance_metadata(b)}, ensure_ascii=False)
+        for score, a, b in pairs))
+    log(f"[demo] wrote {TRAIN_FILE}, {TRAIN_SENTENCES_FILE}, {SR_FILE}, {STS_FILE} and {STS_METADATA_FILE} "
+        f"into {out}")
     stats = {
         "dialogues": len(dialogues),
         "turns": turns,

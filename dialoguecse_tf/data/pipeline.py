@@ -1,7 +1,9 @@
 """The data-prep stages as library functions, each driven by one config object.
 
 The absl entry points in `data_prep/` only fill these configs from flags; a config is
-written as JSON beside the stage's output together with the stats report.
+written as JSON beside the stage's output together with the stats report. TensorFlow (for
+tokenization and records) is imported only once the corpus has been read: it takes seconds to
+load, and a bad input file should fail at once.
 """
 
 import dataclasses
@@ -9,14 +11,10 @@ import glob
 import os
 import time
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.config_io import write_config
-from dialoguecse_tf.data.contrastive_records import write_contrastive_records
-from dialoguecse_tf.data.mlm_records import write_mlm_records
 from dialoguecse_tf.data.preprocessing import PrepStats, preprocess
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
-from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 
 STATS_FILE = "prep_stats.json"
 
@@ -77,6 +75,8 @@ class VocabConfig:
 def run_build_vocab(config: VocabConfig, log=print) -> str:
     stats = PrepStats()
     texts = corpus_texts(load_dialogues(config.corpus, stats, log))
+    from dialoguecse_tf.tokenization import build_vocab, write_vocab
+
     start = time.perf_counter()
     vocab = build_vocab(texts, config.vocab_size, config.do_lower_case, config.min_count)
     os.makedirs(config.output_dir, exist_ok=True)
@@ -107,6 +107,10 @@ class MlmDataConfig:
 def run_create_mlm_data(config: MlmDataConfig, log=print) -> PrepStats:
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
+    from dialoguecse_tf import schema
+    from dialoguecse_tf.data.mlm_records import write_mlm_records
+    from dialoguecse_tf.tokenization import Tokenizer
+
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
     spec = schema.MlmRecordSpec(config.max_seq_length, config.max_predictions_per_seq)
@@ -136,6 +140,10 @@ class ContrastiveDataConfig:
 def run_create_contrastive_data(config: ContrastiveDataConfig, log=print) -> PrepStats:
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
+    from dialoguecse_tf import schema
+    from dialoguecse_tf.data.contrastive_records import write_contrastive_records
+    from dialoguecse_tf.tokenization import Tokenizer
+
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
     spec = schema.ContrastiveRecordSpec(config.max_seq_length, config.num_context_turns, config.num_negatives)
@@ -167,7 +175,7 @@ def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
                 seen.add((turn.text, turn.intent))
                 items.append((turn.text, turn.intent))
     if not items:
-        raise ValueError("no intent-labelled utterance in the input; the SR set needs intents")
+        raise ValueError(f"no intent-labelled utterance in {list(config.corpus.input_file)}; the SR set needs intents")
     rows, sr_stats = build_sr_set(items, config.num_candidates, config.max_positives, config.max_negatives)
     output_dir = os.path.dirname(os.path.abspath(config.output_file))
     os.makedirs(output_dir, exist_ok=True)

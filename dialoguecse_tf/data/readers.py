@@ -366,7 +366,10 @@ def read_jsonl(path: PathLike, skip_malformed: bool = False, stats: PrepStats | 
     def parse(line: str, line_number: int) -> Dialogue:
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as e:
+        except RecursionError:
+            raise _LineError("bad_json", "invalid JSON: nested too deeply") from None
+        # JSONDecodeError, and the ValueError of an integer too long to convert.
+        except ValueError as e:
             raise _LineError("bad_json", f"invalid JSON: {e}") from None
         return _jsonl_dialogue(obj, f"{stem}-{line_number}", source, line_number)
 

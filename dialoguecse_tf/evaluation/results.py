@@ -19,18 +19,17 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
-import json
 import os
 import re
 import subprocess
 
-from dialoguecse_tf.io_utils import atomic_open, write_json
+from dialoguecse_tf.io_utils import atomic_open, read_json_object, write_json
 
 RESULTS_FILE = "results.json"
 TABLE_FILE = "results.md"
 FORMAT_VERSION = 1
 METRIC_COLUMNS = (("corr", "Corr."), ("map", "MAP"), ("mrr", "MRR"))
-_FILE_KINDS = (("select_file", "select_sha256"), ("sts_file", "sts_sha256"))
+_FILE_KINDS = (("select_file", "select_sha256", "sr_queries"), ("sts_file", "sts_sha256", "sts_pairs"))
 _METRIC_NOTE = (
     "All numbers are percentages. Corr.: Spearman correlation between the D-STS gold scores and "
     "the cosine similarities of the sentence pairs. MAP, MRR: semantic retrieval (SR), each query's "
@@ -108,18 +107,52 @@ def write_results(results: dict, output_dir: str) -> str:
 
 
 def read_results(path: str) -> dict:
-    """Reads a `results.json`, checking that it is one (format version and top-level keys)."""
-    with open(path, encoding="utf-8") as reader:
-        try:
-            results = json.load(reader)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(results, dict) or results.get("format_version") != FORMAT_VERSION:
+    """Reads a `results.json`, checking that it is one: format version, and every dataset and
+    model entry with the fields merging and tables use (ValueError naming the file and entry)."""
+    results = read_json_object(path, "a results.json")
+    if results.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{path}: not a results.json of format version {FORMAT_VERSION}")
     missing = [key for key in ("datasets", "models") if not isinstance(results.get(key), list)]
     if missing:
         raise ValueError(f"{path}: results.json lacks {missing}")
+    for index, dataset in enumerate(results["datasets"]):
+        problem = _dataset_problem(dataset)
+        if problem:
+            raise ValueError(f"{path}: datasets[{index}] {problem}")
+    for index, model in enumerate(results["models"]):
+        problem = _model_problem(model)
+        if problem:
+            raise ValueError(f"{path}: models[{index}] {problem}")
     return results
+
+
+def _dataset_problem(dataset) -> str | None:
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("name"), str):
+        return "needs a string 'name'"
+    for keys in _FILE_KINDS:
+        if any(key in dataset for key in keys) and not all(key in dataset for key in keys):
+            return f"needs all of {list(keys)} or none"
+    return None
+
+
+def _model_problem(model) -> str | None:
+    if not isinstance(model, dict):
+        return "is not a JSON object"
+    for key in ("display_name", "description"):
+        if not isinstance(model.get(key), str):
+            return f"needs a string {key!r}"
+    if "checkpoint" not in model:
+        return "lacks 'checkpoint'"
+    metrics = model.get("metrics")
+    if not isinstance(metrics, dict) or not all(
+        isinstance(values, dict) and all(_is_number(value) for value in values.values()) for values in metrics.values()
+    ):
+        return "needs 'metrics' of the form {dataset: {metric: number}}"
+    return None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclasses.dataclass
@@ -182,7 +215,7 @@ def _cell(text: str) -> str:
 
 
 def _merge_dataset(merged: dict, dataset: dict, source: str, sources: dict) -> None:
-    for file_key, hash_key in _FILE_KINDS:
+    for file_key, hash_key, count_key in _FILE_KINDS:
         if hash_key not in dataset:
             continue
         if hash_key in merged and merged[hash_key] != dataset[hash_key]:
@@ -191,7 +224,6 @@ def _merge_dataset(merged: dict, dataset: dict, source: str, sources: dict) -> N
                 f"{sources[(dataset['name'], file_key)]} and {dataset[file_key]} in {source}; rename one"
             )
         if hash_key not in merged:
-            count_key = "sr_queries" if file_key == "select_file" else "sts_pairs"
             merged.update({key: dataset[key] for key in (file_key, hash_key, count_key)})
             sources[(dataset["name"], file_key)] = source
 

@@ -10,7 +10,6 @@ from dialoguecse_tf.config_io import config_to_dict
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.data.sr_builder import SrRow, read_select_file
 from dialoguecse_tf.embedding_io import read_texts
-from dialoguecse_tf.evaluation.baselines import CheckpointEmbedders, build_baseline, build_checkpoint_model
 from dialoguecse_tf.evaluation.config import DatasetFiles, EvaluationConfig
 from dialoguecse_tf.evaluation.evaluate import EmbedFn, evaluate_sr, evaluate_sts
 from dialoguecse_tf.evaluation.results import dataset_record, model_record, new_results, write_results
@@ -88,6 +87,9 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
     if config.needs_train_texts:
         train_texts = read_train_texts(config.train_text_file, config.train_text_format)
         log(f"[eval] {len(train_texts)} distinct training sentences from {config.train_text_file}")
+    # Imported only now: TensorFlow takes seconds to load, and a bad input file should not wait.
+    from dialoguecse_tf.evaluation.baselines import CheckpointEmbedders, build_baseline, build_checkpoint_model
+
     results = new_results(config_to_dict(config), [dataset.record() for dataset in datasets])
     options = config.fit_options()
     for checkpoint, named_rows in config.model_rows():

@@ -14,6 +14,7 @@ from dialoguecse_tf.data.dialogue import DataFormatError, read_strict_lines
 
 MIN_SCORE = 1
 MAX_SCORE = 5
+_SCORE_TEXTS = frozenset(str(score) for score in range(MIN_SCORE, MAX_SCORE + 1))
 
 
 class StsPair(NamedTuple):
@@ -36,8 +37,9 @@ def read_sts_file(path: str | os.PathLike) -> list[StsPair]:
             message = f"expected 3 tab-separated fields (score, sentence_a, sentence_b), found {len(fields)}"
             raise DataFormatError(path, line_number, message, reason="field_count")
         score_text, sentence_a, sentence_b = fields
-        # Stricter than int(): no signs, spaces or non-ASCII digits.
-        if not (score_text.isascii() and score_text.isdigit()) or not MIN_SCORE <= int(score_text) <= MAX_SCORE:
+        # Stricter than int(): no signs, spaces or non-ASCII digits; and never int() of a string
+        # longer than Python converts (4300 digits), which raises a ValueError of its own.
+        if not (score_text.isascii() and score_text.isdigit()) or score_text.lstrip("0") not in _SCORE_TEXTS:
             raise DataFormatError(
                 path, line_number, f"score {score_text!r} is not an integer in {MIN_SCORE}..{MAX_SCORE}",
                 reason="bad_score",

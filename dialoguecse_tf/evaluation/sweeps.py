@@ -12,6 +12,17 @@ from dialoguecse_tf.evaluation.results import METRIC_COLUMNS, read_results
 from dialoguecse_tf.io_utils import atomic_open, write_json
 
 
+def parse_points(points: list[str]) -> list[tuple[str, str]]:
+    """"VALUE=PATH" strings (the `--point` flag) as (value, path) pairs."""
+    pairs = []
+    for point in points:
+        value, separator, path = point.partition("=")
+        if not separator or not value or not path:
+            raise ValueError(f"a sweep point must be VALUE=PATH, got {point!r}")
+        pairs.append((value, path))
+    return pairs
+
+
 def collect_sweep(parameter: str, points: list[tuple[str, str]]) -> dict:
     """`points`: (value, results.json path) pairs, in plotting order."""
     if not points:
@@ -75,10 +86,11 @@ def plot_sweep(sweep: dict, path: str) -> None:
 
 def write_sweep(sweep: dict, output_dir: str, stem: str, plot: bool = True) -> list:
     paths = [os.path.join(output_dir, f"{stem}.json"), os.path.join(output_dir, f"{stem}.md")]
+    if plot:
+        # First, so that a missing matplotlib leaves no table without its plot.
+        paths.append(os.path.join(output_dir, f"{stem}.png"))
+        plot_sweep(sweep, paths[-1])
     write_json(paths[0], sweep)
     with atomic_open(paths[1], "w", encoding="utf-8") as writer:
         writer.write(sweep_markdown(sweep))
-    if plot:
-        paths.append(os.path.join(output_dir, f"{stem}.png"))
-        plot_sweep(sweep, paths[-1])
     return paths

@@ -1,0 +1,83 @@
+"""Benchmark 5: batches/s of the contrastive stage's input pipeline, parallel vs sequential.
+
+The pipeline `run_finetuning` builds (read and parse the records, shuffle, batch, select
+turns and negatives), timed with and without parallel reading/parsing and prefetching,
+and set against the rate the training step consumes batches (from train_step.py's JSON
+if given), to show whether input ever holds training back.
+"""
+
+import json
+import os
+import sys
+import time
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+
+flags.DEFINE_string("train_file", None, "Contrastive TFRecords (glob).")
+flags.DEFINE_integer("train_batch_size", 20, "Examples per batch.")
+flags.DEFINE_integer("num_context_turns", 3, "Context turns kept.")
+flags.DEFINE_integer("num_negatives", 9, "Negatives kept.")
+flags.DEFINE_integer("num_batches", 300, "Batches drawn per timed pass.")
+flags.DEFINE_integer("repeats", 3, "Timed passes per setting (alternating).")
+flags.DEFINE_string("train_step_json", None, "train_step.py results, for the step's consumption rate.")
+flags.DEFINE_string("output_json", "benchmarks/results/input_pipeline.json", "Where the results go.")
+flags.mark_flag_as_required("train_file")
+
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    from dialoguecse_tf import schema, training
+    from dialoguecse_tf.finetuning import select_context_turns, select_negatives
+
+    files, spec, _ = schema.resolve_records([FLAGS.train_file], schema.RECORD_TYPE_CONTRASTIVE)
+
+    def pipeline(parallel):
+        dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=1, parallel=parallel)
+        batches = training.make_dataset(dataset, FLAGS.train_batch_size, seed=1, prefetch=parallel)
+        return batches.map(lambda batch: select_negatives(
+            select_context_turns(batch, FLAGS.num_context_turns), FLAGS.num_negatives))
+
+    def drain(parallel):
+        # One long-lived iterator: the warm-up pass fills the shuffle buffer, the timed
+        # passes see the steady state training sees.
+        iterator = iter(pipeline(parallel))
+
+        def run():
+            for _ in range(FLAGS.num_batches):
+                next(iterator)
+        return run
+
+    times = common.time_alternating({"parallel + prefetch": drain(True), "sequential": drain(False)},
+                                    FLAGS.repeats, warmup=1)
+    results = {}
+    for name, seconds in times.items():
+        summary = common.summarize(seconds)
+        summary["batches_per_s"] = FLAGS.num_batches / summary["median_s"]
+        results[name] = summary
+    consumption = None
+    if FLAGS.train_step_json:
+        with open(FLAGS.train_step_json, encoding="utf-8") as reader:
+            steps = json.load(reader)["results"]
+        consumption = {name: 1.0 / r["median_s"] for name, r in steps.items() if name.startswith("tf")}
+    rows = [[name, r["batches_per_s"], r["median_s"]] for name, r in results.items()]
+    rows += [[f"training step ({name}) consumes", rate, "-"] for name, rate in (consumption or {}).items()]
+    common.print_table(f"Input pipeline: {FLAGS.num_batches} batches of {FLAGS.train_batch_size}, "
+                       f"median of {FLAGS.repeats}", ["setting", "batches/s", "s per pass"], rows)
+    common.write_results(FLAGS.output_json, {
+        "benchmark": "input_pipeline",
+        "settings": {"train_file": FLAGS.train_file, "train_batch_size": FLAGS.train_batch_size,
+                     "num_context_turns": FLAGS.num_context_turns, "num_negatives": FLAGS.num_negatives,
+                     "num_batches": FLAGS.num_batches, "repeats": FLAGS.repeats},
+        "results": results,
+        "training_consumes_batches_per_s": consumption,
+    })
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,138 @@
+"""Tiny inputs and command lines for running the training entry points as subprocesses.
+
+Shared by the crash-safety and determinism tests, which restart or repeat the real
+commands. The BERT configs keep dropout on: resuming and repeating must be exact with it.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from conftest import REPO_ROOT
+from dialoguecse_tf import schema
+from dialoguecse_tf.checkpoints import save_checkpoint
+from dialoguecse_tf.data.contrastive_records import write_contrastive_records
+from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.data.mlm_records import write_mlm_records
+from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.tokenization import Tokenizer
+
+PRETRAIN = str(REPO_ROOT / "pretrain" / "run_pretraining.py")
+FINETUNE = str(REPO_ROOT / "finetune" / "run_finetuning.py")
+RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
+MAX_SEQ_LENGTH = 10
+DROPOUT = 0.1
+
+TOPICS = [
+    ["where is my order", "track my package", "my order is late", "when is delivery"],
+    ["i want a refund", "money back please", "refund my order", "give me my money back"],
+    ["change my address", "ship to a new address", "my address is wrong", "new address please"],
+    ["discount code please", "is there a discount", "hello discount", "code for discount"],
+]
+PROBE_SENTENCES = ["where is my order", "i want a refund please", "change my address", "discount code"]
+
+
+def _dialogues(count: int, turns: int) -> list:
+    rng = np.random.default_rng(0)
+    return [
+        Dialogue(str(i), tuple(Turn(str(j % 2), TOPICS[i % 4][rng.integers(4)]) for j in range(turns)))
+        for i in range(count)
+    ]
+
+
+def write_pretraining_inputs(folder, vocab_file, bert_config) -> list:
+    """MLM records and a dropout-on config; returns the stage's input flags."""
+    tokenizer = Tokenizer(vocab_file, max_seq_length=MAX_SEQ_LENGTH)
+    spec = schema.MlmRecordSpec(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=2)
+    write_mlm_records(_dialogues(40, 6), tokenizer, str(folder / "mlm_records"), spec, random_seed=3,
+                      log=lambda _: None)
+    config_file = folder / "bert_config.json"
+    bert_config.replace(hidden_dropout_prob=DROPOUT, attention_probs_dropout_prob=DROPOUT).to_json_file(
+        str(config_file)
+    )
+    return [f"--input_file={folder / 'mlm_records' / 'mlm-*'}", f"--bert_config_file={config_file}",
+            f"--vocab_file={vocab_file}", f"--max_seq_length={MAX_SEQ_LENGTH}", "--max_predictions_per_seq=2",
+            "--train_batch_size=8", "--learning_rate=2e-3", "--num_warmup_steps=2"]
+
+
+def write_finetuning_inputs(folder, vocab_file, bert_config) -> list:
+    """Contrastive records and a random 3-layer, dropout-on start checkpoint; returns the flags."""
+    tokenizer = Tokenizer(vocab_file, max_seq_length=MAX_SEQ_LENGTH)
+    spec = schema.ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4)
+    write_contrastive_records(_dialogues(24, 5), tokenizer, str(folder / "contrastive_records"), spec,
+                              random_seed=1, log=lambda _: None)
+    config = bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=DROPOUT,
+                                 attention_probs_dropout_prob=DROPOUT)
+    save_checkpoint(str(folder / "init"), build_backbone(config), config, tokenizer)
+    return [f"--train_file={folder / 'contrastive_records' / 'contrastive-*'}", f"--init_checkpoint={folder / 'init'}",
+            f"--max_seq_length={MAX_SEQ_LENGTH}", "--num_negatives=4", "--num_frozen_layers=1",
+            "--train_batch_size=8", "--learning_rate=3e-3", "--aggregation=attention", "--attention_hidden_size=16"]
+
+
+def write_evaluation_files(folder) -> dict:
+    """An SR set (select.txt), a D-STS set (sts.txt) and training sentences, from TOPICS."""
+    sentences = [sentence for topic in TOPICS for sentence in topic]
+    lines = []
+    for i, sentence in enumerate(sentences):
+        positives = [j for j in range(len(sentences)) if j != i and j // 4 == i // 4]
+        negatives = [j for j in range(len(sentences)) if j // 4 != i // 4][:5]
+        lines.append(f"{i}\t{sentence}\t{i // 4}\t{','.join(map(str, positives))}\t{','.join(map(str, negatives))}\n")
+    (folder / "select.txt").write_text("".join(lines), encoding="utf-8")
+    pairs = [(5, 0, 1), (1, 0, 4), (4, 4, 6), (1, 9, 13), (3, 8, 10), (2, 3, 12)]
+    (folder / "sts.txt").write_text(
+        "".join(f"{score}\t{sentences[a]}\t{sentences[b]}\n" for score, a, b in pairs), encoding="utf-8"
+    )
+    (folder / "train.txt").write_text("\n".join(sentences + PROBE_SENTENCES) + "\n", encoding="utf-8")
+    return {name: str(folder / f"{name}.txt") for name in ("select", "sts", "train")}
+
+
+def command(script: str, *flags) -> list:
+    return [sys.executable, script, *flags]
+
+
+def environment() -> dict:
+    # Unbuffered, so that a killed run's log holds everything it printed.
+    return {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1"}
+
+
+def start(args: list, log_path) -> subprocess.Popen:
+    """Starts a command in the background, its output going to `log_path`."""
+    with open(log_path, "w", encoding="utf-8") as log:
+        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=environment(), cwd=REPO_ROOT)
+
+
+def finish(process: subprocess.Popen, log_path) -> str:
+    """Waits for a command started by `start`; returns its output, failing with the output's tail."""
+    process.wait()
+    output = open(log_path, encoding="utf-8").read()
+    assert process.returncode == 0, f"{process.args[1]} failed:\n{output[-3000:]}"
+    return output
+
+
+def run_together(commands: dict, folder) -> dict:
+    """Runs {name: args} side by side (the commands are independent); returns {name: output}."""
+    processes = {name: start(args, folder / f"{name}.log") for name, args in commands.items()}
+    try:
+        return {name: finish(process, folder / f"{name}.log") for name, process in processes.items()}
+    finally:
+        for process in processes.values():
+            process.kill()
+            process.wait()
+
+
+def scalars(output_dir, tag: str) -> dict:
+    """{step: value} of one TensorBoard scalar over all event files of a run (later files win)."""
+    values = {}
+    folder = os.path.join(output_dir, "tensorboard")
+    for path in sorted(tf.io.gfile.glob(os.path.join(folder, "events.out.tfevents.*")), key=os.path.getmtime):
+        try:
+            for event in tf.compat.v1.train.summary_iterator(path):
+                for value in event.summary.value:
+                    if value.tag == tag:
+                        values[event.step] = float(tf.make_ndarray(value.tensor))
+        except tf.errors.DataLossError:
+            pass  # the last record of a killed run's file may be cut short; the rest was read
+    return values

@@ -1,0 +1,337 @@
+"""Bad input on every entry point: one clear line on stderr, a failing exit code, no complete-looking output.
+
+Each case runs the real entry point as a subprocess. All cases are launched once, a few at a
+time, by the module-scoped `outcomes` fixture (each process pays seconds of TensorFlow import);
+the parametrized tests then check one case each.
+
+What counts as complete-looking output: anything in the case's output folder except a
+`config.json` at its top level. A stage that writes its config before loading a model (training,
+evaluation) leaves the config of the attempted run; without results, records, an `encoder/`
+folder or a SavedModel beside it nothing suggests that the run finished.
+"""
+
+import concurrent.futures
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
+from test_data_prep import _write_corpus
+
+ENV = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+# Run as `python -m dialoguecse_tf.cli.embed`, which calls `run()`, the console script's entry point.
+EMBED = "dialoguecse-embed"
+WORKERS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One bad command line; `args` and `culprit` are formatted with the input paths and `{out}`."""
+
+    entry_point: str  # a script path relative to the repository root, or EMBED
+    name: str
+    args: tuple
+    culprit: str  # what the error line must name: a path (with ":line"), a flag or a key
+    stdin: bytes = b""
+
+    @property
+    def id(self) -> str:
+        return f"{os.path.splitext(os.path.basename(self.entry_point))[0]}-{self.name}"
+
+
+VOCAB = "data_prep/build_vocab.py"
+MLM_DATA = "data_prep/create_pretraining_data.py"
+CONTRASTIVE_DATA = "data_prep/create_contrastive_data.py"
+SR_SET = "data_prep/build_sr_set.py"
+DEMO = "data_prep/generate_demo_corpus.py"
+PRETRAIN = "pretrain/run_pretraining.py"
+FINETUNE = "finetune/run_finetuning.py"
+EXPORT = "finetune/export_savedmodel.py"
+EVALUATE = "evaluation/run_evaluation.py"
+MERGE = "evaluation/merge_results.py"
+SWEEP = "evaluation/plot_sweep.py"
+ENTRY_POINTS = (VOCAB, MLM_DATA, CONTRASTIVE_DATA, SR_SET, DEMO, PRETRAIN, FINETUNE, EXPORT, EVALUATE, MERGE,
+                SWEEP, EMBED)
+
+PRETRAIN_ARGS = ("--output_dir={out}", "--max_seq_length=16", "--max_predictions_per_seq=3", "--num_train_steps=2",
+                 "--train_batch_size=2")
+FINETUNE_ARGS = ("--output_dir={out}", "--max_seq_length=16", "--num_negatives=2", "--num_train_steps=2",
+                 "--train_batch_size=2", "--num_frozen_layers=1")
+EVAL_ARGS = ("--output_dir={out}", "--max_seq_length=16")
+
+CASES = (
+    Case(VOCAB, "missing_flag", ("--input_file={corpus}",), "--output_dir"),
+    Case(VOCAB, "missing_input", ("--input_file={missing}", "--output_dir={out}"), "{missing}"),
+    Case(VOCAB, "empty_input", ("--input_file={empty}", "--output_dir={out}"), "{empty}"),
+    Case(VOCAB, "malformed_line", ("--input_file={bad_jsonl}", "--output_dir={out}"), "{bad_jsonl}:3"),
+    Case(VOCAB, "invalid_utf8", ("--input_file={bad_utf8_jsonl}", "--output_dir={out}"), "{bad_utf8_jsonl}:2"),
+    Case(MLM_DATA, "missing_flag", ("--input_file={corpus}", "--output_dir={out}"), "--vocab_file"),
+    Case(MLM_DATA, "missing_vocab", ("--input_file={corpus}", "--output_dir={out}", "--vocab_file={missing}"),
+         "{missing}"),
+    Case(MLM_DATA, "vocab_invalid_utf8",
+         ("--input_file={corpus}", "--output_dir={out}", "--vocab_file={vocab_bad_utf8}"), "{vocab_bad_utf8}:6"),
+    Case(CONTRASTIVE_DATA, "missing_flag", ("--input_file={corpus}", "--vocab_file={vocab}"), "--output_dir"),
+    Case(CONTRASTIVE_DATA, "vocab_without_special_tokens",
+         ("--input_file={corpus}", "--output_dir={out}", "--vocab_file={vocab_no_mask}"), "{vocab_no_mask}"),
+    Case(CONTRASTIVE_DATA, "wrong_field_count",
+         ("--input_file={bad_authors}", "--input_format=authors", "--output_dir={out}", "--vocab_file={vocab}"),
+         "{bad_authors}:2"),
+    Case(SR_SET, "missing_flag", ("--input_file={corpus}",), "--output_file"),
+    Case(SR_SET, "no_intents", ("--input_file={no_intents}", "--output_file={out}/select.txt"), "{no_intents}"),
+    Case(SR_SET, "bad_mdc_header", ("--input_file={bad_mdc}", "--input_format=mdc", "--output_file={out}/select.txt"),
+         "{bad_mdc}:1"),
+    Case(DEMO, "missing_flag", (), "--output_dir"),
+    Case(DEMO, "output_dir_is_a_file", ("--output_dir={a_file}", "--num_dialogues=5", "--num_eval_dialogues=5"),
+         "{a_file}"),
+    Case(DEMO, "bad_sr_candidates", ("--output_dir={out}", "--num_dialogues=5", "--num_sr_candidates=0"),
+         "num_sr_candidates"),
+    Case(PRETRAIN, "missing_flag", ("--output_dir={out}",), "--input_file"),
+    Case(PRETRAIN, "no_records", ("--input_file={missing}", "--bert_config_file={bert_config}",
+                                  "--vocab_file={vocab}") + PRETRAIN_ARGS, "{missing}"),
+    Case(PRETRAIN, "truncated_records", ("--input_file={mlm_truncated}/*.tfrecord", "--bert_config_file={bert_config}",
+                                         "--vocab_file={vocab}") + PRETRAIN_ARGS, "{mlm_truncated}/mlm-00000-of-00002"),
+    Case(PRETRAIN, "corrupt_records", ("--input_file={mlm_corrupt}/*.tfrecord", "--bert_config_file={bert_config}",
+                                       "--vocab_file={vocab}") + PRETRAIN_ARGS, "{mlm_corrupt}/mlm-00001-of-00002"),
+    Case(PRETRAIN, "records_info_corrupt", ("--input_file={mlm_bad_info}/*.tfrecord",
+                                            "--bert_config_file={bert_config}", "--vocab_file={vocab}") + PRETRAIN_ARGS,
+         "{mlm_bad_info}/records_info.json"),
+    Case(PRETRAIN, "contrastive_records", ("--input_file={contrastive}/*.tfrecord", "--bert_config_file={bert_config}",
+                                           "--vocab_file={vocab}") + PRETRAIN_ARGS, "{contrastive}/records_info.json"),
+    Case(PRETRAIN, "config_missing_keys", ("--input_file={mlm}/*.tfrecord", "--bert_config_file={config_no_hidden}",
+                                           "--vocab_file={vocab}") + PRETRAIN_ARGS, "hidden_size"),
+    Case(PRETRAIN, "config_vocab_size_differs", ("--input_file={mlm}/*.tfrecord", "--bert_config_file={bert_config}",
+                                                 "--vocab_file={vocab_bigger}") + PRETRAIN_ARGS, "{vocab_bigger}"),
+    Case(PRETRAIN, "checkpoint_vocab_size_differs",
+         ("--input_file={mlm}/*.tfrecord", "--init_checkpoint={ckpt_vocab_differs}") + PRETRAIN_ARGS,
+         "{ckpt_vocab_differs}/vocab.txt"),
+    Case(FINETUNE, "missing_flag", ("--output_dir={out}",), "--train_file"),
+    Case(FINETUNE, "truncated_records", ("--train_file={contrastive_truncated}/*.tfrecord", "--init_checkpoint={ckpt}")
+         + FINETUNE_ARGS, "{contrastive_truncated}/contrastive-00000-of-00001"),
+    Case(FINETUNE, "checkpoint_vocab_size_differs",
+         ("--train_file={contrastive}/*.tfrecord", "--init_checkpoint={ckpt_vocab_differs}") + FINETUNE_ARGS,
+         "{ckpt_vocab_differs}/vocab.txt"),
+    Case(FINETUNE, "checkpoint_config_missing_keys",
+         ("--train_file={contrastive}/*.tfrecord", "--init_checkpoint={ckpt_no_hidden}") + FINETUNE_ARGS,
+         "{ckpt_no_hidden}/bert_config.json"),
+    Case(FINETUNE, "select_id_out_of_range", ("--train_file={contrastive}/*.tfrecord", "--init_checkpoint={ckpt}",
+                                              "--eval_select_file={select_out_of_range}") + FINETUNE_ARGS,
+         "{select_out_of_range}:3"),
+    Case(EXPORT, "missing_flag", ("--checkpoint={ckpt}",), "--export_dir"),
+    Case(EXPORT, "missing_checkpoint", ("--checkpoint={missing}", "--export_dir={out}"), "{missing}"),
+    Case(EXPORT, "checkpoint_vocab_size_differs", ("--checkpoint={ckpt_vocab_differs}", "--export_dir={out}"),
+         "{ckpt_vocab_differs}/vocab.txt"),
+    Case(EXPORT, "truncated_weights", ("--checkpoint={ckpt_truncated}", "--export_dir={out}"), "{ckpt_truncated}"),
+    Case(EXPORT, "export_dir_is_a_file", ("--checkpoint={ckpt}", "--export_dir={a_file}", "--max_seq_length=16"),
+         "{a_file}"),
+    Case(EVALUATE, "missing_flag", ("--sts_file={sts}", "--output_dir={out}"), "--checkpoint"),
+    Case(EVALUATE, "missing_select_file", ("--checkpoint={ckpt}", "--select_file={missing}") + EVAL_ARGS, "{missing}"),
+    Case(EVALUATE, "empty_select_file", ("--checkpoint={ckpt}", "--select_file={empty}") + EVAL_ARGS, "{empty}:1"),
+    Case(EVALUATE, "select_id_out_of_range", ("--checkpoint={ckpt}", "--select_file={select_out_of_range}")
+         + EVAL_ARGS, "{select_out_of_range}:3"),
+    Case(EVALUATE, "bad_sts_score", ("--checkpoint={ckpt}", "--sts_file={sts_bad_score}") + EVAL_ARGS,
+         "{sts_bad_score}:2"),
+    Case(EVALUATE, "checkpoint_vocab_size_differs", ("--checkpoint={ckpt_vocab_differs}", "--sts_file={sts}")
+         + EVAL_ARGS, "{ckpt_vocab_differs}/vocab.txt"),
+    Case(EVALUATE, "checkpoint_config_missing_keys", ("--checkpoint={ckpt_no_hidden}", "--sts_file={sts}")
+         + EVAL_ARGS, "{ckpt_no_hidden}/bert_config.json"),
+    Case(EVALUATE, "train_text_invalid_utf8", ("--checkpoint={ckpt}", "--sts_file={sts}", "--baselines=whitening",
+                                               "--train_text_file={texts_bad_utf8}") + EVAL_ARGS, "{texts_bad_utf8}:2"),
+    Case(MERGE, "missing_flag", ("--results={results}",), "--output_dir"),
+    Case(MERGE, "missing_results", ("--results={missing}", "--output_dir={out}"), "{missing}"),
+    Case(MERGE, "empty_results", ("--results={empty}", "--output_dir={out}"), "{empty}"),
+    Case(MERGE, "results_not_json", ("--results={not_json}", "--output_dir={out}"), "{not_json}"),
+    Case(MERGE, "results_missing_keys", ("--results={results_no_name}", "--output_dir={out}"), "{results_no_name}"),
+    Case(SWEEP, "missing_flag", ("--parameter=t", "--output_dir={out}"), "--point"),
+    Case(SWEEP, "point_without_value", ("--parameter=t", "--point={results}", "--output_dir={out}"), "{results}"),
+    Case(SWEEP, "missing_results", ("--parameter=t", "--point=0.1={missing}", "--output_dir={out}"), "{missing}"),
+    Case(SWEEP, "results_missing_keys", ("--parameter=t", "--point=0.1={results_no_name}", "--output_dir={out}",
+                                         "--noplot"), "{results_no_name}"),
+    Case(EMBED, "missing_flag", ("--checkpoint={ckpt}",), "--output_file"),
+    Case(EMBED, "missing_checkpoint", ("--checkpoint={missing}", "--input_file={texts}",
+                                       "--output_file={out}/vectors.npy"), "{missing}"),
+    Case(EMBED, "missing_input", ("--checkpoint={ckpt}", "--input_file={missing}", "--output_file={out}/vectors.npy"),
+         "{missing}"),
+    Case(EMBED, "empty_input", ("--checkpoint={ckpt}", "--input_file={empty}", "--output_file={out}/vectors.npy"),
+         "{empty}"),
+    Case(EMBED, "stdin_invalid_utf8", ("--checkpoint={ckpt}", "--output_file={out}/vectors.npy"), "<stdin>:2",
+         stdin=b"hello\nbad \xff text\n"),
+    Case(EMBED, "bad_output_extension", ("--checkpoint={ckpt}", "--input_file={texts}",
+                                         "--output_file={out}/vectors.txt"), "{out}/vectors.txt"),
+    Case(EMBED, "checkpoint_vocab_size_differs", ("--checkpoint={ckpt_vocab_differs}", "--input_file={texts}",
+                                                  "--output_file={out}/vectors.npy"), "{ckpt_vocab_differs}/vocab.txt"),
+    Case(EMBED, "no_saved_model", ("--export_dir={empty_dir}", "--input_file={texts}",
+                                   "--output_file={out}/vectors.npy"), "{empty_dir}"),
+)
+
+
+def _truncate(path, keep_fraction):
+    with open(path, "r+b") as handle:
+        handle.truncate(int(os.path.getsize(path) * keep_fraction))
+
+
+def _flip_byte(path, offset):
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        byte = handle.read(1)
+        handle.seek(offset)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+
+
+def _copy_folder(source, target, replace=None):
+    """Copies `source` to `target`, then overwrites the files named in `replace` with its bytes."""
+    shutil.copytree(source, target)
+    for name, content in (replace or {}).items():
+        with open(os.path.join(target, name), "wb") as handle:
+            handle.write(content)
+    return str(target)
+
+
+def _build_inputs(root):
+    """Every input the cases need, good and bad, under `root`; returns {placeholder: path}."""
+    from dialoguecse_tf.checkpoints import save_checkpoint
+    from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, CorpusConfig, MlmDataConfig
+    from dialoguecse_tf.data.pipeline import run_create_contrastive_data, run_create_mlm_data
+    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    paths = {"missing": str(root / "does-not-exist"), "empty": str(root / "empty.txt"),
+             "empty_dir": str(root / "empty_dir"), "a_file": str(root / "a_file.txt")}
+    os.makedirs(paths["empty_dir"])
+    (root / "empty.txt").write_bytes(b"")
+    (root / "a_file.txt").write_text("not a folder\n")
+
+    def write(name, content):
+        path = root / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+        return str(path)
+
+    vocab = write_tiny_vocab(root / "vocab.txt")
+    vocab_text = open(vocab, encoding="utf-8").read()
+    vocab_bigger = (vocab_text + "extra\n").encode()
+    paths.update(
+        vocab=vocab,
+        vocab_bigger=write("vocab_bigger.txt", vocab_bigger),
+        vocab_no_mask=write("vocab_no_mask.txt", vocab_text.replace("[MASK]\n", "")),
+        vocab_bad_utf8=write("vocab_bad_utf8.txt", vocab_text.encode("utf-8").replace(b"the\n", b"th\xe9\n")),
+    )
+    corpus = _write_corpus(root / "corpus.jsonl")
+    good_lines = open(corpus, encoding="utf-8").read().splitlines(keepends=True)
+    paths.update(
+        corpus=corpus,
+        bad_jsonl=write("bad.jsonl", "".join(good_lines[:2]) + "{not json\n"),
+        bad_utf8_jsonl=write("bad_utf8.jsonl", good_lines[0].encode() + b'{"turns": "\xff"}\n'),
+        no_intents=write("no_intents.jsonl", "".join(line.replace('"intent": "', '"topic": "') for line in good_lines)),
+        bad_authors=write("bad_authors.txt", "a|b\tc\t0|1-0-1\t1\tx|y\t1|0\na|b\tc\t0|1-0-1\t1\tx|y\n"),
+        bad_mdc=write("bad_mdc.tsv", "session.ID\tMessage.ID\tFrom\ttext\n1\t1\tuser\thi\n"),
+        texts=write("texts.txt", "where is my order\ni want a refund\n"),
+        texts_bad_utf8=write("texts_bad_utf8.txt", b"where is my order\nbad \xfe\n"),
+        # Line 3 names row 99 of a 4-row file.
+        select_out_of_range=write("select_out_of_range.txt", "0\twhere is my order\t0\t1\t2,3\n"
+                                  "1\ttrack my package\t0\t0\t2\n2\ti want a refund\t1\t3,99\t0\n"
+                                  "3\tmoney back please\t1\t2\t0,1\n"),
+        sts=write("sts.txt", "5\twhere is my order\ttrack my package\n1\ti want a refund\ttrack my package\n"),
+        sts_bad_score=write("sts_bad_score.txt", "5\twhere is my order\ttrack my package\n7\ta\tb\n"),
+    )
+
+    config = tiny_bert_config_for(vocab)
+    config.to_json_file(str(root / "bert_config.json"))
+    config_values = config.to_dict()
+    del config_values["hidden_size"]
+    config_no_hidden = json.dumps(config_values).encode()
+    paths.update(bert_config=str(root / "bert_config.json"), config_no_hidden=write("no_hidden.json", config_no_hidden))
+
+    ckpt = save_checkpoint(str(root / "ckpt"), build_backbone(config), config, Tokenizer(vocab, max_seq_length=16))
+    paths.update(
+        ckpt=ckpt,
+        ckpt_vocab_differs=_copy_folder(ckpt, root / "ckpt_vocab_differs", {"vocab.txt": vocab_bigger}),
+        ckpt_no_hidden=_copy_folder(ckpt, root / "ckpt_no_hidden", {"bert_config.json": config_no_hidden}),
+        ckpt_truncated=_copy_folder(ckpt, root / "ckpt_truncated"),
+    )
+    _truncate(os.path.join(paths["ckpt_truncated"], "bert_model.ckpt.data-00000-of-00001"), 0.5)
+
+    quiet = lambda _: None  # noqa: E731
+    corpus_config = CorpusConfig(input_file=(corpus,))
+    run_create_mlm_data(MlmDataConfig(corpus_config, str(root / "mlm"), vocab, max_seq_length=16,
+                                      max_predictions_per_seq=3, num_shards=2), quiet)
+    run_create_contrastive_data(ContrastiveDataConfig(corpus_config, str(root / "contrastive"), vocab,
+                                                      max_seq_length=16, num_negatives=2), quiet)
+    mlm, contrastive = str(root / "mlm"), str(root / "contrastive")
+    paths.update(
+        mlm=mlm, contrastive=contrastive,
+        mlm_truncated=_copy_folder(mlm, root / "mlm_truncated"),
+        mlm_corrupt=_copy_folder(mlm, root / "mlm_corrupt"),
+        mlm_bad_info=_copy_folder(mlm, root / "mlm_bad_info", {"records_info.json": b'{"record_type": "mlm", '}),
+        contrastive_truncated=_copy_folder(contrastive, root / "contrastive_truncated"),
+    )
+    _truncate(os.path.join(paths["mlm_truncated"], "mlm-00000-of-00002.tfrecord"), 0.6)
+    _flip_byte(os.path.join(paths["mlm_corrupt"], "mlm-00001-of-00002.tfrecord"), 40)
+    _truncate(os.path.join(paths["contrastive_truncated"], "contrastive-00000-of-00001.tfrecord"), 0.7)
+
+    no_name = {"format_version": 1, "config": {}, "datasets": [{"name": "dev"}],
+               "models": [{"checkpoint": ckpt, "description": "d", "metrics": {}}]}
+    paths.update(
+        results=write("results.json", json.dumps({"format_version": 1, "datasets": [], "models": []})),
+        results_no_name=write("results_no_name.json", json.dumps(no_name)),
+        not_json=write("not_json.json", "{format_version: 1"),
+    )
+    return paths
+
+
+def _run_case(case, paths, out):
+    values = {**paths, "out": out}
+    args = [arg.format(**values) for arg in case.args]
+    command = ([sys.executable, "-m", "dialoguecse_tf.cli.embed"] if case.entry_point == EMBED
+               else [sys.executable, str(REPO_ROOT / case.entry_point)])
+    return subprocess.run(command + args, input=case.stdin, capture_output=True, env=ENV, cwd=REPO_ROOT,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    return _build_inputs(tmp_path_factory.mktemp("bad_input"))
+
+
+@pytest.fixture(scope="module")
+def outcomes(inputs, tmp_path_factory):
+    """{case id: (CompletedProcess, output folder)} for every case, run WORKERS at a time."""
+    out_root = tmp_path_factory.mktemp("outputs")
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+        futures = {case.id: (pool.submit(_run_case, case, inputs, str(out_root / case.id)), str(out_root / case.id))
+                   for case in CASES}
+        return {case_id: (future.result(), out) for case_id, (future, out) in futures.items()}
+
+
+def _complete_looking(out):
+    """Files under `out` other than its top-level config.json."""
+    found = []
+    for folder, _, files in os.walk(out):
+        found += [os.path.join(folder, name) for name in files
+                  if not (folder == out and name == "config.json")]
+    return found
+
+
+def test_every_entry_point_has_cases():
+    names = {case.entry_point: set() for case in CASES}
+    for case in CASES:
+        names[case.entry_point].add(case.name)
+    assert set(names) == set(ENTRY_POINTS)
+    assert all("missing_flag" in cases for cases in names.values())
+    assert len({case.id for case in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_bad_input_fails_in_one_clear_line(case, inputs, outcomes):
+    completed, out = outcomes[case.id]
+    stderr = completed.stderr.decode("utf-8", errors="replace")
+    assert completed.returncode != 0, stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-4000:]
+    last_line = stderr.strip().splitlines()[-1]
+    assert last_line.startswith("error: "), stderr[-2000:]
+    assert case.culprit.format(**inputs, out=out) in last_line, stderr[-2000:]
+    assert not _complete_looking(out)
+    assert open(inputs["a_file"]).read() == "not a folder\n"
