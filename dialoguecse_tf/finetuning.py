@@ -202,11 +202,14 @@ def run_finetuning(config: FinetuneConfig, strategy=None, verbose: bool = True, 
         strategy, model, optimizer, dataset_fn, contrastive_step(config.train_batch_size), loop,
         verbose, on_log, make_evaluator(config, model, start.tokenizer),
     )
-    # Reads each weight's local copy: no collective op the other workers must join.
-    if chief:
+    encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
+    # A finished run restarted keeps its encoder (written atomically, so present = complete)
+    # and the final logs recorded in it. Saving reads each weight's local copy: no
+    # collective op the other workers must join.
+    if chief and not (logs is None and os.path.isdir(encoder_dir)):
         save_checkpoint(
-            os.path.join(config.output_dir, ENCODER_DIR), model.backbone, start.config, start.tokenizer,
+            encoder_dir, model.backbone, start.config, start.tokenizer,
             metadata={"stage": "finetune", "model_type": config.model_type, "aggregation": config.aggregation,
-                      "num_train_steps": num_train_steps, "final_logs": logs},
+                      "num_train_steps": num_train_steps, "final_logs": logs or {}},
         )
-    return logs
+    return logs or {}

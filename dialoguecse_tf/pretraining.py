@@ -157,14 +157,17 @@ def run_pretraining(config: PretrainConfig, strategy=None, verbose: bool = True,
     loop = training.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps,
                                jit_compile=config.jit_compile)
     logs = training.run_training_loop(strategy, model, optimizer, dataset_fn, mlm_loss_and_metrics, loop, verbose, on_log)
-    # Reads each weight's local copy: no collective op the other workers must join.
-    if chief:
+    encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
+    # A finished run restarted keeps its encoder (written atomically, so present = complete)
+    # and the final logs recorded in it. Saving reads each weight's local copy: no
+    # collective op the other workers must join.
+    if chief and not (logs is None and os.path.isdir(encoder_dir)):
         save_checkpoint(
-            os.path.join(config.output_dir, ENCODER_DIR), model.backbone, model.bert_config, tokenizer,
-            metadata={"stage": "pretrain", "num_train_steps": num_train_steps, "final_logs": logs},
+            encoder_dir, model.backbone, model.bert_config, tokenizer,
+            metadata={"stage": "pretrain", "num_train_steps": num_train_steps, "final_logs": logs or {}},
             mlm_head=model.head_variables(),
         )
-    return logs
+    return logs or {}
 
 
 def _build_model(config: PretrainConfig):

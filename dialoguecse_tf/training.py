@@ -255,6 +255,21 @@ def build_train_step(strategy, model, optimizer, step_fn, step: tf.Variable, jit
     return train_step
 
 
+def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> None:
+    """Restores every object of `checkpoint` from `path`, which must hold them all.
+
+    Checkpoints written before the dropout state was saved (no `random_state`) still
+    resume, with fresh dropout masks, so a run in progress survives the upgrade.
+    """
+    saved = {name.split("/", 1)[0] for name, _ in tf.train.list_variables(path)}
+    if "random_state" in saved:
+        checkpoint.restore(path).assert_existing_objects_matched()
+        return
+    print(f"[train] {path} holds no dropout state (written by an older version); dropout restarts fresh")
+    partial = tf.train.Checkpoint(**{name: getattr(checkpoint, name) for name in ("model", "optimizer", "step")})
+    partial.restore(path).assert_existing_objects_matched()
+
+
 def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
                       verbose: bool = True, on_log=None, evaluate=None) -> dict:
     """Trains `model` to `config.num_train_steps`, resuming from the latest checkpoint.
@@ -269,7 +284,8 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         the end; its values go to TensorBoard under `eval/` and into the returned logs.
         Only the chief evaluates: it alone writes the results, and evaluation must not run
         collective ops, which the other workers would not join.
-    Returns the logs (loss, metrics, learning rate, evaluation) of the last step.
+    Returns the logs (loss, metrics, learning rate, evaluation) of the last step, or None
+    when the checkpoints were already at `num_train_steps`.
     """
     with strategy.scope():
         # Slots built up front, as mirrored variables: built lazily inside `strategy.run`
@@ -295,12 +311,12 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
     # Every worker resumes from the chief's checkpoints, the only ones kept.
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     if latest:
-        checkpoint.restore(latest).assert_existing_objects_matched()
+        restore_training_checkpoint(checkpoint, latest)
         print(f"[train] resumed from {latest} at step {int(step.numpy())}")
     start_step = int(step.numpy())
     if start_step >= config.num_train_steps:
         print(f"[train] already at step {start_step} >= num_train_steps {config.num_train_steps}")
-        return {}
+        return None
 
     iterator = iter(distribute_global_batches(strategy, lambda: dataset_fn(start_step)))
     train_step = build_train_step(strategy, model, optimizer, step_fn, step, config.jit_compile)

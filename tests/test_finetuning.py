@@ -111,3 +111,13 @@ def test_mirrored_two_replicas_matches_one_device(setup):
 def test_records_with_too_few_negatives_are_rejected(setup):
     with pytest.raises(ValueError, match="num_negatives=9 but the records"):
         run_finetuning(dataclasses.replace(setup, num_negatives=9), verbose=False)
+
+
+def test_rerunning_a_finished_run_keeps_its_encoder(setup):
+    config = dataclasses.replace(setup, num_train_steps=3)
+    logs = run_finetuning(config, verbose=False)
+    encoder_dir = os.path.join(config.output_dir, "encoder")
+    written = os.path.getmtime(os.path.join(encoder_dir, "dialoguecse_checkpoint.json"))
+    assert run_finetuning(config, verbose=False) == {}
+    assert os.path.getmtime(os.path.join(encoder_dir, "dialoguecse_checkpoint.json")) == written
+    assert load_checkpoint(encoder_dir, 10).metadata["final_logs"]["loss"] == logs["loss"]

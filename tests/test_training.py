@@ -92,7 +92,7 @@ def test_loss_scaled_mixed_precision_step_trains_dialoguecse(tiny_bert_config):
         batch = _batch(tiny_bert_config.vocab_size)
         iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat()))
         train_step = training.build_train_step(strategy, model, optimizer, contrastive_step(3), step)
-        before = [np.array(v) for v in model.trainable_variables]
+        before = [v.numpy() for v in model.trainable_variables]
         losses = [float(train_step(iterator)[0]) for _ in range(3)]
     finally:
         keras.mixed_precision.set_dtype_policy("float32")
@@ -100,7 +100,7 @@ def test_loss_scaled_mixed_precision_step_trains_dialoguecse(tiny_bert_config):
     assert model.backbone.compute_dtype == "float16"
     assert all(v.dtype == "float32" for v in model.trainable_variables)
     assert np.isfinite(losses).all()
-    assert any(np.abs(np.array(v) - b).max() > 0 for v, b in zip(model.trainable_variables, before))
+    assert any(np.abs(v.numpy() - b).max() > 0 for v, b in zip(model.trainable_variables, before))
 
 
 def test_two_replicas_clip_the_global_gradient_as_one_device_does(tmp_path):
@@ -133,3 +133,26 @@ def test_two_replicas_clip_the_global_gradient_as_one_device_does(tmp_path):
     # Keras's own per-replica clipping is off by ~7e-5 here.
     for a, b in zip(one, two):
         np.testing.assert_allclose(b, a, atol=1e-6)
+
+
+def test_resumes_a_checkpoint_written_without_dropout_state(tmp_path, capsys):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3), keras.layers.Dropout(0.5), keras.layers.Dense(1)])
+    optimizer = training.create_optimizer(1e-2, num_train_steps=4, num_warmup_steps=0)
+    optimizer.build(model.trainable_variables)
+    old_style = tf.train.Checkpoint(model=model, optimizer=optimizer, step=tf.Variable(2, dtype=tf.int64))
+    tf.train.CheckpointManager(old_style, str(tmp_path / "checkpoints"), max_to_keep=1).save(checkpoint_number=2)
+
+    def step_fn(model, batch, training_):
+        return tf.reduce_mean(model(batch, training=True) ** 2), {}
+
+    def dataset_fn(skip):
+        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
+
+    config = training.LoopConfig(str(tmp_path), num_train_steps=4, save_checkpoints_steps=1, log_steps=1)
+    steps = []
+    training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+                               verbose=False, on_log=lambda step, logs: steps.append(step))
+    assert steps == [3, 4]
+    assert "holds no dropout state" in capsys.readouterr().out
+    saved = {name.split("/", 1)[0] for name, _ in tf.train.list_variables(tf.train.latest_checkpoint(str(tmp_path / "checkpoints")))}
+    assert "random_state" in saved
