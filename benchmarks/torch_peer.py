@@ -22,8 +22,7 @@ def masked_mean(embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def load_bert(folder: str) -> transformers.BertModel:
     """The HF folder's encoder without its pooler (mean pooling never reaches it)."""
-    model = transformers.BertModel.from_pretrained(folder, add_pooling_layer=False, attn_implementation="sdpa")
-    return model
+    return transformers.BertModel.from_pretrained(folder, add_pooling_layer=False, attn_implementation="sdpa")
 
 
 class TorchSentenceEncoder(torch.nn.Module):
