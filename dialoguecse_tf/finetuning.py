@@ -203,10 +203,7 @@ def run_finetuning(config: FinetuneConfig, strategy=None, verbose: bool = True, 
         verbose, on_log, make_evaluator(config, model, start.tokenizer),
     )
     encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
-    # A finished run restarted keeps its encoder (written atomically, so present = complete)
-    # and the final logs recorded in it. Saving reads each weight's local copy: no
-    # collective op the other workers must join.
-    if chief and not (logs is None and os.path.isdir(encoder_dir)):
+    if training.writes_final_encoder(strategy, logs, encoder_dir):
         save_checkpoint(
             encoder_dir, model.backbone, start.config, start.tokenizer,
             metadata={"stage": "finetune", "model_type": config.model_type, "aggregation": config.aggregation,

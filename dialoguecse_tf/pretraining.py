@@ -158,10 +158,7 @@ def run_pretraining(config: PretrainConfig, strategy=None, verbose: bool = True,
                                jit_compile=config.jit_compile)
     logs = training.run_training_loop(strategy, model, optimizer, dataset_fn, mlm_loss_and_metrics, loop, verbose, on_log)
     encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
-    # A finished run restarted keeps its encoder (written atomically, so present = complete)
-    # and the final logs recorded in it. Saving reads each weight's local copy: no
-    # collective op the other workers must join.
-    if chief and not (logs is None and os.path.isdir(encoder_dir)):
+    if training.writes_final_encoder(strategy, logs, encoder_dir):
         save_checkpoint(
             encoder_dir, model.backbone, model.bert_config, tokenizer,
             metadata={"stage": "pretrain", "num_train_steps": num_train_steps, "final_logs": logs or {}},

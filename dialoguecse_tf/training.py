@@ -255,6 +255,16 @@ def build_train_step(strategy, model, optimizer, step_fn, step: tf.Variable, jit
     return train_step
 
 
+def writes_final_encoder(strategy: tf.distribute.Strategy, logs: dict | None, encoder_dir: str) -> bool:
+    """Whether a training stage, after `run_training_loop` returned `logs`, writes `encoder_dir`.
+
+    Only the chief writes. A finished run restarted (`logs` None) keeps its encoder, written
+    atomically so present means complete, and the final logs recorded in it. Saving reads
+    each weight's local copy: no collective op the other workers must join.
+    """
+    return strategy.extended.should_checkpoint and not (logs is None and os.path.isdir(encoder_dir))
+
+
 def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> None:
     """Restores every object of `checkpoint` from `path`, which must hold them all.
 
