@@ -1,7 +1,14 @@
-"""The BERT encoder: a keras-hub `BertBackbone` built from a `BertConfig`, and freezing."""
+"""The BERT encoder: a keras-hub `BertBackbone` built from a `BertConfig`, freezing, and the
+one helper every model and inference path calls it through (`encode_sequences`).
+
+The fast paths live here, so every objective gets them: padding trimmed to a batch's longest
+sequence, and length buckets (a batch's sequences encoded in groups of similar length, each
+group cut to its longest sequence).
+"""
 
 import keras
 import keras_hub
+import tensorflow as tf
 
 from dialoguecse_tf.bert_config import BertConfig
 
@@ -35,7 +42,7 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone") -> keras_hub
         name=name,
     )
     activation = activation_fn(config.hidden_act)
-    backbone.get_layer("embeddings_layer_norm").epsilon = config.layer_norm_eps
+    backbone.embeddings_layer_norm.epsilon = config.layer_norm_eps
     for layer in transformer_layers(backbone):
         layer._feedforward_intermediate_dense.activation = activation
         layer._self_attention_layer._dropout_layer.rate = config.attention_probs_dropout_prob
@@ -55,15 +62,21 @@ def _reinitialize(backbone, stddev: float) -> None:
 
 
 def transformer_layers(backbone) -> list:
-    return [backbone.get_layer(f"transformer_layer_{i}") for i in range(backbone.num_layers)]
+    return list(backbone.transformer_layers)
 
 
-EMBEDDING_LAYER_NAMES = (
-    "token_embedding",
-    "position_embedding",
-    "segment_embedding",
-    "embeddings_layer_norm",
-)
+def embedding_layers(backbone) -> list:
+    return [backbone.token_embedding, backbone.position_embedding, backbone.segment_embedding,
+            backbone.embeddings_layer_norm]
+
+
+def freeze_pooler(backbone) -> None:
+    """Freezes BERT's [CLS] pooler, which no mean-pooled loss reaches.
+
+    Left trainable it would only hand the optimizer None gradients; its weights are kept
+    for checkpoints.
+    """
+    backbone.pooled_dense.trainable = False
 
 
 def freeze_bottom_layers(backbone, num_frozen_layers: int) -> None:
@@ -80,7 +93,71 @@ def freeze_bottom_layers(backbone, num_frozen_layers: int) -> None:
         )
     if num_frozen_layers == 0:
         return
-    for name in EMBEDDING_LAYER_NAMES:
-        backbone.get_layer(name).trainable = False
+    for layer in embedding_layers(backbone):
+        layer.trainable = False
     for layer in transformer_layers(backbone)[:num_frozen_layers]:
         layer.trainable = False
+
+
+def trim_padding(token_ids, padding_mask):
+    """Drops the trailing columns that are padding in every row of the batch.
+
+    Masked positions change neither attention nor the masked pooling, so the vectors stay
+    the same while a batch of short sentences no longer pays for `max_seq_length`.
+    """
+    any_real = tf.reduce_any(padding_mask > 0, axis=0)
+    positions = tf.range(1, tf.shape(padding_mask)[1] + 1)
+    length = tf.maximum(tf.reduce_max(positions * tf.cast(any_real, positions.dtype)), 1)
+    return token_ids[:, :length], padding_mask[:, :length]
+
+
+def run_backbone(backbone, token_ids, padding_mask, training=False, segment_ids=None) -> dict:
+    """The backbone's outputs (`sequence_output`, `pooled_output`) for [N, L] ids and mask.
+
+    Segment ids default to zeros (single sentences).
+    """
+    return backbone(
+        {
+            "token_ids": token_ids,
+            "segment_ids": tf.zeros_like(token_ids) if segment_ids is None else segment_ids,
+            "padding_mask": padding_mask,
+        },
+        training=training,
+    )
+
+
+def _bucket_sizes(num_sequences, num_buckets: int) -> list:
+    """Near-equal group sizes; the batch size is static in training (drop_remainder)."""
+    if num_sequences is None:
+        raise ValueError("num_length_buckets > 1 needs a static batch size (batch with drop_remainder=True)")
+    num_buckets = min(num_buckets, num_sequences)
+    return [num_sequences // num_buckets + (i < num_sequences % num_buckets) for i in range(num_buckets)]
+
+
+def check_num_length_buckets(num_length_buckets) -> int:
+    if isinstance(num_length_buckets, bool) or not isinstance(num_length_buckets, int) or num_length_buckets < 1:
+        raise ValueError(f"num_length_buckets must be a positive int, got {num_length_buckets!r}")
+    return num_length_buckets
+
+
+def encode_sequences(backbone, token_ids, padding_mask, training=False, num_length_buckets: int = 1):
+    """[N, L] token ids and mask -> BERT's float32 sequence output [N, L, D].
+
+    With `num_length_buckets` > 1 the sequences are sorted by length and encoded in that
+    many groups, each cut to its longest sequence; positions past a group's longest
+    sequence are zero instead of BERT's output there. Every consumer masks padding
+    positions, so a model's outputs do not change, only the work spent on padding.
+    """
+    token_ids = tf.cast(token_ids, tf.int32)
+    padding_mask = tf.cast(padding_mask, tf.int32)
+    if num_length_buckets == 1:
+        return tf.cast(run_backbone(backbone, token_ids, padding_mask, training)["sequence_output"], tf.float32)
+    seq_length = token_ids.shape[1]
+    order = tf.argsort(tf.reduce_sum(padding_mask, axis=1))
+    outputs = []
+    for group in tf.split(order, _bucket_sizes(token_ids.shape[0], num_length_buckets)):
+        ids, mask = trim_padding(tf.gather(token_ids, group), tf.gather(padding_mask, group))
+        encoded = tf.cast(run_backbone(backbone, ids, mask, training)["sequence_output"], tf.float32)
+        outputs.append(tf.pad(encoded, [[0, 0], [0, tf.shape(token_ids)[1] - tf.shape(encoded)[1]], [0, 0]]))
+    sorted_outputs = tf.concat(outputs, axis=0)
+    return tf.ensure_shape(tf.gather(sorted_outputs, tf.argsort(order)), [None, seq_length, None])

@@ -7,6 +7,8 @@ import typing
 from absl import app
 from absl import flags as absl_flags
 
+from dialoguecse_tf.config_fields import field_kind
+
 
 def config_from_flags(config_class, flag_values, **overrides):
     """Builds `config_class` taking each field from the flag with the field's name.
@@ -39,27 +41,33 @@ def define_corpus_flags(flags):
     flags.mark_flag_as_required("input_file")
 
 
-def define_training_flags(flags, train_batch_size: int, learning_rate: float, max_seq_length: int):
-    """Flags both training stages share; defaults are the stage's paper values."""
-    flags.DEFINE_string("output_dir", None, "Run folder: checkpoints/, tensorboard/, encoder/, config.json.")
-    flags.DEFINE_string("init_checkpoint", None, "Checkpoint to start from: Google TF1, HuggingFace or this project's.")
-    flags.DEFINE_integer("max_seq_length", max_seq_length, "Tokens per sequence; must match the records.")
-    flags.DEFINE_integer("train_batch_size", train_batch_size, "Global batch size, split across replicas.")
-    flags.DEFINE_float("learning_rate", learning_rate, "Peak AdamW learning rate (linear warmup, then linear decay).")
-    flags.DEFINE_integer("num_train_steps", None, "Training steps; set this or num_train_epochs.")
-    flags.DEFINE_float("num_train_epochs", None, "Epochs over the records (fractions allowed); set this or num_train_steps.")
-    flags.DEFINE_integer("num_warmup_steps", 0, "Linear warmup steps.")
-    flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps (and at the end).")
-    flags.DEFINE_integer("log_steps", 10, "TensorBoard summaries every this many steps.")
-    flags.DEFINE_integer("random_seed", 12345, "Seed for initialisation, shuffling and dropout.")
-    flags.DEFINE_enum("distribution_strategy", "one_device",
-                      ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                      "tf.distribute strategy (Model Garden's names).")
-    flags.DEFINE_string("tpu_address", "", "TPU name or address for distribution_strategy=tpu.")
-    flags.DEFINE_bool("jit_compile", False, "Compile each replica's forward and backward pass with XLA "
-                      "(slower on CPU, see benchmarks/README.md).")
-    flags.DEFINE_bool("mixed_precision", False, "float16 compute, float32 weights and dynamic loss scaling; "
-                      "GPU only.")
+def define_config_flags(flags, config_class, exclude=()) -> None:
+    """One flag per field of `config_class` (made with `config_fields.field`), with the field's
+    default, help and choices; tuple fields become repeatable flags."""
+    for config_field in dataclasses.fields(config_class):
+        name = config_field.name
+        if name in exclude:
+            continue
+        kind, repeated = field_kind(config_class, name)
+        default = config_field.default
+        help_text = config_field.metadata.get("help") or name
+        choices = config_field.metadata.get("choices")
+        if repeated:
+            flags.DEFINE_multi_string(name, list(default) or None, help_text)
+        elif choices:
+            flags.DEFINE_enum(name, default, list(choices), help_text)
+        elif kind is bool:
+            flags.DEFINE_bool(name, default, help_text)
+        elif kind is int:
+            flags.DEFINE_integer(name, default, help_text)
+        elif kind is float:
+            flags.DEFINE_float(name, default, help_text)
+        else:
+            flags.DEFINE_string(name, default, help_text)
+
+
+def flag_value_or_none(flag_values, name):
+    return flag_values[name].value if name in flag_values else None
 
 
 def run(main):

@@ -12,6 +12,7 @@ import os
 
 from dialoguecse_tf.data.readers import READERS
 from dialoguecse_tf.evaluation.registry import display_name, get_baseline
+from dialoguecse_tf.evaluation.tasks.base import task_classes
 
 # `dialoguecse_tf.pooling.POOLING_MODES`, repeated so that this module loads without TensorFlow
 # (a test keeps the two equal).
@@ -54,11 +55,10 @@ class FitOptions:
 
 @dataclasses.dataclass(frozen=True)
 class DatasetFiles:
-    """One column group of the results table: an SR file, a D-STS file, or both."""
+    """One column group of the results table: its name and, per task, the task's file or None."""
 
     name: str
-    select_file: str | None = None
-    sts_file: str | None = None
+    files: dict  # {task file field, e.g. "select_file": path or None}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,33 +164,34 @@ class EvaluationConfig:
 
     def datasets(self) -> list[DatasetFiles]:
         """The parallel dataset lists as `DatasetFiles`, checked for consistency."""
-        count = max(len(self.dataset_name), len(self.select_file), len(self.sts_file))
+        file_fields = [task.file_flag for task in task_classes()]
+        per_task = {name: getattr(self, name) for name in file_fields}
+        count = max([len(self.dataset_name)] + [len(values) for values in per_task.values()])
         if count == 0:
-            raise ValueError("give at least one select_file (SR) or sts_file (D-STS)")
+            raise ValueError(f"give at least one of {', '.join(file_fields)}")
         if not self.dataset_name and count > 1:
             raise ValueError(f"{count} datasets: name each with dataset_name, in the order of their files")
         names = self.dataset_name or (DEFAULT_DATASET_NAME,)
-        for flag, values in (("dataset_name", names), ("select_file", self.select_file), ("sts_file", self.sts_file)):
+        for flag, values in (("dataset_name", names), *per_task.items()):
             if values and len(values) != count:
                 raise ValueError(
-                    f"{count} datasets but {len(values)} {flag} values: with several datasets give dataset_name, "
-                    "select_file and sts_file once per dataset, in the same order ('' for a missing file)"
+                    f"{count} datasets but {len(values)} {flag} values: with several datasets give dataset_name "
+                    f"and each of {', '.join(file_fields)} once per dataset, in the same order ('' for a missing file)"
                 )
         if len(set(names)) != len(names) or not all(names):
             raise ValueError(f"dataset names must be non-empty and distinct, got {list(names)}")
         datasets = []
         for i, name in enumerate(names):
-            select_file = self.select_file[i] if self.select_file else ""
-            sts_file = self.sts_file[i] if self.sts_file else ""
-            if not select_file and not sts_file:
-                raise ValueError(f"dataset {name!r} has neither a select_file nor an sts_file")
-            datasets.append(DatasetFiles(name, select_file or None, sts_file or None))
+            files = {field: (values[i] if values else "") or None for field, values in per_task.items()}
+            if not any(files.values()):
+                raise ValueError(f"dataset {name!r} has no evaluation file (none of {', '.join(file_fields)})")
+            datasets.append(DatasetFiles(name, files))
         return datasets
 
     def check_files(self) -> None:
         """Raises FileNotFoundError for the first input file or checkpoint that does not exist."""
         for dataset in self.datasets():
-            for kind, path in (("select_file", dataset.select_file), ("sts_file", dataset.sts_file)):
+            for kind, path in dataset.files.items():
                 if path is not None and not os.path.isfile(path):
                     raise FileNotFoundError(f"{kind} of dataset {dataset.name!r} not found: {path}")
         if self.needs_train_texts and not os.path.isfile(self.train_text_file):

@@ -4,14 +4,18 @@
 
     {"format_version": 1, "created_utc": "2021-11-07T12:00:00+00:00", "git_commit": "<sha>" | null,
      "config": {...the run's EvaluationConfig...},
-     "datasets": [{"name": "ECD", "select_file": "/abs/select.txt", "select_sha256": "...",
-                   "sr_queries": 2373, "sts_file": "/abs/sts.txt", "sts_sha256": "...", "sts_pairs": 500}],
-     "models": [{"display_name": "BERT-flow", "checkpoint": "/abs/ckpt", "baseline": "flow" | null,
+     "datasets": [{"name": "ECD", "select_file": "../shared/data/ecd/dev/select.txt", "select_sha256": "...",
+                   "sr_queries": 2373, "sts_file": "../shared/data/ecd/dev/sts.txt", "sts_sha256": "...",
+                   "sts_pairs": 500}],
+     "models": [{"display_name": "BERT-flow", "checkpoint": "runs/ecd/pretrain/encoder", "baseline": "flow" | null,
                  "description": "...", "fit": {...} | null,
                  "metrics": {"ECD": {"corr": 55.04, "map": 52.16, "mrr": 71.06}}}]}
 
 Metrics are percentages. Datasets carry the SHA-256 of their files so that merging refuses to
-put numbers from different files under one column name.
+put numbers from different files under one column name; each evaluation task
+(`evaluation/tasks/`) adds its `<task>_file`, `<task>_sha256` and count keys, and its metrics
+become table columns in task order. Paths are written relative to the repository (files
+beside it, such as `../shared/data`, start with `..`), so results hold no machine's layout.
 """
 
 from __future__ import annotations
@@ -28,8 +32,7 @@ from dialoguecse_tf.io_utils import atomic_open, read_json_object, write_json
 RESULTS_FILE = "results.json"
 TABLE_FILE = "results.md"
 FORMAT_VERSION = 1
-METRIC_COLUMNS = (("corr", "Corr."), ("map", "MAP"), ("mrr", "MRR"))
-_FILE_KINDS = (("select_file", "select_sha256", "sr_queries"), ("sts_file", "sts_sha256", "sts_pairs"))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _METRIC_NOTE = (
     "All numbers are percentages. Corr.: Spearman correlation between the D-STS gold scores and "
     "the cosine similarities of the sentence pairs. MAP, MRR: semantic retrieval (SR), each query's "
@@ -39,10 +42,9 @@ _METRIC_NOTE = (
 
 def git_commit() -> str | None:
     """HEAD commit of the git checkout holding this package; None without git or a checkout."""
-    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         completed = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=package_dir, capture_output=True, text=True, timeout=10, check=True
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -62,15 +64,27 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def dataset_record(name: str, select_file: str | None, sr_queries: int | None,
-                   sts_file: str | None, sts_pairs: int | None) -> dict:
-    record = {"name": name}
-    if select_file is not None:
-        record.update(select_file=os.path.abspath(select_file), select_sha256=file_sha256(select_file),
-                      sr_queries=sr_queries)
-    if sts_file is not None:
-        record.update(sts_file=os.path.abspath(sts_file), sts_sha256=file_sha256(sts_file), sts_pairs=sts_pairs)
-    return record
+def portable_path(path: str) -> str:
+    """`path` relative to the repository root: no machine's absolute layout in results."""
+    return os.path.relpath(os.path.abspath(path), REPO_ROOT)
+
+
+def _file_kinds() -> tuple:
+    """(file key, checksum key, count key) of every registered evaluation task."""
+    from dialoguecse_tf.evaluation.tasks.base import task_classes
+
+    return tuple((f"{task.task}_file", f"{task.task}_sha256", task.count_key) for task in task_classes())
+
+
+def metric_columns() -> tuple:
+    from dialoguecse_tf.evaluation.tasks.base import metric_columns as registered
+
+    return registered()
+
+
+def dataset_file_record(task: str, count_key: str, path: str, count: int) -> dict:
+    """One task's entry in a results.json dataset record."""
+    return {f"{task}_file": portable_path(path), f"{task}_sha256": file_sha256(path), count_key: count}
 
 
 def new_results(config: dict, datasets: list[dict]) -> dict:
@@ -89,7 +103,7 @@ def model_record(display_name: str, checkpoint: str, baseline: str | None, descr
                  fit: dict | None, metrics: dict) -> dict:
     return {
         "display_name": display_name,
-        "checkpoint": os.path.abspath(checkpoint),
+        "checkpoint": portable_path(checkpoint),
         "baseline": baseline,
         "description": description,
         "fit": fit,
@@ -129,7 +143,7 @@ def read_results(path: str) -> dict:
 def _dataset_problem(dataset) -> str | None:
     if not isinstance(dataset, dict) or not isinstance(dataset.get("name"), str):
         return "needs a string 'name'"
-    for keys in _FILE_KINDS:
+    for keys in _file_kinds():
         if any(key in dataset for key in keys) and not all(key in dataset for key in keys):
             return f"needs all of {list(keys)} or none"
     return None
@@ -177,10 +191,9 @@ class ResultsTable:
     def columns(self) -> list[tuple[str, str, str]]:
         """(dataset, metric key, header) for every metric that some row has."""
         return [
-            (dataset["name"], key, f"{dataset['name']} {label}")
-            for dataset in self.datasets
-            for key, label in METRIC_COLUMNS
-            if any(key in row.metrics.get(dataset["name"], {}) for row in self.rows)
+            (name, key, f"{name} {label}")
+            for name, key, label in table_columns([dataset["name"] for dataset in self.datasets],
+                                                  [row.metrics for row in self.rows])
         ]
 
     def to_markdown(self) -> str:
@@ -197,11 +210,9 @@ class ResultsTable:
             lines.append(f"| {_cell(row.model)} | " + " | ".join(cells) + " |")
         lines += ["", _METRIC_NOTE, "", "Datasets:", ""]
         for dataset in self.datasets:
-            parts = []
-            if "select_file" in dataset:
-                parts.append(f"SR `{dataset['select_file']}` ({dataset['sr_queries']} queries)")
-            if "sts_file" in dataset:
-                parts.append(f"D-STS `{dataset['sts_file']}` ({dataset['sts_pairs']} pairs)")
+            parts = [f"{task_label} `{dataset[file_key]}` ({dataset[count_key]} {count_key.split('_')[-1]})"
+                     for (file_key, _, count_key), task_label in zip(_file_kinds(), _task_labels())
+                     if file_key in dataset]
             lines.append(f"- {dataset['name']}: " + "; ".join(parts))
         lines += ["", "Models:", ""]
         for row in self.rows:
@@ -210,12 +221,31 @@ class ResultsTable:
         return "\n".join(lines) + "\n"
 
 
+def _task_labels() -> tuple:
+    from dialoguecse_tf.evaluation.tasks.base import task_classes
+
+    return tuple(task.label for task in task_classes())
+
+
+def table_columns(dataset_names: list, row_metrics: list) -> list[tuple[str, str, str]]:
+    """(dataset, metric key, label) for every metric some row has: registered metrics in task
+    order, then any other metric a results file holds, under its own key."""
+    known = metric_columns()
+    known_keys = {key for key, _ in known}
+    columns = []
+    for name in dataset_names:
+        present = {key for metrics in row_metrics for key in metrics.get(name, {})}
+        columns += [(name, key, label) for key, label in known if key in present]
+        columns += [(name, key, key) for key in sorted(present - known_keys)]
+    return columns
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
 def _merge_dataset(merged: dict, dataset: dict, source: str, sources: dict) -> None:
-    for file_key, hash_key, count_key in _FILE_KINDS:
+    for file_key, hash_key, count_key in _file_kinds():
         if hash_key not in dataset:
             continue
         if hash_key in merged and merged[hash_key] != dataset[hash_key]:
@@ -265,7 +295,7 @@ def merge_results(paths: list[str]) -> ResultsTable:
     """Reads several `results.json` files and merges them into one table (see `results_table`)."""
     if not paths:
         raise ValueError("give at least one results.json to merge")
-    return results_table([(os.path.abspath(path), read_results(path)) for path in paths])
+    return results_table([(portable_path(path), read_results(path)) for path in paths])
 
 
 def write_table(table: ResultsTable, output_dir: str, stem: str = "merged_results") -> tuple[str, str]:

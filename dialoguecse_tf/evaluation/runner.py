@@ -2,52 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 
 from dialoguecse_tf.config_io import config_to_dict
 from dialoguecse_tf.data.readers import read_corpus
-from dialoguecse_tf.data.sr_builder import SrRow, read_select_file
 from dialoguecse_tf.embedding_io import read_texts
-from dialoguecse_tf.evaluation.config import DatasetFiles, EvaluationConfig
-from dialoguecse_tf.evaluation.evaluate import EmbedFn, evaluate_sr, evaluate_sts
-from dialoguecse_tf.evaluation.results import dataset_record, model_record, new_results, write_results
-from dialoguecse_tf.evaluation.sts import StsPair, read_sts_file
+from dialoguecse_tf.evaluation.config import EvaluationConfig
+from dialoguecse_tf.evaluation.results import model_record, new_results, write_results
+from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
 
 
-@dataclasses.dataclass
-class LoadedDataset:
-    files: DatasetFiles
-    sr_rows: list[SrRow] | None
-    sts_pairs: list[StsPair] | None
-
-    def record(self) -> dict:
-        return dataset_record(
-            self.files.name,
-            self.files.select_file, None if self.sr_rows is None else len(self.sr_rows),
-            self.files.sts_file, None if self.sts_pairs is None else len(self.sts_pairs),
-        )
-
-
-def load_dataset(files: DatasetFiles) -> LoadedDataset:
-    """Reads and validates a dataset's files (`DataFormatError` names file and line)."""
-    return LoadedDataset(
-        files,
-        None if files.select_file is None else read_select_file(files.select_file),
-        None if files.sts_file is None else read_sts_file(files.sts_file),
-    )
-
-
-def evaluate_dataset(embed_fn: EmbedFn, dataset: LoadedDataset) -> dict:
-    """{"corr"} and/or {"map", "mrr"} in percent, whichever files the dataset has."""
-    metrics = {}
-    if dataset.sts_pairs is not None:
-        metrics["corr"] = evaluate_sts(embed_fn, dataset.sts_pairs)["corr"]
-    if dataset.sr_rows is not None:
-        sr = evaluate_sr(embed_fn, dataset.sr_rows)
-        metrics.update(map=sr["map"], mrr=sr["mrr"])
-    return metrics
+def load_suite(config: EvaluationConfig) -> EvaluationSuite:
+    """Reads and validates every dataset's files (`DataFormatError` names file and line)."""
+    return EvaluationSuite([EvaluationDataset.from_files(files.name, files.files) for files in config.datasets()])
 
 
 def _corpus_sentences(path: str, text_format: str):
@@ -82,7 +50,7 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
     so a long run shows its progress and keeps what it finished.
     """
     config.check_files()
-    datasets = [load_dataset(files) for files in config.datasets()]
+    suite = load_suite(config)
     train_texts = None
     if config.needs_train_texts:
         train_texts = read_train_texts(config.train_text_file, config.train_text_format)
@@ -90,7 +58,7 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
     # Imported only now: TensorFlow takes seconds to load, and a bad input file should not wait.
     from dialoguecse_tf.evaluation.baselines import CheckpointEmbedders, build_baseline, build_checkpoint_model
 
-    results = new_results(config_to_dict(config), [dataset.record() for dataset in datasets])
+    results = new_results(config_to_dict(config), [dataset.record() for dataset in suite.datasets])
     options = config.fit_options()
     for checkpoint, named_rows in config.model_rows():
         embedders = CheckpointEmbedders.from_checkpoint(checkpoint, config.max_seq_length, config.batch_size)
@@ -101,7 +69,7 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
                 if baseline is None
                 else build_baseline(baseline, embedders, train_texts, options)
             )
-            metrics = {dataset.files.name: evaluate_dataset(built.embed_fn, dataset) for dataset in datasets}
+            metrics = suite(built.embed_fn)
             results["models"].append(model_record(name, checkpoint, baseline, built.description, built.fit, metrics))
             write_results(results, config.output_dir)
             summary = "; ".join(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from dialoguecse_tf.evaluation.results import METRIC_COLUMNS, read_results
+from dialoguecse_tf.evaluation.results import portable_path, read_results, table_columns
 from dialoguecse_tf.io_utils import atomic_open, write_json
 
 
@@ -32,14 +32,14 @@ def collect_sweep(parameter: str, points: list[tuple[str, str]]) -> dict:
         results = read_results(path)
         for model in results["models"]:
             rows.append({"value": value, "model": model["display_name"], "metrics": model["metrics"],
-                         "checkpoint": model["checkpoint"], "source": os.path.abspath(path)})
+                         "checkpoint": model["checkpoint"], "source": portable_path(path)})
     return {"parameter": parameter, "rows": rows}
 
 
 def _columns(sweep: dict) -> list[tuple[str, str, str]]:
     datasets = sorted({name for row in sweep["rows"] for name in row["metrics"]})
-    return [(dataset, key, f"{dataset} {label}") for dataset in datasets for key, label in METRIC_COLUMNS
-            if any(key in row["metrics"].get(dataset, {}) for row in sweep["rows"])]
+    return [(dataset, key, f"{dataset} {label}")
+            for dataset, key, label in table_columns(datasets, [row["metrics"] for row in sweep["rows"]])]
 
 
 def sweep_markdown(sweep: dict) -> str:

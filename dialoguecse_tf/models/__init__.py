@@ -1,4 +1,6 @@
-"""The DialogueCSE contrastive model, its head layers and its loss."""
+"""The training models, each built around a BERT backbone it is given: DialogueCSE (MGE layer,
+turn aggregation), the SiameseBERT baselines and the MLM pretrainer. Their losses are in
+`dialoguecse_tf.losses`, applied by the objectives."""
 
 from dialoguecse_tf.models.dialoguecse import DialogueCSEModel
 from dialoguecse_tf.models.layers import (
@@ -7,15 +9,15 @@ from dialoguecse_tf.models.layers import (
     MatchingGuidedEmbedding,
     TurnAggregation,
 )
-from dialoguecse_tf.models.losses import nt_xent_loss, nt_xent_per_example_loss, pair_similarities
+from dialoguecse_tf.models.mlm import BertPretrainer
+from dialoguecse_tf.models.siamese import SiameseBertModel
 
 __all__ = [
     "AGGREGATIONS",
     "DEFAULT_ATTENTION_HIDDEN_SIZE",
+    "BertPretrainer",
     "DialogueCSEModel",
     "MatchingGuidedEmbedding",
+    "SiameseBertModel",
     "TurnAggregation",
-    "nt_xent_loss",
-    "nt_xent_per_example_loss",
-    "pair_similarities",
 ]

@@ -5,7 +5,7 @@ candidate response by mean pooling, and an MLP matching layer with a non-linear 
 scores each (context, response) pair; training ranks the true response above the
 negatives with softmax cross-entropy. The variants differ only in their context:
 `_S` sees the single nearest context utterance, `_M` the whole multi-turn context flattened
-into one token sequence (Henderson et al. 2020). The finetuning stage picks the turns; this
+into one token sequence (Henderson et al. 2020). The objective picks the turns; this
 model flattens whatever valid turns it receives. After training, as for DialogueCSE, the
 sentence embedding is the mean-pooled BERT output.
 """
@@ -15,8 +15,7 @@ import tensorflow as tf
 from keras import ops
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.bert_config import BertConfig
-from dialoguecse_tf.encoder import build_backbone, freeze_bottom_layers
+from dialoguecse_tf.encoder import check_num_length_buckets, encode_sequences
 from dialoguecse_tf.pooling import masked_mean
 
 
@@ -39,41 +38,35 @@ def flatten_context(context_ids, context_mask, turn_mask, cls_id: int, max_lengt
 
 @keras.saving.register_keras_serializable(package="dialoguecse_tf")
 class SiameseBertModel(keras.Model):
-    """Batched contrastive records -> matching scores [B, K] and per-example loss [B].
+    """Batched contrastive records -> matching `scores` [B, K] (candidate 0 the true response).
 
-    The matching layer sees `[u; v; |u - v|; u * v]` for context embedding u and response
-    embedding v (Reimers and Gurevych's features, plus the product) through a ReLU layer of
-    `matching_hidden_size` units and a linear scorer.
+    Around a BERT `backbone` it is given. The matching layer sees `[u; v; |u - v|; u * v]`
+    for context embedding u and response embedding v (Reimers and Gurevych's features, plus
+    the product) through a ReLU layer of `matching_hidden_size` units and a linear scorer.
+    The loss (`losses.ranking_per_example_loss` of the scores) is the objective's; the
+    cosines `context`/`responses` embeddings are returned too, for the training logs.
     """
 
-    def __init__(self, bert_config, num_frozen_layers: int = 6, matching_hidden_size: int = 256,
-                 cls_id: int = 2, **kwargs):
+    def __init__(self, backbone, matching_hidden_size: int = 256, cls_id: int = 2,
+                 num_length_buckets: int = 1, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(bert_config, dict):
-            bert_config = BertConfig.from_dict(bert_config)
-        self.bert_config = bert_config
-        self.num_frozen_layers = num_frozen_layers
+        self.backbone = backbone
         self.matching_hidden_size = matching_hidden_size
         self.cls_id = cls_id
-        self.backbone = build_backbone(bert_config)
-        freeze_bottom_layers(self.backbone, num_frozen_layers)
-        self.backbone.get_layer("pooled_dense").trainable = False
+        self.num_length_buckets = check_num_length_buckets(num_length_buckets)
         self.matching_hidden = keras.layers.Dense(matching_hidden_size, activation="relu", name="matching_hidden")
         self.matching_score = keras.layers.Dense(1, name="matching_score")
-        self.matching_hidden.build((None, 4 * bert_config.hidden_size))
+        self.matching_hidden.build((None, 4 * backbone.hidden_dim))
         self.matching_score.build((None, matching_hidden_size))
 
     def embed(self, token_ids, padding_mask, training=False):
-        outputs = self.backbone(
-            {"token_ids": token_ids, "segment_ids": ops.zeros_like(token_ids), "padding_mask": padding_mask},
-            training=training,
-        )
-        return masked_mean(outputs["sequence_output"], padding_mask)
+        outputs = encode_sequences(self.backbone, token_ids, padding_mask, training, self.num_length_buckets)
+        return masked_mean(outputs, padding_mask)
 
     def call(self, inputs, training=False):
         context_ids = ops.cast(inputs[schema.CONTEXT_INPUT_IDS], "int32")
         num_turns, seq_length = context_ids.shape[1], context_ids.shape[2]
-        flat_length = min(num_turns * seq_length, self.bert_config.max_position_embeddings)
+        flat_length = min(num_turns * seq_length, self.backbone.max_sequence_length)
         flat_ids, flat_mask = flatten_context(
             context_ids, ops.cast(inputs[schema.CONTEXT_INPUT_MASK], "int32"),
             inputs[schema.CONTEXT_TURN_MASK], self.cls_id, flat_length,
@@ -90,19 +83,17 @@ class SiameseBertModel(keras.Model):
             [context, responses, ops.abs(context - responses), context * responses], axis=-1
         )
         scores = ops.squeeze(self.matching_score(self.matching_hidden(features)), axis=-1)
-        labels = ops.zeros_like(scores[:, 0], dtype="int32")
-        per_example_loss = keras.losses.sparse_categorical_crossentropy(labels, scores, from_logits=True)
-        return {"similarities": scores, "per_example_loss": per_example_loss}
+        return {"scores": scores, "context": context, "responses": responses}
 
     def get_config(self):
         return {
             **super().get_config(),
-            "bert_config": self.bert_config.to_dict(),
-            "num_frozen_layers": self.num_frozen_layers,
+            "backbone": keras.layers.serialize(self.backbone),
             "matching_hidden_size": self.matching_hidden_size,
             "cls_id": self.cls_id,
+            "num_length_buckets": self.num_length_buckets,
         }
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        return cls(**{**config, "backbone": keras.layers.deserialize(config["backbone"])})

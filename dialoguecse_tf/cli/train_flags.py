@@ -1,0 +1,90 @@
+"""The training entry points' flags, generated from `TrainConfig` and the objectives' options.
+
+Every training command (`train/run_training.py`, and the `pretrain/` and `finetune/` aliases)
+defines its flags here, so a default or help text exists once: in the config dataclasses.
+Options flags default to None, meaning "the objective's own default", because objectives may
+share an option name with different defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dialoguecse_tf.cli.flag_utils import define_config_flags, flag_value_or_none
+from dialoguecse_tf.config_fields import field_kind
+from dialoguecse_tf.objectives.base import get_objective_class, objective_names
+from dialoguecse_tf.presets import PRESETS, get_preset
+from dialoguecse_tf.stage import TrainConfig
+
+
+def define_training_flags(flags, objectives=None, default_objective: str | None = None) -> None:
+    """`--objective`, `--preset`, every `TrainConfig` field and the options of `objectives`."""
+    objectives = tuple(objectives or objective_names())
+    flags.DEFINE_enum("objective", default_objective, list(objectives), "Training objective: "
+                      + "; ".join(f"{name}: {get_objective_class(name).summary}" for name in objectives))
+    flags.DEFINE_enum("preset", None, [name for name, preset in PRESETS.items() if preset["objective"] in objectives],
+                      "Named paper settings (dialoguecse_tf/presets.py); flags given on the command line win.")
+    define_config_flags(flags, TrainConfig)
+    _define_options_flags(flags, objectives)
+
+
+_OPTION_FLAGS = set()
+
+
+def _option_flag_names(flag_values) -> list:
+    return [name for name in _OPTION_FLAGS if name in flag_values]
+
+
+def _define_options_flags(flags, objectives) -> None:
+    seen = {}
+    for name in objectives:
+        options_class = get_objective_class(name).options_class
+        for option in dataclasses.fields(options_class):
+            seen.setdefault(option.name, []).append((name, options_class, option))
+    for option_name, owners in seen.items():
+        _OPTION_FLAGS.add(option_name)
+        _, options_class, option = owners[0]
+        defaults = ", ".join(f"{value!r} for {name}" for name, value in
+                             dict.fromkeys((owner, o.default) for owner, _, o in owners))
+        kind, _ = field_kind(options_class, option_name)
+        help_text = f"{option.metadata.get('help', '')} [default: {defaults}]"
+        choices = option.metadata.get("choices")
+        if choices:
+            flags.DEFINE_enum(option_name, None, list(choices), help_text)
+        elif kind is bool:
+            flags.DEFINE_bool(option_name, None, help_text)
+        elif kind is int:
+            flags.DEFINE_integer(option_name, None, help_text)
+        elif kind is float:
+            flags.DEFINE_float(option_name, None, help_text)
+        else:
+            flags.DEFINE_string(option_name, None, help_text)
+
+
+def stage_from_flags(flag_values):
+    """(objective, TrainConfig) from parsed flags: command line > preset > defaults."""
+    preset = get_preset(flag_values.preset) if flag_values.preset else {}
+
+    def value(name):
+        if flag_values[name].present or name not in preset:
+            return flag_value_or_none(flag_values, name)
+        return preset[name]
+
+    objective_name = value("objective")
+    if not objective_name:
+        raise ValueError("give --objective (or a --preset that sets it)")
+    objective_class = get_objective_class(objective_name)
+    own = {f.name for f in dataclasses.fields(objective_class.options_class)}
+    foreign = sorted(name for name in _option_flag_names(flag_values) if flag_values[name].present and name not in own)
+    if foreign:
+        # Not an error: one command line often serves several objectives (e.g. a script passing
+        # --temperature to every contrastive model), and the old finetuning entry point took it.
+        print(f"[train] objective {objective_name!r} has no option {', '.join('--' + n for n in foreign)}; ignored")
+    option_values = {f.name: value(f.name) for f in dataclasses.fields(objective_class.options_class)}
+    options = objective_class.options_class(**{k: v for k, v in option_values.items() if v is not None})
+    config_values = {}
+    for config_field in dataclasses.fields(TrainConfig):
+        current = value(config_field.name)
+        config_values[config_field.name] = tuple(current) if isinstance(current, list) else current
+    return objective_class(options), TrainConfig(**config_values)
+

@@ -1,0 +1,43 @@
+"""Typed config fields that carry their help text, so each default and help is written once.
+
+Config dataclasses declare `field(default, "help", choices=...)`; the entry points generate
+their absl flags from them (`cli.flag_utils.define_config_flags`), and `config.json` is the
+dataclass itself. The module imports nothing heavy, so command lines are checked at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+
+def field(default=None, help: str = "", choices: tuple | None = None, **kwargs):  # noqa: A002 (absl's word)
+    metadata = {"help": help, "choices": tuple(choices) if choices else None}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("use a tuple default: configs are frozen and hashable")
+    return dataclasses.field(default=default, metadata=metadata, **kwargs)
+
+
+def help_of(config_class, name: str) -> str:
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(config_class)}[name]
+
+
+def field_kind(config_class, name: str) -> tuple[type, bool]:
+    """(base type, is a tuple of that type) of field `name`, with Optional unwrapped."""
+    hint = typing.get_type_hints(config_class)[name]
+    args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return (args[0] if args else str), True
+    if args and origin is not None:  # Optional[X] / X | None
+        inner = args[0]
+        if typing.get_origin(inner) is tuple:
+            return (typing.get_args(inner)[0] or str), True
+        return inner, False
+    return hint, False
+
+
+def replace_known(config, values: dict):
+    """`dataclasses.replace` with only the keys that are fields of `config`."""
+    names = {f.name for f in dataclasses.fields(config)}
+    return dataclasses.replace(config, **{k: v for k, v in values.items() if k in names})

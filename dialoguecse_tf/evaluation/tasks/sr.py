@@ -1,0 +1,28 @@
+"""Semantic retrieval (paper, section 5.1.2): each query ranks its candidates; MAP and MRR."""
+
+from dialoguecse_tf.data.sr_builder import read_select_file
+from dialoguecse_tf.evaluation.evaluate import evaluate_sr
+from dialoguecse_tf.evaluation.tasks.base import Evaluator, register_task
+
+
+@register_task
+class SrEvaluator(Evaluator):
+    task = "select"
+    label = "SR"
+    count_key = "sr_queries"
+    description = "SR: candidates ranked by cosine similarity to the query"
+    file_flag = "select_file"
+    metrics = (("map", "MAP"), ("mrr", "MRR"))
+    primary_metric = "map"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.rows = read_select_file(path)
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+    def __call__(self, encode) -> dict:
+        results = evaluate_sr(encode, self.rows)
+        return {"map": results["map"], "mrr": results["mrr"]}

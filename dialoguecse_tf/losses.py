@@ -1,0 +1,98 @@
+"""Every training loss, as a function of embeddings or scores (never of a model).
+
+Each loss has a per-example form, reduced by `global_mean` (or `global_weighted_mean`) so
+that under a distribution strategy the replicas' losses add up to the global-batch mean and
+their summed gradients equal one device's. `gather_across_replicas` is the building block
+of in-batch losses whose negatives are the other examples of the whole global batch.
+
+Layout of the pair losses: [B, K, D] pairs, pair k of example b compared, candidate 0 of
+each example being the positive.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+# A floor on the squared norm, as in tf.math.l2_normalize: a zero vector (a context
+# with no valid turn) gets cosine 0 instead of NaN. `keras.ops.normalize` is not used:
+# it clips rsqrt(0) = inf afterwards, and the gradient through that inf is NaN.
+_SQUARED_NORM_EPSILON = 1e-12
+
+
+def l2_normalize(x):
+    squared_norm = ops.sum(ops.square(x), axis=-1, keepdims=True)
+    return x * ops.rsqrt(ops.maximum(squared_norm, _SQUARED_NORM_EPSILON))
+
+
+def pair_similarities(first, second):
+    """Cosine similarity of each pair: [..., D] x [..., D] -> [...]."""
+    return ops.sum(l2_normalize(first) * l2_normalize(second), axis=-1)
+
+
+def _check_temperature(temperature: float) -> None:
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature!r}")
+
+
+def nt_xent_per_example_loss(similarities, temperature: float):
+    """DialogueCSE's eq. 8: [B, K] cosines -> [B] losses, -log softmax(similarities[b] / tau)[0]."""
+    _check_temperature(temperature)
+    logits = similarities / temperature
+    return ops.logsumexp(logits, axis=-1) - logits[:, 0]
+
+
+def nt_xent_loss(context_free, context_aware, temperature: float):
+    """Eq. 8 on one device: the batch mean of the per-example loss of [B, K, D] pairs."""
+    return ops.mean(nt_xent_per_example_loss(pair_similarities(context_free, context_aware), temperature))
+
+
+def ranking_per_example_loss(scores):
+    """Softmax cross-entropy ranking the positive (index 0) first: [B, K] scores -> [B].
+
+    The SiameseBERT baselines' loss over their matching layer's scores.
+    """
+    labels = ops.zeros_like(scores[:, 0], dtype="int32")
+    return keras.losses.sparse_categorical_crossentropy(labels, scores, from_logits=True)
+
+
+def masked_lm_per_token_loss(labels, logits):
+    """Cross-entropy of each masked position: [B, P] labels, [B, P, V] logits -> [B, P]."""
+    return keras.losses.sparse_categorical_crossentropy(labels, tf.cast(logits, tf.float32), from_logits=True)
+
+
+def global_mean(per_example, global_batch_size: int):
+    """This replica's share of the global-batch mean of `per_example` [b]."""
+    return tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)
+
+
+def global_weighted_mean(values, weights):
+    """This replica's share of sum(values * weights) / sum(weights) over the global batch.
+
+    The denominator is the weights' sum over every replica (e.g. the number of masked
+    tokens of the whole global batch), so the replicas' terms add up to the global mean.
+    """
+    weights = tf.cast(weights, values.dtype)
+    local = tf.reduce_sum(weights)
+    total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, local)
+    return tf.reduce_sum(values * weights) / tf.maximum(total, 1.0)
+
+
+def gather_across_replicas(tensor):
+    """This replica's `tensor` [b, ...] and every replica's, concatenated in replica order.
+
+    Returns (gathered [b * replicas, ...], offset of this replica's rows in it). Gradients
+    flow back to the local rows only, as in SimCSE's and DSE's distributed losses: each
+    replica differentiates its own anchors against every replica's examples.
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return tensor, 0
+    gathered = context.all_gather(tf.stop_gradient(tensor), axis=0)
+    replica = tf.get_static_value(context.replica_id_in_sync_group)
+    if replica is None:
+        replica = context.replica_id_in_sync_group
+    offset = replica * tf.shape(tensor)[0]
+    # The local rows are put back with their gradient path intact.
+    before = gathered[:offset]
+    after = gathered[offset + tf.shape(tensor)[0]:]
+    return tf.concat([before, tensor, after], axis=0), offset

@@ -1,0 +1,76 @@
+"""BERT's masked-LM head around a backbone: the model of MLM continued pretraining."""
+
+import keras
+import keras_hub
+import numpy as np
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.bert_config import BertConfig
+from dialoguecse_tf.encoder import activation_fn, run_backbone
+
+# Google's names for the MLM head, as `save_checkpoint` writes them and loaders return them.
+_HEAD_NAMES = {
+    "cls/predictions/transform/dense/kernel": ("_intermediate_dense", "kernel"),
+    "cls/predictions/transform/dense/bias": ("_intermediate_dense", "bias"),
+    "cls/predictions/transform/LayerNorm/gamma": ("_intermediate_layer_norm", "gamma"),
+    "cls/predictions/transform/LayerNorm/beta": ("_intermediate_layer_norm", "beta"),
+    "cls/predictions/output_bias": (None, "_bias"),
+}
+
+
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class BertPretrainer(keras.Model):
+    """`backbone` plus BERT's masked-LM head, its output projection tied to the embeddings.
+
+    `bert_config` gives the head's activation, LayerNorm epsilon and initialiser range.
+    `call` returns the logits [B, P, V] at the batch's masked positions.
+    """
+
+    def __init__(self, backbone, bert_config, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(bert_config, dict):
+            bert_config = BertConfig.from_dict(bert_config)
+        self.bert_config = bert_config
+        self.backbone = backbone
+        self.mlm_head = keras_hub.layers.MaskedLMHead(
+            token_embedding=backbone.token_embedding,
+            intermediate_activation=activation_fn(bert_config.hidden_act),
+            layer_norm_epsilon=bert_config.layer_norm_eps,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=bert_config.initializer_range),
+            name="mlm_head",
+        )
+        self.mlm_head.build((None, None, bert_config.hidden_size))
+
+    def call(self, inputs, training=False):
+        outputs = run_backbone(self.backbone, inputs[schema.INPUT_IDS], inputs[schema.INPUT_MASK], training,
+                               segment_ids=inputs[schema.SEGMENT_IDS])
+        return self.mlm_head(outputs["sequence_output"], mask_positions=inputs[schema.MASKED_LM_POSITIONS])
+
+    def get_config(self):
+        return {**super().get_config(), "backbone": keras.layers.serialize(self.backbone),
+                "bert_config": self.bert_config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**{**config, "backbone": keras.layers.deserialize(config["backbone"])})
+
+    def head_variables(self) -> dict:
+        """The head's weights under Google's names (what `save_checkpoint` stores)."""
+        return {name: np.asarray(_head_variable(self.mlm_head, path).numpy()) for name, path in _HEAD_NAMES.items()}
+
+    def assign_head(self, variables: dict, source: str) -> None:
+        missing = sorted(set(_HEAD_NAMES) - set(variables))
+        if missing:
+            raise ValueError(f"{source}: incomplete MLM head, missing {missing}")
+        for name, path in _HEAD_NAMES.items():
+            target = _head_variable(self.mlm_head, path)
+            value = np.asarray(variables[name])
+            if value.shape != tuple(target.shape):
+                raise ValueError(f"{source}: mis-shaped {name}: {value.shape}, expected {tuple(target.shape)}")
+            target.assign(value)
+
+
+def _head_variable(head, path):
+    layer_name, attribute = path
+    owner = head if layer_name is None else getattr(head, layer_name)
+    return getattr(owner, attribute)

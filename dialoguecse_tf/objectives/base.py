@@ -1,0 +1,101 @@
+"""The interface between the one training stage (`stage.run_stage`) and an objective.
+
+An objective says which records it reads and checks, builds its model around a backbone the
+stage gives it, prepares each global batch, computes its loss and metrics from one step
+(through the functions of `losses`), and says what it adds to the written encoder. Adding an
+objective is one module with a subclass and one `register` call; the shared tests
+(`tests/test_objectives.py`) then run on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+_REGISTRY: dict[str, type] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class NoOptions:
+    """For an objective without options of its own."""
+
+
+class Objective:
+    """Base class; subclasses set the class attributes and override the methods they need.
+
+    Attributes:
+      name: registry key, the `--objective` value.
+      summary: one line for `--objective`'s help.
+      record_type: the `schema.RECORD_TYPE_*` of the records it trains on.
+      options_class: a frozen dataclass of its own settings (fields made with
+        `config_fields.field`, so flags and help come from it).
+      training_defaults: defaults of shared training settings that differ by objective
+        (e.g. batch size, learning rate): the paper's values for this objective.
+      stage_name: what the written encoder's metadata calls the stage ("pretrain", "finetune").
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    record_type: ClassVar[str]
+    options_class: ClassVar[type] = NoOptions
+    training_defaults: ClassVar[dict] = {}
+    stage_name: ClassVar[str] = "finetune"
+
+    def __init__(self, options=None):
+        self.options = self.options_class() if options is None else options
+        if not isinstance(self.options, self.options_class):
+            raise TypeError(f"objective {self.name!r} takes {self.options_class.__name__}, got "
+                            f"{type(self.options).__name__}")
+
+    def record_requirements(self) -> dict:
+        """Keyword arguments of `schema.check_compatible` beyond max_seq_length."""
+        return {}
+
+    def check_records(self, spec, records_dir: str) -> None:
+        """Raises ValueError when the records cannot serve these options."""
+
+    def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
+        """The training model around `backbone` (freezing included); built in the strategy scope."""
+        raise NotImplementedError
+
+    def initialize_from(self, model, start) -> None:
+        """Copies weights beyond the backbone's from the start checkpoint (`LoadedCheckpoint`)."""
+
+    def prepare_batch(self, batch: dict) -> dict:
+        """Applied to each global batch of records before it is split among replicas."""
+        return batch
+
+    def compute_loss(self, model, batch: dict, training: bool, global_batch_size: int):
+        """(this replica's share of the global-batch loss, {name: replica-local mean})."""
+        raise NotImplementedError
+
+    def encoder_extras(self, model) -> dict:
+        """Extra keyword arguments of `checkpoints.save_checkpoint` (e.g. the MLM head)."""
+        return {}
+
+    def metadata(self) -> dict:
+        """What the written encoder records about how it was trained, beyond the objective's name."""
+        return {}
+
+
+def register(objective_class: type) -> type:
+    """Class decorator adding an objective to the registry under its `name`."""
+    if objective_class.name in _REGISTRY:
+        raise ValueError(f"objective {objective_class.name!r} is registered twice")
+    _REGISTRY[objective_class.name] = objective_class
+    return objective_class
+
+
+def get_objective_class(name: str) -> type:
+    from dialoguecse_tf import objectives  # noqa: F401 (registers the built-in objectives)
+
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown objective {name!r}; registered: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def objective_names() -> tuple:
+    from dialoguecse_tf import objectives  # noqa: F401
+
+    return tuple(_REGISTRY)

@@ -1,0 +1,93 @@
+"""What the objectives trained on contrastive records share: record checks, turn and
+negative selection, and the cosine metrics every one of them logs."""
+
+import dataclasses
+import os
+
+import tensorflow as tf
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.objectives.base import Objective
+
+
+@dataclasses.dataclass(frozen=True)
+class ContrastiveOptions:
+    num_context_turns: int = field(3, "Context turns (paper: 3); at most what the records carry.")
+    num_negatives: int = field(9, "Negatives per response (paper: 9); at most what the records carry.")
+    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (paper: 6).")
+
+
+def select_context_turns(batch: dict, num_context_turns: int) -> dict:
+    """Keeps each record's `num_context_turns` context turns nearest to the response.
+
+    Records written with more turns than a run uses (e.g. 5 for the paper's Figure 2 sweep)
+    serve every smaller setting: turns are ranked by distance from the response, the turn
+    before winning a tie, and the kept ones stay in dialogue order.
+    """
+    offsets = batch[schema.CONTEXT_TURN_OFFSET]
+    if offsets.shape[1] == num_context_turns:
+        return batch
+    distance = tf.abs(offsets) * 2 + tf.cast(offsets > 0, offsets.dtype)
+    distance = tf.where(batch[schema.CONTEXT_TURN_MASK] > 0, distance, tf.reduce_max(distance) + 1000)
+    _, nearest = tf.math.top_k(-distance, k=num_context_turns)
+    nearest = tf.sort(nearest, axis=-1)
+    turn_features = (schema.CONTEXT_INPUT_IDS, schema.CONTEXT_INPUT_MASK, schema.CONTEXT_TURN_MASK,
+                     schema.CONTEXT_TURN_OFFSET)
+    return {**batch, **{name: tf.gather(batch[name], nearest, batch_dims=1) for name in turn_features}}
+
+
+def select_negatives(batch: dict, num_negatives: int) -> dict:
+    """Keeps the true response and the first `num_negatives` negatives of each record.
+
+    Records may carry more negatives than a run uses (the authors' files carry 49), so one
+    set of records serves every point of the paper's negatives sweep (Table 4).
+    """
+    keep = num_negatives + 1
+    return {
+        **batch,
+        schema.CANDIDATE_INPUT_IDS: batch[schema.CANDIDATE_INPUT_IDS][:, :keep],
+        schema.CANDIDATE_INPUT_MASK: batch[schema.CANDIDATE_INPUT_MASK][:, :keep],
+    }
+
+
+def candidate_metrics(scores, cosines) -> dict:
+    """Per-step logs of a [B, K] candidate layout, the positive at index 0.
+
+    `positive_ranked_first` uses the scores the loss ranks by; the cosine means (positive,
+    negatives and their gap) use `cosines`, the cosine similarity of the two embeddings the
+    objective compares, so models with different scorers are logged on one scale.
+    """
+    positive = tf.reduce_mean(cosines[:, 0])
+    negative = tf.reduce_mean(cosines[:, 1:])
+    return {
+        "positive_ranked_first": tf.reduce_mean(tf.cast(tf.equal(tf.argmax(scores, axis=-1), 0), tf.float32)),
+        "positive_cosine": positive,
+        "negative_cosine": negative,
+        "cosine_gap": positive - negative,
+    }
+
+
+class ContrastiveObjective(Objective):
+    """Base of the objectives that rank a response against negatives given its context."""
+
+    record_type = schema.RECORD_TYPE_CONTRASTIVE
+    options_class = ContrastiveOptions
+    training_defaults = {"train_batch_size": 20, "learning_rate": 5e-5}
+
+    def context_turns(self) -> int:
+        return self.options.num_context_turns
+
+    def check_records(self, spec, records_dir: str) -> None:
+        for name in ("num_negatives", "num_context_turns"):
+            if getattr(self.options, name) > getattr(spec, name):
+                raise ValueError(
+                    f"{name}={getattr(self.options, name)} but the records in {records_dir} carry only "
+                    f"{getattr(spec, name)} (see {os.path.join(records_dir, schema.RECORDS_INFO_FILE)})"
+                )
+
+    def prepare_batch(self, batch: dict) -> dict:
+        return select_negatives(select_context_turns(batch, self.context_turns()), self.options.num_negatives)
+
+    def metadata(self) -> dict:
+        return dataclasses.asdict(self.options)

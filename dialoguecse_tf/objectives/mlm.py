@@ -1,0 +1,60 @@
+"""MLM continued pretraining (paper, section 5.3) as an objective of the one training stage."""
+
+import dataclasses
+
+import tensorflow as tf
+
+from dialoguecse_tf import losses, schema
+from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.models.mlm import BertPretrainer
+from dialoguecse_tf.objectives.base import Objective, register
+
+
+@dataclasses.dataclass(frozen=True)
+class MlmOptions:
+    max_predictions_per_seq: int = field(10, "Masked positions per sequence; must match the records (paper: 10).")
+
+
+@register
+class MlmObjective(Objective):
+    """Token-level mean cross-entropy over the masked positions of the global batch.
+
+    Each replica divides its sum by the masked-token count of the whole global batch, so the
+    replicas' losses (and gradients) add up to the global mean, as on one device. The whole
+    encoder trains; the MLM head is initialised from the start checkpoint when it has one and
+    is written with the encoder, so pretraining can continue from it.
+    """
+
+    name = "mlm"
+    summary = "masked-LM continued pretraining"
+    record_type = schema.RECORD_TYPE_MLM
+    options_class = MlmOptions
+    training_defaults = {"train_batch_size": 50, "learning_rate": 2e-5}
+    stage_name = "pretrain"
+
+    def record_requirements(self) -> dict:
+        return {"max_predictions_per_seq": self.options.max_predictions_per_seq}
+
+    def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
+        return BertPretrainer(backbone, bert_config)
+
+    def initialize_from(self, model, start) -> None:
+        if start.backbone is None:
+            return
+        if start.mlm_head:
+            model.assign_head(start.mlm_head, start.path)
+        else:
+            print(f"[pretrain] {start.path} has no MLM head: a fresh one is initialised")
+
+    def compute_loss(self, model, batch, training, global_batch_size):
+        # float32 for the softmax even when the model computes in float16 (mixed precision).
+        logits = tf.cast(model(batch, training=training), tf.float32)
+        labels = batch[schema.MASKED_LM_IDS]
+        weights = batch[schema.MASKED_LM_WEIGHTS]
+        loss = losses.global_weighted_mean(losses.masked_lm_per_token_loss(labels, logits), weights)
+        correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=labels.dtype), labels), tf.float32)
+        accuracy = tf.reduce_sum(correct * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+        return loss, {"mlm_accuracy": accuracy}
+
+    def encoder_extras(self, model) -> dict:
+        return {"mlm_head": model.head_variables()}

@@ -1,0 +1,52 @@
+"""SiameseBERT_S / SiameseBERT_M (paper, section 5.2.2) as registered objectives."""
+
+import dataclasses
+
+from dialoguecse_tf import losses
+from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.models.siamese import SiameseBertModel
+from dialoguecse_tf.objectives.base import register
+from dialoguecse_tf.objectives.contrastive import ContrastiveObjective, ContrastiveOptions, candidate_metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class SiameseOptions(ContrastiveOptions):
+    matching_hidden_size: int = field(256, "Hidden units of the SiameseBERT matching MLP.")
+
+
+class _SiameseObjective(ContrastiveObjective):
+    """Softmax cross-entropy ranking the true response first by the matching layer's scores."""
+
+    options_class = SiameseOptions
+
+    def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
+        freeze_bottom_layers(backbone, self.options.num_frozen_layers)
+        freeze_pooler(backbone)
+        return SiameseBertModel(backbone, matching_hidden_size=self.options.matching_hidden_size,
+                                cls_id=tokenizer.cls_id, num_length_buckets=num_length_buckets)
+
+    def compute_loss(self, model, batch, training, global_batch_size):
+        outputs = model(batch, training=training)
+        per_example = losses.ranking_per_example_loss(outputs["scores"])
+        cosines = losses.pair_similarities(outputs["context"], outputs["responses"])
+        return losses.global_mean(per_example, global_batch_size), candidate_metrics(outputs["scores"], cosines)
+
+
+@register
+class SiameseSObjective(_SiameseObjective):
+    """SiameseBERT_S: the context is the single utterance nearest the response."""
+
+    name = "siamese_s"
+    summary = "SiameseBERT_S baseline: the nearest context utterance"
+
+    def context_turns(self) -> int:
+        return 1
+
+
+@register
+class SiameseMObjective(_SiameseObjective):
+    """SiameseBERT_M: the `num_context_turns` nearest utterances, flattened into one sequence."""
+
+    name = "siamese_m"
+    summary = "SiameseBERT_M baseline: the flattened multi-turn context"

@@ -1,0 +1,175 @@
+"""The one training stage: any registered objective, from records to a written encoder.
+
+`run_stage(objective, config)` does what every training run needs: the distribution
+strategy, the records check, the backbone (from a checkpoint or from scratch) and the
+objective's model around it, the optimizer, the resumable loop (`training`), optional
+periodic evaluation with the best encoder kept, the final encoder, and `config.json`.
+Everything objective-specific sits behind `objectives.Objective`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import keras
+
+from dialoguecse_tf import schema, training
+from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
+from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.io_utils import write_json
+from dialoguecse_tf.objectives.base import get_objective_class
+from dialoguecse_tf.sentence_encoder import SentenceEncoder
+
+ENCODER_DIR = "encoder"
+BEST_ENCODER_DIR = "best_encoder"
+CONFIG_FILE = "config.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """The settings every objective shares. `None` for train_batch_size and learning_rate means
+    the objective's own default (`Objective.training_defaults`, the paper's value)."""
+
+    train_file: tuple[str, ...] = field((), "Training TFRecord file or glob (written by data_prep/); repeat for several.")
+    output_dir: str | None = field(None, "Run folder: checkpoints/, tensorboard/, encoder/, config.json.")
+    init_checkpoint: str | None = field(None, "Checkpoint to start from: Google TF1, HuggingFace or this project's.")
+    bert_config_file: str | None = field(None, "bert_config.json, only to train from a random initialisation.")
+    vocab_file: str | None = field(None, "vocab.txt; with init_checkpoint, overrides the checkpoint's own.")
+    do_lower_case: bool = field(True, "Lower-casing of the tokenizer when not given by init_checkpoint.")
+    max_seq_length: int = field(50, "Tokens per sequence; must match the records.")
+    train_batch_size: int | None = field(None, "Global batch size, split across replicas (default: the objective's).")
+    learning_rate: float | None = field(
+        None, "Peak AdamW learning rate, linear warmup then linear decay (default: the objective's).")
+    num_train_steps: int | None = field(None, "Training steps; set this or num_train_epochs.")
+    num_train_epochs: float | None = field(
+        None, "Epochs over the records (fractions allowed); set this or num_train_steps.")
+    num_warmup_steps: int = field(0, "Linear warmup steps.")
+    max_train_examples: int = field(0, "Train on only the first this many records (data-scale study); 0: all.")
+    save_checkpoints_steps: int = field(1000, "Checkpoint every this many steps (and at the end).")
+    log_steps: int = field(10, "TensorBoard summaries every this many steps.")
+    random_seed: int = field(12345, "Seed for initialisation, shuffling and dropout.")
+    distribution_strategy: str = field("one_device", "tf.distribute strategy (Model Garden's names).",
+                                       choices=training.STRATEGIES)
+    tpu_address: str = field("", "TPU name or address for distribution_strategy=tpu.")
+    num_length_buckets: int = field(
+        4, "Encode a step's sequences in this many length groups, each cut to its longest sequence "
+        "(same result, less padding); 1 encodes all at max_seq_length.")
+    jit_compile: bool = field(False, "Compile each replica's forward and backward pass with XLA "
+                              "(slower on CPU, see benchmarks/README.md).")
+    mixed_precision: bool = field(False, "float16 compute, float32 weights and dynamic loss scaling; GPU only.")
+    eval_select_file: str | None = field(None, "SR set (select.txt) to evaluate on every eval_steps and at the end.")
+    eval_sts_file: str | None = field(None, "D-STS set (sts.txt) to evaluate on every eval_steps and at the end.")
+    eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
+                            "first task's primary metric is kept in best_encoder/.")
+
+    def resolved(self, objective) -> "TrainConfig":
+        """This config with the objective's defaults filled in."""
+        defaults = {name: value for name, value in objective.training_defaults.items() if getattr(self, name) is None}
+        return dataclasses.replace(self, **defaults)
+
+
+def stage_record(objective, config: TrainConfig) -> dict:
+    """What `config.json` holds: the objective, its options and the shared settings."""
+    return {"objective": objective.name, "options": dataclasses.asdict(objective.options),
+            **dataclasses.asdict(config)}
+
+
+def build_objective(name: str, options=None):
+    return get_objective_class(name)(options)
+
+
+def _evaluation_hook(config: TrainConfig, backbone, tokenizer, output_dir, bert_config, objective, num_train_steps):
+    """`step -> metrics` on the config's evaluation files, keeping the best encoder; or None."""
+    files = {"select_file": config.eval_select_file, "sts_file": config.eval_sts_file}
+    if not any(files.values()):
+        return None
+    from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset
+
+    dataset = EvaluationDataset.from_files("dev", files)
+    primary = dataset.evaluators[0]
+    best = {}
+
+    def evaluate(step):
+        encoder = SentenceEncoder(backbone, tokenizer, pooling="mean")
+        results = {key: float(value) for key, value in dataset(encoder.encode).items()}
+        value = results[primary.primary_metric]
+        previous = best.get("value")
+        if previous is None or (value > previous if primary.higher_is_better else value < previous):
+            best.update(step=step, value=value)
+            save_checkpoint(os.path.join(output_dir, BEST_ENCODER_DIR), backbone, bert_config, tokenizer,
+                            metadata={"stage": objective.stage_name, "objective": objective.name,
+                                      **objective.metadata(), "num_train_steps": num_train_steps, "step": step,
+                                      "selected_by": primary.primary_metric, "eval": results})
+        return results
+
+    return evaluate
+
+
+def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = True, on_log=None) -> dict:
+    """Runs (or resumes) `objective`; writes the trained encoder to `output_dir/encoder`.
+
+    Returns the last step's logs ({} when a finished run is restarted).
+    """
+    config = config.resolved(objective)
+    if not config.output_dir:
+        raise ValueError("output_dir is required")
+    # First: MultiWorkerMirroredStrategy has to exist before any op runs, and checking
+    # the records runs some.
+    strategy = strategy or training.create_strategy(config.distribution_strategy, config.tpu_address)
+    files, spec, stats = schema.resolve_records(config.train_file, objective.record_type)
+    schema.check_compatible(spec, max_seq_length=config.max_seq_length, **objective.record_requirements())
+    objective.check_records(spec, os.path.dirname(files[0]))
+    num_examples = int(stats["samples_written"])
+    num_train_steps = training.resolve_num_train_steps(
+        config.num_train_steps, config.num_train_epochs, min(num_examples, config.max_train_examples or num_examples),
+        config.train_batch_size,
+    )
+    keras.utils.set_random_seed(config.random_seed)
+    os.makedirs(config.output_dir, exist_ok=True)
+    # Under MultiWorkerMirroredStrategy only the chief writes the run's outputs.
+    if strategy.extended.should_checkpoint:
+        write_json(os.path.join(config.output_dir, CONFIG_FILE), stage_record(objective, config), sort_keys=True)
+
+    if config.mixed_precision:
+        training.enable_mixed_precision()
+    start = load_or_initialize(config.init_checkpoint, config.bert_config_file, config.vocab_file,
+                               config.do_lower_case, config.max_seq_length)
+    with strategy.scope():
+        # A fresh backbone even when the checkpoint brought one: the model's variables must be
+        # created inside the strategy's scope. Its random initialisation is then overwritten.
+        backbone = build_backbone(start.config)
+        model = objective.build_model(backbone, start.config, start.tokenizer, config.num_length_buckets)
+        if start.backbone is not None:
+            backbone.set_weights(start.backbone.get_weights())
+        objective.initialize_from(model, start)
+        optimizer = training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
+                                              loss_scaling=config.mixed_precision)
+
+    def dataset_fn(skip_batches):
+        dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)
+        if config.max_train_examples:
+            # A fixed subset for the training-data-scale study (Figure 3): cached, so every
+            # epoch sees the same examples.
+            dataset = dataset.take(config.max_train_examples).cache()
+        batches = training.make_dataset(dataset, config.train_batch_size, config.random_seed, skip_batches)
+        return batches.map(objective.prepare_batch)
+
+    def step_fn(model, batch, is_training):
+        return objective.compute_loss(model, batch, is_training, config.train_batch_size)
+
+    loop = training.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps,
+                               eval_steps=config.eval_steps, jit_compile=config.jit_compile)
+    evaluate = _evaluation_hook(config, backbone, start.tokenizer, config.output_dir, start.config, objective,
+                                num_train_steps)
+    logs = training.run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, loop, verbose, on_log, evaluate)
+    encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
+    if training.writes_final_encoder(strategy, logs, encoder_dir):
+        save_checkpoint(
+            encoder_dir, backbone, start.config, start.tokenizer,
+            metadata={"stage": objective.stage_name, "objective": objective.name, **objective.metadata(),
+                      "num_train_steps": num_train_steps, "final_logs": logs or {}},
+            **objective.encoder_extras(model),
+        )
+    return logs or {}
