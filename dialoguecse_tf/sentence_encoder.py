@@ -10,19 +10,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from dialoguecse_tf.encoder import run_backbone, trim_padding
 from dialoguecse_tf.pooling import POOLING_MODES, SentencePooling
-
-
-def trim_padding(token_ids, padding_mask):
-    """Drops the trailing columns that are padding in every row of the batch.
-
-    Masked positions change neither attention nor the masked pooling, so the vectors stay
-    the same while a batch of short sentences no longer pays for `max_seq_length`.
-    """
-    any_real = tf.reduce_any(padding_mask > 0, axis=0)
-    positions = tf.range(1, tf.shape(padding_mask)[1] + 1)
-    length = tf.maximum(tf.reduce_max(positions * tf.cast(any_real, positions.dtype)), 1)
-    return token_ids[:, :length], padding_mask[:, :length]
 
 
 def encode_in_batches(texts, embed_batch, dimension: int, batch_size: int = 64,
@@ -100,15 +89,7 @@ class SentenceEncoder(tf.Module):
         return vectors
 
     def _pooled_output(self, token_ids, padding_mask):
-        outputs = self.backbone(
-            {
-                "token_ids": token_ids,
-                "segment_ids": tf.zeros_like(token_ids),
-                "padding_mask": padding_mask,
-            },
-            training=False,
-        )
-        return self._pool(outputs["sequence_output"], padding_mask)
+        return self._pool(run_backbone(self.backbone, token_ids, padding_mask)["sequence_output"], padding_mask)
 
     def embed_tokens(self, token_ids, padding_mask, normalize: bool = False):
         """[B, L] int32 ids and mask -> [B, D] float32 vectors (a graph function)."""

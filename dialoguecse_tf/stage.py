@@ -80,6 +80,20 @@ def build_objective(name: str, options=None):
     return get_objective_class(name)(options)
 
 
+def configure(objective_name: str, **values):
+    """(objective, TrainConfig) from one flat set of settings, as a command line gives them:
+    each key goes to the objective's options or to `TrainConfig`; an unknown key is an error."""
+    objective_class = get_objective_class(objective_name)
+    option_names = {f.name for f in dataclasses.fields(objective_class.options_class)}
+    config_names = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(values) - option_names - config_names)
+    if unknown:
+        raise ValueError(f"objective {objective_name!r} has no setting {unknown}")
+    options = objective_class.options_class(**{k: v for k, v in values.items() if k in option_names})
+    config = TrainConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in config_names})
+    return objective_class(options), config
+
+
 def _evaluation_hook(config: TrainConfig, backbone, tokenizer, output_dir, bert_config, objective, num_train_steps):
     """`step -> metrics` on the config's evaluation files, keeping the best encoder; or None."""
     files = {"select_file": config.eval_select_file, "sts_file": config.eval_sts_file}
