@@ -10,7 +10,8 @@ flags.DEFINE_string("output_dir", None, "Folder for train.jsonl, train_sentences
 flags.DEFINE_integer("num_dialogues", 3000, "Training dialogues to generate.")
 flags.DEFINE_integer("num_eval_dialogues", 1000, "Held-out dialogues whose user requests become the SR and D-STS "
                                                  "sentences.")
-flags.DEFINE_integer("seed", 0, "Random seed; the same seed always gives the same files.")
+flags.DEFINE_integer("random_seed", 0, "Random seed; the same seed always gives the same files.")
+flags.DEFINE_alias("seed", "random_seed")
 flags.DEFINE_integer("num_sr_candidates", 100, "Sentences BM25 retrieves per SR query (paper: 100).")
 flags.DEFINE_integer("max_sr_positives", 30, "Most positives kept per SR query (paper: 30).")
 flags.DEFINE_integer("num_sts_pairs", 800, "D-STS pairs to sample, an equal share per score 1..5.")

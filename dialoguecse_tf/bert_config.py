@@ -6,11 +6,9 @@ read by the original BERT code too.
 """
 
 import dataclasses
-import json
 import math
-import os
 
-from dialoguecse_tf.io_utils import read_json_object
+from dialoguecse_tf.io_utils import read_json_object, write_json
 
 _REQUIRED_KEYS = (
     "vocab_size",
@@ -120,11 +118,7 @@ class BertConfig:
         return dataclasses.asdict(self)
 
     def to_json_file(self, path: str) -> None:
-        tmp_path = f"{path}.tmp"
-        with open(tmp_path, "w", encoding="utf-8") as writer:
-            json.dump(self.to_dict(), writer, indent=2, sort_keys=True)
-            writer.write("\n")
-        os.replace(tmp_path, path)
+        write_json(path, self.to_dict(), sort_keys=True)
 
     def replace(self, **changes) -> "BertConfig":
         return dataclasses.replace(self, **changes)

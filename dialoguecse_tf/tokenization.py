@@ -17,6 +17,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import bert_vocab_from_dataset
 
+from dialoguecse_tf.cjk import BERT_CJK_RANGES, in_ranges
 from dialoguecse_tf.data.dialogue import read_strict_lines
 from dialoguecse_tf.io_utils import read_json_object
 
@@ -33,25 +34,10 @@ DEFAULT_MAX_SEQ_LENGTH = 128
 
 _SUFFIX = "##"
 
-# The code point ranges that BERT's basic tokenizer (and tf_text's copy of it) splits
-# into one word per character; detokenize needs the same list to undo that split.
-_CJK_RANGES = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
-)
-
-
 def _is_cjk_char(token: str) -> bool:
     if len(token) != 1:
         return False
-    code = ord(token)
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+    return in_ranges(token, BERT_CJK_RANGES)
 
 
 def _is_punctuation(char: str) -> bool:

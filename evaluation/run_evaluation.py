@@ -50,7 +50,8 @@ flags.DEFINE_integer("flow_hidden_units", FlowConfig.hidden_units, "BERT-flow: w
 flags.DEFINE_integer("flow_steps", FlowConfig.steps, "BERT-flow: Adam steps of maximum-likelihood training.")
 flags.DEFINE_integer("flow_batch_size", FlowConfig.batch_size, "BERT-flow: training batch size.")
 flags.DEFINE_float("flow_learning_rate", FlowConfig.learning_rate, "BERT-flow: Adam learning rate.")
-flags.DEFINE_integer("seed", FlowConfig.seed, "Seed of the flow's initialisation and batch order.")
+flags.DEFINE_integer("random_seed", FlowConfig.seed, "Seed of the flow's initialisation and batch order.")
+flags.DEFINE_alias("seed", "random_seed")
 flags.DEFINE_string("output_dir", None, "Where config.json, results.json and results.md are written.")
 flags.mark_flags_as_required(["checkpoint", "output_dir"])
 flags.register_multi_flags_validator(

@@ -1323,7 +1323,7 @@ class DemoCorpusConfig:
     output_dir: str
     num_dialogues: int = 3000
     num_eval_dialogues: int = 1000
-    seed: int = 0
+    random_seed: int = 0
     num_sr_candidates: int = 100
     max_sr_positives: int = 30
     num_sts_pairs: int = 800
@@ -1361,14 +1361,14 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
     if os.path.exists(out) and not os.path.isdir(out):
         raise FileExistsError(f"output_dir {out} exists and is not a folder")
 
-    dialogues = generate_dialogues(config.num_dialogues, config.seed)
+    dialogues = generate_dialogues(config.num_dialogues, config.random_seed)
     generation_seconds = time.perf_counter() - start
     train_texts = distinct_texts(dialogues)
     turns = sum(len(d.turns) for d in dialogues)
     log(f"[demo] {len(dialogues)} training dialogues, {turns} turns, {len(train_texts)} distinct "
         f"utterances ({generation_seconds:.2f} s)")
 
-    eval_utterances, overlap = generate_eval_utterances(config.num_eval_dialogues, config.seed, train_texts)
+    eval_utterances, overlap = generate_eval_utterances(config.num_eval_dialogues, config.random_seed, train_texts)
     log(f"[demo] {len(eval_utterances)} held-out evaluation sentences from {config.num_eval_dialogues} "
         f"dialogues ({overlap} removed as training text)")
 
@@ -1377,7 +1377,7 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
     log(f"[demo] {len(rows)} SR queries (mean {sr_stats['mean_positives']:.1f} positives, "
         f"{sr_stats['mean_negatives']:.1f} negatives)")
 
-    pairs = sample_dsts_pairs(eval_utterances, config.num_sts_pairs, f"demo-sts-{config.seed}", train_texts)
+    pairs = sample_dsts_pairs(eval_utterances, config.num_sts_pairs, f"demo-sts-{config.random_seed}", train_texts)
     per_score = {str(score): sum(1 for s, _, _ in pairs if s == score) for score in range(1, NUM_STS_SCORES + 1)}
     log(f"[demo] {len(pairs)} D-STS pairs, per score {per_score}")
 

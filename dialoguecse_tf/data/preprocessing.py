@@ -11,6 +11,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 
+from dialoguecse_tf.cjk import NO_SPACE_RANGES, in_ranges
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.io_utils import write_json
 
@@ -77,21 +78,8 @@ class PrepStats:
         return f"PrepStats({self.to_dict()!r})"
 
 
-# Scripts written without spaces between words: Han (CJK ideographs, radicals, extensions),
-# kana, bopomofo, CJK symbols and punctuation, fullwidth forms. Hangul is absent on purpose:
-# Korean separates words with spaces.
-_CJK_RANGES = (
-    (0x2E80, 0x9FFF),
-    (0xF900, 0xFAFF),
-    (0xFE30, 0xFE4F),
-    (0xFF00, 0xFFEF),
-    (0x20000, 0x3FFFF),
-)
-
-
 def _is_cjk(char: str) -> bool:
-    code = ord(char)
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+    return in_ranges(char, NO_SPACE_RANGES)
 
 
 def join_utterances(first: str, second: str) -> str:

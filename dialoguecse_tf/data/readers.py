@@ -63,11 +63,11 @@ import json
 import os
 import pathlib
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 
 from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn
 from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.io_utils import atomic_open
 
 PathLike = str | os.PathLike
 
@@ -398,21 +398,12 @@ def write_jsonl(dialogues: Iterable[Dialogue], path: PathLike) -> int:
     leaves a truncated corpus behind. `source` and `line_number` are not written: they
     describe where a dialogue was read, which the new file replaces.
     """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp_path = tempfile.mkstemp(dir=directory, prefix=".jsonl-", suffix=".tmp")
     count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for dialogue in dialogues:
-                f.write(json.dumps(_jsonl_object(dialogue), ensure_ascii=False))
-                f.write("\n")
-                count += 1
-        os.replace(tmp_path, path)
-    except BaseException:
-        os.unlink(tmp_path)
-        raise
+    with atomic_open(path, "w", encoding="utf-8", newline="\n") as f:
+        for dialogue in dialogues:
+            f.write(json.dumps(_jsonl_object(dialogue), ensure_ascii=False))
+            f.write("\n")
+            count += 1
     return count
 
 

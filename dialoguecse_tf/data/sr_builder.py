@@ -47,14 +47,15 @@ from collections.abc import Sequence
 import bm25s
 import numpy as np
 
+from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
 from dialoguecse_tf.data.dialogue import DataFormatError, read_strict_lines
 from dialoguecse_tf.io_utils import atomic_open
 
 PathLike = str | os.PathLike
 
-# Han ideographs (basic, extension A, compatibility, supplementary planes) and Japanese kana:
-# scripts written without spaces between words, so a character is the only safe token.
-_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+# Han ideographs and Japanese kana: scripts written without spaces between words, so a
+# character is the only safe token.
+_CJK_RANGES = regex_class((KANA_RANGE,) + BERT_CJK_RANGES)
 _TOKEN_RE = re.compile(rf"[{_CJK_RANGES}]|(?:(?![{_CJK_RANGES}])[^\W_])+")
 
 

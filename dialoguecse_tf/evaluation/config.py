@@ -93,7 +93,7 @@ class EvaluationConfig:
     flow_steps: int = FlowConfig.steps
     flow_batch_size: int = FlowConfig.batch_size
     flow_learning_rate: float = FlowConfig.learning_rate
-    seed: int = FlowConfig.seed
+    random_seed: int = FlowConfig.seed
 
     def __post_init__(self):
         for name in ("checkpoint", "select_file", "sts_file", "dataset_name", "model_name", "baselines"):
@@ -144,7 +144,7 @@ class EvaluationConfig:
                 steps=self.flow_steps,
                 batch_size=self.flow_batch_size,
                 learning_rate=self.flow_learning_rate,
-                seed=self.seed,
+                seed=self.random_seed,
             ),
         )
 
