@@ -76,6 +76,17 @@ def stage_record(objective, config: TrainConfig) -> dict:
             **dataclasses.asdict(config)}
 
 
+def load_stage_config(path: str):
+    """(objective, TrainConfig) from a run's `config.json` (see `stage_record`)."""
+    from dialoguecse_tf.io_utils import read_json_object
+
+    record = read_json_object(path, "a training config.json")
+    if "objective" not in record or not isinstance(record.get("options"), dict):
+        raise ValueError(f"{path}: not a training config.json (needs 'objective' and 'options')")
+    values = {k: v for k, v in record.items() if k not in ("objective", "options")}
+    return configure(record["objective"], **record["options"], **values)
+
+
 def build_objective(name: str, options=None):
     return get_objective_class(name)(options)
 

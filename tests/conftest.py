@@ -62,3 +62,9 @@ def tiny_vocab_file(tmp_path):
 @pytest.fixture
 def tiny_bert_config(tiny_vocab_file):
     return tiny_bert_config_for(tiny_vocab_file)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: long tests that run entry points as subprocesses (deselect with -m 'not slow'; CI runs all)"
+    )

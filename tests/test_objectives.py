@@ -1,0 +1,205 @@
+"""The checks every registered objective must pass, parametrized over the registry.
+
+A new objective gets them the day it is registered: add a writer for its record type to
+`RECORD_WRITERS` if it reads a new kind of records. Records are written from the real ECD
+training sample by the project's own writers; the model is a tiny BERT.
+"""
+
+import dataclasses
+import itertools
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT
+from dialoguecse_tf import schema, stage
+from dialoguecse_tf.bert_config import BertConfig
+from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
+from dialoguecse_tf.data.contrastive_records import write_contrastive_records
+from dialoguecse_tf.data.mlm_records import write_mlm_records
+from dialoguecse_tf.data.readers import read_corpus
+from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.objectives import get_objective_class, objective_names
+from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
+from dialoguecse_tf.training import create_strategy
+
+MAX_SEQ_LENGTH = 24
+STEPS = 24
+OBJECTIVES = objective_names()
+
+
+def _write_mlm(dialogues, tokenizer, folder):
+    write_mlm_records(dialogues, tokenizer, folder, schema.MlmRecordSpec(MAX_SEQ_LENGTH, 4), random_seed=1,
+                      log=lambda _: None)
+    return {"max_predictions_per_seq": 4}
+
+
+def _write_contrastive(dialogues, tokenizer, folder):
+    spec = schema.ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4)
+    write_contrastive_records(dialogues, tokenizer, folder, spec, random_seed=1, log=lambda _: None)
+    return {"num_context_turns": 3, "num_negatives": 4, "num_frozen_layers": 1}
+
+
+# record type -> writer(dialogues, tokenizer, folder) -> options that fit the records
+RECORD_WRITERS = {schema.RECORD_TYPE_MLM: _write_mlm, schema.RECORD_TYPE_CONTRASTIVE: _write_contrastive}
+RECORD_GLOBS = {schema.RECORD_TYPE_MLM: "mlm-*", schema.RECORD_TYPE_CONTRASTIVE: "contrastive-*"}
+
+
+@pytest.fixture(scope="session")
+def real_inputs(shared_data, tmp_path_factory):
+    """A vocabulary, a random 2-layer start checkpoint and records of every type, from 60
+    dialogues of the ECD sample."""
+    folder = tmp_path_factory.mktemp("objective_inputs")
+    dialogues = list(itertools.islice(
+        read_corpus(str(shared_data / "ecd" / "train" / "train_data.txt.sample"), "authors"), 60))
+    texts = [turn.text for dialogue in dialogues for turn in dialogue.turns]
+    vocab_file = str(folder / "vocab.txt")
+    write_vocab(build_vocab(texts, vocab_size=600, min_count=2), vocab_file)
+    tokenizer = Tokenizer(vocab_file, max_seq_length=MAX_SEQ_LENGTH)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=96,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    save_checkpoint(str(folder / "init"), build_backbone(config), config, tokenizer)
+    options = {}
+    for record_type, writer in RECORD_WRITERS.items():
+        options[record_type] = writer(dialogues, tokenizer, str(folder / record_type))
+    return folder, options
+
+
+def _settings(real_inputs, name, output_dir, **overrides):
+    folder, options = real_inputs
+    record_type = get_objective_class(name).record_type
+    if record_type not in RECORD_WRITERS:
+        pytest.fail(f"objective {name!r} reads {record_type!r} records: add a writer to RECORD_WRITERS")
+    return {
+        "train_file": (os.path.join(folder, record_type, RECORD_GLOBS[record_type]),), "output_dir": str(output_dir),
+        "init_checkpoint": str(folder / "init"), "max_seq_length": MAX_SEQ_LENGTH, "train_batch_size": 8,
+        "learning_rate": 5e-3, "num_train_steps": STEPS, "num_warmup_steps": 2, "log_steps": 1,
+        "save_checkpoints_steps": 8, "max_train_examples": 16, "random_seed": 3,
+        **options[record_type], **overrides,
+    }
+
+
+def _run(real_inputs, name, output_dir, strategy=None, on_log=None, **overrides):
+    objective, config = stage.configure(name, **_settings(real_inputs, name, output_dir, **overrides))
+    losses = {}
+
+    def record(step, logs):
+        losses[step] = logs["loss"]
+        if on_log is not None:
+            on_log(step, logs)
+
+    stage.run_stage(objective, config, strategy=strategy or create_strategy("one_device"), verbose=False,
+                    on_log=record)
+    return losses
+
+
+def _encoder_weights(output_dir):
+    return [w.copy() for w in load_checkpoint(os.path.join(output_dir, stage.ENCODER_DIR), MAX_SEQ_LENGTH)
+            .backbone.get_weights()]
+
+
+@pytest.fixture(scope="module")
+def reference_runs(real_inputs, tmp_path_factory):
+    """One uninterrupted one-device run per objective, shared by the checks below."""
+    runs = {}
+    for name in OBJECTIVES:
+        output_dir = tmp_path_factory.mktemp(f"reference_{name}")
+        runs[name] = (output_dir, _run(real_inputs, name, output_dir))
+    return runs
+
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_loss_falls_on_real_records(reference_runs, name):
+    _, losses = reference_runs[name]
+    assert sorted(losses) == list(range(1, STEPS + 1))
+    assert all(np.isfinite(list(losses.values())))
+    first, last = np.mean([losses[s] for s in range(1, 5)]), np.mean([losses[s] for s in range(STEPS - 3, STEPS + 1)])
+    assert last < 0.9 * first, f"{name}: loss {first:.4f} -> {last:.4f}"
+
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_frozen_weights_stay_fixed_and_the_rest_train(real_inputs, reference_runs, name):
+    folder, options = real_inputs
+    objective, config = stage.configure(name, **_settings(real_inputs, name, "unused"))
+    start = load_checkpoint(str(folder / "init"), MAX_SEQ_LENGTH)
+    backbone = build_backbone(start.config)
+    objective.build_model(backbone, start.config, start.tokenizer, 1)
+    trainable = [any(v is t for t in backbone.trainable_weights) for v in backbone.weights]
+    before = start.backbone.get_weights()
+    after = _encoder_weights(reference_runs[name][0])
+    for is_trainable, old, new, variable in zip(trainable, before, after, backbone.weights):
+        if not is_trainable:
+            np.testing.assert_array_equal(old, new, err_msg=f"{name}: frozen {variable.path} changed")
+    changed = [not np.array_equal(old, new) for is_trainable, old, new in zip(trainable, before, after) if is_trainable]
+    # Every trainable weight the loss reaches moves; the MLM objective leaves only the pooler.
+    assert sum(changed) >= len(changed) - 2, f"{name}: only {sum(changed)} of {len(changed)} trainable weights moved"
+
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_config_round_trip(reference_runs, name):
+    output_dir, _ = reference_runs[name]
+    path = os.path.join(output_dir, stage.CONFIG_FILE)
+    objective, config = stage.load_stage_config(path)
+    assert objective.name == name
+    assert json.loads(json.dumps(stage.stage_record(objective, config))) == json.load(open(path, encoding="utf-8"))
+    metadata = load_checkpoint(os.path.join(output_dir, stage.ENCODER_DIR), MAX_SEQ_LENGTH).metadata
+    assert metadata["objective"] == name and metadata["num_train_steps"] == STEPS
+
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_mirrored_equals_one_device(real_inputs, reference_runs, tmp_path, name):
+    """Two replicas on two logical CPUs (conftest) train the same model as one device."""
+    losses = _run(real_inputs, name, tmp_path, strategy=create_strategy("mirrored"))
+    reference_dir, reference_losses = reference_runs[name]
+    np.testing.assert_allclose([losses[s] for s in sorted(losses)],
+                               [reference_losses[s] for s in sorted(reference_losses)], rtol=2e-4, atol=2e-5)
+    for mirrored, single in zip(_encoder_weights(tmp_path), _encoder_weights(reference_dir)):
+        np.testing.assert_allclose(mirrored, single, atol=2e-4)
+
+
+class _Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_resume_after_a_crash_equals_an_uninterrupted_run(real_inputs, reference_runs, tmp_path, name):
+    def crash(step, _):
+        if step == 11:  # after the checkpoint at step 8, mid-way to the next
+            raise _Crash()
+
+    with pytest.raises(_Crash):
+        _run(real_inputs, name, tmp_path, on_log=crash)
+    assert not os.path.exists(os.path.join(tmp_path, stage.ENCODER_DIR))
+    resumed = _run(real_inputs, name, tmp_path)
+    reference_dir, reference_losses = reference_runs[name]
+    assert min(resumed) == 9
+    assert resumed == {step: reference_losses[step] for step in resumed}
+    for a, b in zip(_encoder_weights(tmp_path), _encoder_weights(reference_dir)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", OBJECTIVES)
+def test_bad_records_end_in_one_error_line(real_inputs, tmp_path, name):
+    """Records of another objective's type: one `error:` line naming the records, exit 1."""
+    folder, _ = real_inputs
+    record_type = get_objective_class(name).record_type
+    wrong = next(other for other in RECORD_WRITERS if other != record_type)
+    settings = _settings(real_inputs, name, tmp_path / "run", train_file=(os.path.join(folder, wrong, RECORD_GLOBS[wrong]),))
+    args = [sys.executable, str(REPO_ROOT / "train" / "run_training.py"), f"--objective={name}"]
+    for key, value in settings.items():
+        for item in value if isinstance(value, tuple) else (value,):
+            args.append(f"--{key}={item}")
+    completed = subprocess.run(args, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    errors = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in completed.stderr, completed.stderr[-2000:]
+    assert wrong in errors[0] or os.path.join(folder, wrong) in errors[0], errors[0]
+    assert not os.path.exists(tmp_path / "run" / stage.ENCODER_DIR)
