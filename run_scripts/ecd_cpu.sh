@@ -26,6 +26,8 @@ RUN="${RUN_DIR:-runs/ecd_cpu}"
 RESULTS="${RESULTS_DIR:-results/ecd_cpu}"
 HIDDEN="${HIDDEN:-128}"; LAYERS="${LAYERS:-4}"; FROZEN=$((LAYERS / 2))
 PRETRAIN_STEPS="${PRETRAIN_STEPS:-4000}"; FINETUNE_STEPS="${FINETUNE_STEPS:-600}"
+# 1 encodes every contrastive step at full padding, as the runs before the length buckets did.
+NUM_LENGTH_BUCKETS="${NUM_LENGTH_BUCKETS:-4}"
 mkdir -p "${RUN}" "${RESULTS}"
 timings="${RUN}/stage_seconds.tsv"; : > "${timings}"
 stage() {  # stage NAME COMMAND...: runs one stage, logging its wall time
@@ -75,7 +77,7 @@ finetune() {  # finetune NAME FLAGS...
     --init_checkpoint="${ADAPT}" --output_dir="${RUN}/finetune/${name}" --max_seq_length=50 \
     --num_context_turns=3 --num_negatives=9 --temperature=0.1 --num_frozen_layers="${FROZEN}" \
     --train_batch_size=20 --learning_rate=1e-4 --num_train_steps="${FINETUNE_STEPS}" --num_warmup_steps=60 \
-    --save_checkpoints_steps=200 --log_steps=20 --random_seed=12345 "$@"
+    --save_checkpoints_steps=200 --log_steps=20 --random_seed=12345 --num_length_buckets="${NUM_LENGTH_BUCKETS}" "$@"
 }
 finetune dialoguecse_i2 --model_type=dialoguecse --aggregation=mean
 finetune dialoguecse_i1 --model_type=dialoguecse --aggregation=attention
@@ -98,7 +100,7 @@ stage merge python evaluation/merge_results.py --results="${RUN}/eval/baselines/
 cp "${timings}" "${RESULTS}/stage_seconds.tsv"
 {
   echo "# produced by:"
-  echo "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} HIDDEN=${HIDDEN} LAYERS=${LAYERS} PRETRAIN_STEPS=${PRETRAIN_STEPS} FINETUNE_STEPS=${FINETUNE_STEPS} bash run_scripts/ecd_cpu.sh $*"
+  echo "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} HIDDEN=${HIDDEN} LAYERS=${LAYERS} PRETRAIN_STEPS=${PRETRAIN_STEPS} FINETUNE_STEPS=${FINETUNE_STEPS} NUM_LENGTH_BUCKETS=${NUM_LENGTH_BUCKETS} bash run_scripts/ecd_cpu.sh $*"
   echo "# commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
 } > "${RESULTS}/command.txt"
 cat "${RESULTS}/table.md"
