@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn
+from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn, turn_intent
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import (
     READERS,
@@ -220,10 +220,17 @@ def test_mdc_sessions_order_and_intents(tmp_path):
         "zootopia is playing at 7pm at regal",
         "thanks, bye",
     ]
-    assert [t.intent for t in first.turns] == ["request", "request", "inform", "inform+request", None]
+    # One intent per message, its first act: row 4 carries inform, inform, request.
+    assert [t.intent for t in first.turns] == ["request", "request", "inform", "inform", None]
     assert first.response_index is None and first.candidates is None
     assert second.dialogue_id == "movie_all-2" and second.line_number == 7
-    assert [t.intent for t in second.turns] == ["request+greeting", "request"]
+    assert [t.intent for t in second.turns] == ["request", "request"]
+
+
+def test_turn_intent_is_the_first_act():
+    assert turn_intent(["greeting", "request", "greeting"]) == "greeting"
+    assert turn_intent(iter(["INFORM", "INFORM_INTENT"])) == "INFORM"
+    assert turn_intent([]) is None
 
 
 BAD_MDC_ROWS = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +33,23 @@ class Dialogue:
     candidate_labels: tuple[int, ...] | None = None
     source: str = ""
     line_number: int = 0
+
+
+def turn_intent(act_names: Iterable[str]) -> str | None:
+    """The one intent label of a turn annotated with dialogue acts: its first act, or None.
+
+    The paper (section 5.1.1) gives MDC "11 identical intents" per domain, as MDC's release
+    does (github.com/xiul-msr/e2e_dialog_challenge: 11 intents per domain): its 11 dialogue
+    acts, listed in TC-Bot's src/deep_dialog/data/dia_acts.txt (github.com/MiuLab/TC-Bot):
+    request, inform, confirm_question, confirm_answer, greeting, closing, multiple_choice,
+    thanks, welcome, deny, not_sure. A message often carries several acts
+    ("greeting() request(taxi)"); labelling it with all of them would turn every combination
+    into an SR class of its own, so one act is chosen, and the first in annotation order is
+    the rule that needs no ranking of acts. The readers of act-annotated corpora label turns
+    with it, and merging a speaker's consecutive utterances keeps the first intent by the same
+    rule.
+    """
+    return next(iter(act_names), None)
 
 
 class DataFormatError(ValueError):

@@ -8,7 +8,8 @@ counted as "blank_lines". A malformed line raises `DataFormatError` ("file:line:
 1-based line numbers); with `skip_malformed=True` it is skipped instead and counted in
 `stats.malformed` under its reason. Each yielded dialogue counts one "dialogues_read".
 Utterance texts are kept exactly as written; an utterance that is empty or whitespace-only
-is malformed. Dialogue ids are "<file stem>-<line number>" unless stated otherwise.
+is malformed. Dialogue ids are "<file stem>-<line number>" unless stated otherwise. Intents
+from dialogue acts follow `dialogue.turn_intent`: a turn's first act.
 
 Formats (`READERS` / `read_corpus` names in brackets):
 
@@ -29,8 +30,8 @@ right context), a lone "b" (neither). Turns are left + [candidate 0] + right wit
 message with any number of further dialogue-act columns such as `request(moviename;city=
 Seattle)`. One dialogue per session.ID, whose rows must be contiguous; turns are ordered by the
 integer Message.ID (file order among equal ids). Speaker is Message.From ("user" or "agent");
-the intent is the act names (text before "(") of all non-empty act columns, deduplicated in
-order and joined with "+", or None without acts. The dialogue id is "<file stem>-<session.ID>"
+the intent is the name (text before "(") of the first non-empty act column, or None without
+acts; every act column must be `name(...)`. The dialogue id is "<file stem>-<session.ID>"
 (the three MDC domain files each number their sessions from 1) and its line number is that of
 the session's first row. A malformed row is skipped alone; a bad header always raises.
 
@@ -66,7 +67,7 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 
-from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn
+from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn, turn_intent
 from dialoguecse_tf.data.preprocessing import PrepStats
 
 PathLike = str | os.PathLike
@@ -242,7 +243,7 @@ _MDC_COLUMNS = ("session.id", "message.id", "message.timestamp", "message.from",
 _DIALOGUE_ACT = re.compile(r"\s*([A-Za-z_][\w.-]*)\s*\(.*\)\s*")
 
 
-def _mdc_intent(act_columns: list[str]) -> str | None:
+def _mdc_act_names(act_columns: list[str]) -> list[str]:
     names: list[str] = []
     for column in act_columns:
         if not column.strip():
@@ -250,9 +251,8 @@ def _mdc_intent(act_columns: list[str]) -> str | None:
         match = _DIALOGUE_ACT.fullmatch(column)
         if match is None:
             raise _LineError("bad_dialogue_act", f"dialogue act is not 'name(...)': {column[:80]!r}")
-        if match.group(1) not in names:
-            names.append(match.group(1))
-    return "+".join(names) if names else None
+        names.append(match.group(1))
+    return names
 
 
 def read_mdc_tsv(
@@ -299,7 +299,8 @@ def read_mdc_tsv(
             speaker = speaker.strip().lower()
             if speaker not in ("user", "agent"):
                 raise _LineError("bad_speaker", f"Message.From must be user or agent, got {fields[3][:40]!r}")
-            turn = Turn(speaker=speaker, text=_utterance(text, "Message.Text"), intent=_mdc_intent(fields[5:]))
+            intent = turn_intent(_mdc_act_names(fields[5:]))
+            turn = Turn(speaker=speaker, text=_utterance(text, "Message.Text"), intent=intent)
             if session_id != session and session_id in finished:
                 raise _LineError("non_contiguous_session", f"rows of session {session_id!r} are not contiguous")
         except _LineError as error:
