@@ -10,8 +10,9 @@ from dialoguecse_tf import schema
 from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.data.pipeline import (
     ContrastiveDataConfig, CorpusConfig, MlmDataConfig, SrSetConfig, VocabConfig,
-    run_build_sr_set, run_build_vocab, run_create_contrastive_data, run_create_mlm_data,
+    load_dialogues, run_build_sr_set, run_build_vocab, run_create_contrastive_data, run_create_mlm_data,
 )
+from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.sr_builder import read_select_file
 from conftest import REPO_ROOT
 
@@ -63,6 +64,26 @@ def test_all_stages_in_process(tmp_path, corpus):
     assert rows and all(0 < len(r.positive_ids) <= 3 for r in rows)
     by_id = {r.id: r for r in rows}
     assert all(by_id[p].intent == r.intent for r in rows for p in r.positive_ids)
+
+
+def test_sgd_folder_or_glob_and_an_sr_set_from_its_acts(tmp_path, shared_data):
+    dev = shared_data / "sgd" / "dev"
+    quiet = lambda _: None  # noqa: E731
+    folder = load_dialogues(CorpusConfig((str(dev),), "sgd"), PrepStats(), quiet)
+    two_files = CorpusConfig((str(dev / "dialogues_00[12].json"),), "sgd")
+    stats = PrepStats()
+    dialogues = load_dialogues(two_files, stats, quiet)
+    assert len(folder) == 2098 and dialogues == folder[:len(dialogues)]
+    assert stats["dialogues_read"] == stats["dialogues_kept"] == len(dialogues) == 256 and stats["turns_merged"] == 0
+    sr_stats = run_build_sr_set(SrSetConfig(two_files, str(tmp_path / "sr" / "select.txt"), num_candidates=20,
+                                            max_positives=5), quiet)
+    rows = read_select_file(str(tmp_path / "sr" / "select.txt"))
+    assert len(rows) == sr_stats["queries"] > 3000
+    intents = {t.intent for d in dialogues for t in d.turns}
+    assert {r.intent for r in rows} <= intents and len({r.intent for r in rows}) > 10
+    by_id = {r.id: r for r in rows}
+    assert all(by_id[p].intent == r.intent for r in rows for p in r.positive_ids)
+    assert all(by_id[n].intent != r.intent for r in rows for n in r.negative_ids)
 
 
 def test_min_turns_and_missing_input(tmp_path, corpus):

@@ -7,6 +7,8 @@ import typing
 from absl import app
 from absl import flags as absl_flags
 
+from dialoguecse_tf.data.readers import READERS
+
 
 def config_from_flags(config_class, flag_values, **overrides):
     """Builds `config_class` taking each field from the flag with the field's name.
@@ -29,10 +31,12 @@ def config_from_flags(config_class, flag_values, **overrides):
 
 def define_corpus_flags(flags):
     """The input flags every data-prep entry point shares (fields of `CorpusConfig`)."""
-    flags.DEFINE_multi_string("input_file", None, "Corpus file or glob; repeat the flag for several.")
-    flags.DEFINE_enum("input_format", "jsonl", ["authors", "mdc", "ecd", "jsonl"],
+    flags.DEFINE_multi_string("input_file", None, "Corpus file or glob (sgd: also a folder); repeat the flag "
+                              "for several.")
+    flags.DEFINE_enum("input_format", "jsonl", sorted(READERS),
                       "authors: DialogueCSE training format; mdc: Microsoft Dialogue Challenge TSV; "
-                      "ecd: ECD response-selection release; jsonl: this project's format (README).")
+                      "ecd: ECD response-selection release; jddc: JDDC release's chat.txt; sgd: Schema-Guided "
+                      "Dialogue dialogues_*.json; jsonl: this project's format (README).")
     flags.DEFINE_bool("skip_malformed", False, "Skip malformed lines and count them instead of stopping.")
     flags.DEFINE_bool("merge_speakers", True, "Merge consecutive utterances of the same speaker (paper 5.1.1).")
     flags.DEFINE_integer("min_turns", 4, "Drop dialogues with fewer turns (paper: 4 for JDDC and ECD); 0 keeps all.")

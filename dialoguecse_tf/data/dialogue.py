@@ -23,7 +23,9 @@ class Dialogue:
     `response_index`, `candidates` and `candidate_labels` are set only for the authors'
     contrastive format: there a line is one response (turns[response_index]) with a fixed
     candidate list whose entry 0 is that response. `source` and `line_number` locate the
-    record in its input file so later stages can report problems precisely.
+    record in its input file so later stages can report problems precisely. `services` names
+    the task domains of the dialogue where the corpus annotates them (SGD's "services", e.g.
+    ("Restaurants_2",)), so dialogues can later be labelled by domain; None elsewhere.
     """
 
     dialogue_id: str
@@ -33,6 +35,7 @@ class Dialogue:
     candidate_labels: tuple[int, ...] | None = None
     source: str = ""
     line_number: int = 0
+    services: tuple[str, ...] | None = None
 
 
 def turn_intent(act_names: Iterable[str]) -> str | None:
