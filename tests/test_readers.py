@@ -9,7 +9,9 @@ import pytest
 from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn, turn_intent
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import (
+    MIN_TURNS_BY_FORMAT,
     READERS,
+    default_min_turns,
     read_authors_contrastive,
     read_corpus,
     read_ecd_release,
@@ -602,4 +604,12 @@ def test_read_corpus_unknown_format(tmp_path):
     valid = "authors, ecd, jddc, jsonl, mdc, sgd"
     with pytest.raises(ValueError, match=f"unknown input format 'csv'; valid formats: {valid}"):
         read_corpus(tmp_path / "x", "csv")
+    with pytest.raises(ValueError, match="unknown input format 'csv'"):
+        default_min_turns("csv")
 
+
+def test_min_turns_default_per_format():
+    # Paper 5.1.1: fewer than 4 turns are dropped in JDDC and ECD; MDC is kept whole.
+    assert set(MIN_TURNS_BY_FORMAT) == set(READERS)
+    assert [default_min_turns(name) for name in ("authors", "ecd", "jddc", "jsonl")] == [4, 4, 4, 4]
+    assert [default_min_turns(name) for name in ("mdc", "sgd")] == [0, 0]
