@@ -60,6 +60,11 @@ def test_all_stages_in_process(tmp_path, corpus):
         assert config["corpus"]["input_format"] == "jsonl"
         assert config["corpus"]["min_turns"] == 4  # unset: resolved to the format's default
         assert json.loads((tmp_path / stage / "prep_stats.json").read_text())["dialogues_read"] == 12
+    with open(corpus.input_file[0], encoding="utf-8") as lines:
+        texts = {turn["text"] for line in lines for turn in json.loads(line)["turns"]}
+    mlm_stats = json.loads((tmp_path / "mlm" / "prep_stats.json").read_text())
+    assert mlm_stats["mlm_distinct_utterances"] == mlm_stats["mlm_turn_utterances"] == len(texts)
+    assert mlm_stats["mlm_candidate_only_utterances"] == 0
     run_build_sr_set(SrSetConfig(corpus, str(tmp_path / "sr" / "select.txt"), num_candidates=8, max_positives=3), log)
     rows = read_select_file(str(tmp_path / "sr" / "select.txt"))
     assert rows and all(0 < len(r.positive_ids) <= 3 for r in rows)
