@@ -1,7 +1,8 @@
 """Writes MLM continued-pretraining TFRecords (BERT's schema) from a dialogue corpus.
 
-Dialogues are documents and utterances are sentences; packing and 80/10/10 masking are
-Google's (tf-models-official's create_pretraining_data).
+Dialogues are documents and utterances are sentences (candidate utterances that are no
+dialogue's turn form documents too); packing and 80/10/10 masking are Google's
+(tf-models-official's create_pretraining_data).
 """
 
 from absl import flags

@@ -85,6 +85,8 @@ CASES = (
     Case(SR_SET, "no_intents", ("--input_file={no_intents}", "--output_file={out}/select.txt"), "{no_intents}"),
     Case(SR_SET, "bad_mdc_header", ("--input_file={bad_mdc}", "--input_format=mdc", "--output_file={out}/select.txt"),
          "{bad_mdc}:1"),
+    Case(SR_SET, "sgd_unknown_speaker", ("--input_file={bad_sgd}", "--input_format=sgd",
+                                         "--output_file={out}/select.txt"), "{bad_sgd}:1: dialogue 1 ('1_00000')"),
     Case(DEMO, "missing_flag", (), "--output_dir"),
     Case(DEMO, "output_dir_is_a_file", ("--output_dir={a_file}", "--num_dialogues=5", "--num_eval_dialogues=5"),
          "{a_file}"),
@@ -228,6 +230,8 @@ def _build_inputs(root):
         no_intents=write("no_intents.jsonl", "".join(line.replace('"intent": "', '"topic": "') for line in good_lines)),
         bad_authors=write("bad_authors.txt", "a|b\tc\t0|1-0-1\t1\tx|y\t1|0\na|b\tc\t0|1-0-1\t1\tx|y\n"),
         bad_mdc=write("bad_mdc.tsv", "session.ID\tMessage.ID\tFrom\ttext\n1\t1\tuser\thi\n"),
+        bad_sgd=write("dialogues_001.json", json.dumps([{"dialogue_id": "1_00000", "services": ["Hotels_1"], "turns": [
+            {"speaker": "BOT", "utterance": "hi", "frames": [{"actions": [{"act": "INFORM"}]}]}]}])),
         texts=write("texts.txt", "where is my order\ni want a refund\n"),
         texts_bad_utf8=write("texts_bad_utf8.txt", b"where is my order\nbad \xfe\n"),
         # Line 3 names row 99 of a 4-row file.

@@ -10,8 +10,9 @@ from dialoguecse_tf import schema
 from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.data.pipeline import (
     ContrastiveDataConfig, CorpusConfig, MlmDataConfig, SrSetConfig, VocabConfig,
-    run_build_sr_set, run_build_vocab, run_create_contrastive_data, run_create_mlm_data,
+    load_dialogues, run_build_sr_set, run_build_vocab, run_create_contrastive_data, run_create_mlm_data,
 )
+from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.sr_builder import read_select_file
 from conftest import REPO_ROOT
 
@@ -57,12 +58,56 @@ def test_all_stages_in_process(tmp_path, corpus):
     for stage in ("vocab", "mlm", "con"):
         config = json.loads((tmp_path / stage / "config.json").read_text())
         assert config["corpus"]["input_format"] == "jsonl"
+        assert config["corpus"]["min_turns"] == 4  # unset: resolved to the format's default
         assert json.loads((tmp_path / stage / "prep_stats.json").read_text())["dialogues_read"] == 12
+    with open(corpus.input_file[0], encoding="utf-8") as lines:
+        texts = {turn["text"] for line in lines for turn in json.loads(line)["turns"]}
+    mlm_stats = json.loads((tmp_path / "mlm" / "prep_stats.json").read_text())
+    assert mlm_stats["mlm_distinct_utterances"] == mlm_stats["mlm_turn_utterances"] == len(texts)
+    assert mlm_stats["mlm_candidate_only_utterances"] == 0
     run_build_sr_set(SrSetConfig(corpus, str(tmp_path / "sr" / "select.txt"), num_candidates=8, max_positives=3), log)
     rows = read_select_file(str(tmp_path / "sr" / "select.txt"))
     assert rows and all(0 < len(r.positive_ids) <= 3 for r in rows)
     by_id = {r.id: r for r in rows}
     assert all(by_id[p].intent == r.intent for r in rows for p in r.positive_ids)
+
+
+def test_min_turns_default_per_format(tmp_path):
+    assert CorpusConfig(input_format="mdc").min_turns == 0
+    assert CorpusConfig(input_format="jddc").min_turns == 4
+    assert CorpusConfig(input_format="mdc", min_turns=2).min_turns == 2
+    with pytest.raises(ValueError, match="unknown input format 'csv'"):
+        CorpusConfig(input_format="csv")
+    # Two JDDC sessions of 2 and 4 turns: the short one goes by default, stays with min_turns=0.
+    rows = [f"{session}\tUSERID_1\t{i % 2}\t0\t0\tnan\t第{i}句"
+            for session, n in (("s1", 2), ("s2", 4)) for i in range(n)]
+    path = tmp_path / "chat.txt"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    stats = PrepStats()
+    assert [d.dialogue_id for d in load_dialogues(CorpusConfig((str(path),), "jddc"), stats, lambda _: None)] == ["s2"]
+    assert stats.dropped == {"too_few_turns": 1}
+    kept = load_dialogues(CorpusConfig((str(path),), "jddc", min_turns=0), PrepStats(), lambda _: None)
+    assert [len(d.turns) for d in kept] == [2, 4]
+
+
+def test_sgd_folder_or_glob_and_an_sr_set_from_its_acts(tmp_path, shared_data):
+    dev = shared_data / "sgd" / "dev"
+    quiet = lambda _: None  # noqa: E731
+    folder = load_dialogues(CorpusConfig((str(dev),), "sgd"), PrepStats(), quiet)
+    two_files = CorpusConfig((str(dev / "dialogues_00[12].json"),), "sgd")
+    stats = PrepStats()
+    dialogues = load_dialogues(two_files, stats, quiet)
+    assert len(folder) == 2098 and dialogues == folder[:len(dialogues)]
+    assert stats["dialogues_read"] == stats["dialogues_kept"] == len(dialogues) == 256 and stats["turns_merged"] == 0
+    sr_stats = run_build_sr_set(SrSetConfig(two_files, str(tmp_path / "sr" / "select.txt"), num_candidates=20,
+                                            max_positives=5), quiet)
+    rows = read_select_file(str(tmp_path / "sr" / "select.txt"))
+    assert len(rows) == sr_stats["queries"] > 3000
+    intents = {t.intent for d in dialogues for t in d.turns}
+    assert {r.intent for r in rows} <= intents and len({r.intent for r in rows}) > 10
+    by_id = {r.id: r for r in rows}
+    assert all(by_id[p].intent == r.intent for r in rows for p in r.positive_ids)
+    assert all(by_id[n].intent != r.intent for r in rows for n in r.negative_ids)
 
 
 def test_min_turns_and_missing_input(tmp_path, corpus):

@@ -95,6 +95,11 @@ def _mdc_text():
     return st.tuples(header, st.lists(row, max_size=6)).map(lambda pair: pair[0] + "\n" + _joined(pair[1]))
 
 
+def _jddc_rows():
+    field = st.one_of(st.sampled_from(["a1f3", "b7c2", "0", "1", "nan", "USERID_1", "session_id", "好的"]), TEXT)
+    return st.lists(st.lists(field, min_size=5, max_size=9), max_size=6)
+
+
 def _ecd_rows():
     field = st.one_of(st.sampled_from(["0", "1", "hello", "你好 啊"]), TEXT)
     return st.lists(st.lists(field, max_size=5), max_size=5)
@@ -124,6 +129,7 @@ CORPUS_INPUTS = {
     "authors": st.one_of(_authors_rows().map(_joined), st.binary(max_size=200), st.lists(TEXT).map("\n".join)),
     "mdc": st.one_of(_mdc_text(), st.binary(max_size=200)),
     "ecd": st.one_of(_ecd_rows().map(_joined), st.binary(max_size=200)),
+    "jddc": st.one_of(_jddc_rows().map(_joined), st.binary(max_size=200)),
     "jsonl": st.one_of(_jsonl_objects(), st.binary(max_size=200)),
 }
 
@@ -135,6 +141,7 @@ def _check_dialogue(dialogue: Dialogue, path, data: bytes) -> None:
         assert isinstance(turn.speaker, str) and turn.speaker
         assert isinstance(turn.text, str) and turn.text.strip()
         assert turn.intent is None or isinstance(turn.intent, str)
+    assert dialogue.services is None or (dialogue.services and all(isinstance(s, str) and s for s in dialogue.services))
     if dialogue.response_index is None:
         assert dialogue.candidates is None and dialogue.candidate_labels is None
     else:
@@ -172,6 +179,8 @@ def _fuzz_reader(input_format, scratch, data):
         # One row per turn, after the header (the first line neither blank nor malformed).
         header = 1 if _num_lines(data) > stats["blank_lines"] + stats.malformed_lines else 0
         records = sum(len(d.turns) for d in dialogues) + header
+    elif input_format == "jddc":
+        records = sum(len(d.turns) for d in dialogues) + stats["header_lines"]
     else:
         records = len(dialogues) + stats["skipped_non_positive"]
     assert records + stats["blank_lines"] + stats.malformed_lines == _num_lines(data)
@@ -195,6 +204,65 @@ def test_fuzz_mdc_reader(scratch, data):
 @given(data=CORPUS_INPUTS["ecd"])
 def test_fuzz_ecd_reader(scratch, data):
     _fuzz_reader("ecd", scratch, data)
+
+
+@FUZZ
+@given(data=CORPUS_INPUTS["jddc"])
+@example(data="session_id\tuser_id\twaiter_send\n" + "s\tu\t1\t0\t0\tnan\thi\tthere\n" * 2)
+def test_fuzz_jddc_reader(scratch, data):
+    _fuzz_reader("jddc", scratch, data)
+
+
+def _sgd_files():
+    action = st.one_of(st.fixed_dictionaries({"act": st.one_of(st.sampled_from(["INFORM", "REQUEST"]), JSON_SCALAR)}),
+                       JSON_VALUE)
+    frame = st.one_of(st.fixed_dictionaries({"actions": st.one_of(st.lists(action, max_size=3), JSON_VALUE)}),
+                      JSON_VALUE)
+    turn = st.one_of(st.fixed_dictionaries({
+        "speaker": st.one_of(st.sampled_from(["USER", "SYSTEM"]), JSON_SCALAR),
+        "utterance": st.one_of(st.just("hello there"), JSON_SCALAR),
+        "frames": st.one_of(st.lists(frame, max_size=2), JSON_VALUE),
+    }), JSON_VALUE)
+    dialogue = st.one_of(st.fixed_dictionaries({}, optional={
+        "dialogue_id": st.one_of(st.just("1_00000"), JSON_SCALAR),
+        "services": st.one_of(st.just(["Hotels_1"]), JSON_VALUE),
+        "turns": st.one_of(st.lists(turn, min_size=1, max_size=3), JSON_VALUE),
+    }), JSON_VALUE)
+    return st.tuples(st.lists(dialogue, max_size=4), st.sampled_from([None, 1])).map(
+        lambda pair: json.dumps(pair[0], indent=pair[1], ensure_ascii=False))
+
+
+@FUZZ
+@given(data=st.one_of(_sgd_files(), _sgd_files().map(lambda text: text[:-3]), st.binary(max_size=200)))
+@example(data="[" * 100000)
+@example(data='[{"dialogue_id": ' + HUGE + "}]")
+def test_fuzz_sgd_reader(scratch, data):
+    data = _as_bytes(data)
+    path = _write(scratch, data, "dialogues_001.json")
+    try:
+        items = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        items = None
+    try:
+        dialogues = list(READERS["sgd"](path))
+    except DataFormatError as error:
+        _check_located(error, path, data)
+    else:
+        assert isinstance(items, list)
+        for dialogue in dialogues:
+            _check_dialogue(dialogue, path, data)
+    stats = PrepStats()
+    try:
+        dialogues = list(READERS["sgd"](path, skip_malformed=True, stats=stats))
+    except DataFormatError as error:
+        # Only a file that is no JSON list stops a run that skips malformed dialogues.
+        assert error.reason in ("bad_json", "invalid_utf8") and not isinstance(items, list)
+        _check_located(error, path, data)
+        return
+    for dialogue in dialogues:
+        _check_dialogue(dialogue, path, data)
+    # Every item of the list is a dialogue or counted as malformed: none vanishes.
+    assert len(dialogues) + stats.malformed_lines == len(items)
 
 
 @FUZZ

@@ -35,15 +35,16 @@ def test_join_utterances(first, second, joined):
 
 def test_merge_consecutive_turns_and_intents():
     merged = merge_consecutive_speaker_turns(dialogue(
-        ("user", "hi", "greeting"),
-        ("user", "I want a taxi", "request+greeting"),
-        ("user", "now", None),
+        ("user", "hi", None),
+        ("user", "I want a taxi", "request"),
+        ("user", "now", "inform"),
         ("agent", "where to?", "request"),
         ("user", "airport", None),
         ("user", "机场", None),
     ))
+    # A merged turn keeps one intent: the first its utterances carry (dialogue.turn_intent's rule).
     assert merged.turns == (
-        Turn("user", "hi I want a taxi now", "greeting+request"),
+        Turn("user", "hi I want a taxi now", "request"),
         Turn("agent", "where to?", "request"),
         Turn("user", "airport机场", None),
     )

@@ -1,4 +1,4 @@
-"""Corpus readers: the authors' real sample, every malformed-line case, MDC, ECD and JSONL."""
+"""Corpus readers: the authors' real sample, every malformed-line case, MDC, ECD, JDDC, SGD and JSONL."""
 
 import json
 import pickle
@@ -6,15 +6,19 @@ import re
 
 import pytest
 
-from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn
+from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn, turn_intent
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import (
+    MIN_TURNS_BY_FORMAT,
     READERS,
+    default_min_turns,
     read_authors_contrastive,
     read_corpus,
     read_ecd_release,
+    read_jddc_chat,
     read_jsonl,
     read_mdc_tsv,
+    read_sgd,
     write_jsonl,
 )
 
@@ -220,10 +224,17 @@ def test_mdc_sessions_order_and_intents(tmp_path):
         "zootopia is playing at 7pm at regal",
         "thanks, bye",
     ]
-    assert [t.intent for t in first.turns] == ["request", "request", "inform", "inform+request", None]
+    # One intent per message, its first act: row 4 carries inform, inform, request.
+    assert [t.intent for t in first.turns] == ["request", "request", "inform", "inform", None]
     assert first.response_index is None and first.candidates is None
     assert second.dialogue_id == "movie_all-2" and second.line_number == 7
-    assert [t.intent for t in second.turns] == ["request+greeting", "request"]
+    assert [t.intent for t in second.turns] == ["request", "request"]
+
+
+def test_turn_intent_is_the_first_act():
+    assert turn_intent(["greeting", "request", "greeting"]) == "greeting"
+    assert turn_intent(iter(["INFORM", "INFORM_INTENT"])) == "INFORM"
+    assert turn_intent([]) is None
 
 
 BAD_MDC_ROWS = {
@@ -312,13 +323,203 @@ def test_ecd_release_malformed(tmp_path, line, reason):
     assert stats["skipped_non_positive"] == 0
 
 
+# ---------------------------------------------------------------- JDDC chat.txt
+
+# session_id, user_id, waiter_send, is_transfer, is_repeat, sku, content (readers.py cites the source).
+JDDC_ROWS = [
+    "a1f3\tUSERID_101\t0\t0\t1\tnan\t你好 在吗",
+    "a1f3\tUSERID_101\t1\t0\t1\tnan\t在的亲，请问有什么可以帮您?",
+    "a1f3\tUSERID_101\t0\t0\t1\tnan\t我的订单[订单x]什么时候发货",
+    "a1f3\tUSERID_101\t0\t0\t1\tnan\t急用",
+    # A tab inside the content splits it into an eighth field.
+    "a1f3\tUSERID_101\t1\t0\t1\tnan\t今天下午发出\t请您耐心等待",
+    "b7c2\tUSERID_202\t0\t0\t0\t3660624\t[链接x] 这个有货吗",
+    "b7c2\tUSERID_202\t1\t1\t0\tnan\t有货的亲",
+]
+JDDC_HEADER = "session_id\tuser_id\twaiter_send\tis_transfer\tis_repeat\tsku\tcontent"
+
+
+def test_jddc_sessions_speakers_and_texts(tmp_path):
+    path = write_lines(tmp_path / "chat.txt", JDDC_ROWS)
+    stats = PrepStats()
+    first, second = read_jddc_chat(path, stats=stats)
+    assert stats["dialogues_read"] == 2 and stats["header_lines"] == 0 and stats.malformed == {}
+    assert (first.dialogue_id, first.line_number, first.source) == ("a1f3", 1, str(path))
+    assert [t.speaker for t in first.turns] == ["user", "agent", "user", "user", "agent"]
+    assert [t.text for t in first.turns] == ["你好 在吗", "在的亲，请问有什么可以帮您?", "我的订单[订单x]什么时候发货",
+                                             "急用", "今天下午发出\t请您耐心等待"]
+    assert all(t.intent is None for t in first.turns + second.turns)
+    assert (second.dialogue_id, second.line_number) == ("b7c2", 6)
+    assert [(t.speaker, t.text) for t in second.turns] == [("user", "[链接x] 这个有货吗"), ("agent", "有货的亲")]
+    assert read_corpus(path, "jddc").__next__().turns == first.turns
+
+
+def test_jddc_header_line_is_skipped_and_counted(tmp_path):
+    path = write_lines(tmp_path / "chat.txt", [JDDC_HEADER] + JDDC_ROWS)
+    stats = PrepStats()
+    first, second = read_jddc_chat(path, stats=stats)
+    assert stats["header_lines"] == 1
+    assert (first.line_number, len(first.turns), second.line_number) == (2, 5, 7)
+
+
+BAD_JDDC_ROWS = {
+    "field_count": ("a1f3\tUSERID_101\t1\t0\t1\tnan", "field_count"),
+    "waiter_send": ("a1f3\tUSERID_101\t2\t0\t1\tnan\t好的", "bad_speaker"),
+    "empty_content": ("a1f3\tUSERID_101\t1\t0\t1\tnan\t  ", "empty_utterance"),
+    "empty_session": ("\tUSERID_101\t1\t0\t1\tnan\t好的", "bad_session_id"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_JDDC_ROWS))
+def test_jddc_malformed_rows(tmp_path, case):
+    row, reason = BAD_JDDC_ROWS[case]
+    path = write_lines(tmp_path / "chat.txt", [JDDC_ROWS[0], row, JDDC_ROWS[1]])
+    with pytest.raises(DataFormatError, match=f"^{re.escape(str(path))}:2: ") as info:
+        list(read_jddc_chat(path))
+    assert info.value.reason == reason
+    stats = PrepStats()
+    (dialogue,) = read_jddc_chat(path, skip_malformed=True, stats=stats)
+    assert [t.speaker for t in dialogue.turns] == ["user", "agent"]
+    assert stats.malformed == {reason: {"count": 1, "examples": [f"{path}:2"]}}
+
+
+def test_jddc_non_contiguous_session(tmp_path):
+    path = write_lines(tmp_path / "chat.txt", [JDDC_ROWS[0], JDDC_ROWS[5], JDDC_ROWS[1]])
+    with pytest.raises(DataFormatError, match=f"^{re.escape(str(path))}:3: .*not contiguous"):
+        list(read_jddc_chat(path))
+
+
+# ---------------------------------------------------------------- SGD
+
+
+@pytest.fixture(scope="module")
+def sgd_dev(shared_data):
+    folder = shared_data / "sgd" / "dev"
+    stats = PrepStats()
+    return folder, list(read_sgd(folder, stats=stats)), stats
+
+
+def test_sgd_real_dev_folder(sgd_dev):
+    folder, dialogues, stats = sgd_dev
+    files = sorted(folder.glob("dialogues_*.json"))
+    raw = [d for path in files for d in json.loads(path.read_text(encoding="utf-8"))]
+    # The data README: 2,098 dialogues, 836 of them single-service.
+    assert len(dialogues) == len(raw) == stats["dialogues_read"] == 2098
+    assert stats.malformed == {}
+    assert sum(len(d.services) == 1 for d in dialogues) == 836
+    assert len({d.dialogue_id for d in dialogues}) == 2098
+    for dialogue, original in zip(dialogues, raw):
+        assert dialogue.dialogue_id == original["dialogue_id"]
+        assert dialogue.services == tuple(original["services"])
+        assert [t.text for t in dialogue.turns] == [t["utterance"] for t in original["turns"]]
+        assert [t.speaker for t in dialogue.turns] == [t["speaker"] for t in original["turns"]]
+        first_acts = [next((a["act"] for f in t["frames"] for a in f["actions"]), None) for t in original["turns"]]
+        assert [t.intent for t in dialogue.turns] == first_acts
+    assert dialogues[0].source == str(files[0]) and dialogues[-1].source == str(files[-1])
+    intents = {t.intent for d in dialogues for t in d.turns}
+    # The first-act rule over SGD's 18 acts: INFORM_COUNT is never a turn's first act in dev.
+    assert len(intents) == 17 and None not in intents and "INFORM_COUNT" not in intents
+
+
+def test_sgd_file_and_folder_agree(sgd_dev):
+    folder, dialogues, _ = sgd_dev
+    one_file = list(read_corpus(folder / "dialogues_001.json", "sgd"))
+    assert one_file == dialogues[:len(one_file)]
+
+
+def _sgd_dialogue(dialogue_id, speakers=("USER", "SYSTEM"), **changes):
+    turns = [{"speaker": speaker, "utterance": f"utterance {i}",
+              "frames": [{"service": "Hotels_1", "actions": [{"act": "INFORM", "slot": "", "values": []},
+                                                             {"act": "REQUEST", "slot": "", "values": []}]}]}
+             for i, speaker in enumerate(speakers)]
+    dialogue = {"dialogue_id": dialogue_id, "services": ["Hotels_1"], "turns": turns}
+    dialogue.update(changes)
+    return dialogue
+
+
+def test_sgd_pretty_printed_file_locates_dialogues(tmp_path):
+    path = tmp_path / "dialogues_001.json"
+    path.write_text(json.dumps([_sgd_dialogue("1_00000"), _sgd_dialogue("1_00001", frames=None)], indent=2))
+    first, second = read_sgd(path)
+    text = path.read_text().splitlines()
+    assert first.line_number == 2 and text[second.line_number - 1].strip() == "{"
+    assert second.line_number > first.line_number + 10
+    assert [t.intent for t in first.turns] == ["INFORM", "INFORM"]
+    assert first.services == ("Hotels_1",)
+
+
+def _bad_turn(**changes):
+    turn = {"speaker": "USER", "utterance": "hi", "frames": [{"actions": [{"act": "INFORM"}]}]}
+    turn.update(changes)
+    return _sgd_dialogue("1_00007", turns=[turn])
+
+
+BAD_SGD = {
+    "speaker": (_sgd_dialogue("1_00007", speakers=("USER", "BOT")), "bad_speaker"),
+    "lower_case_speaker": (_sgd_dialogue("1_00007", speakers=("user",)), "bad_speaker"),
+    "not_an_object": ([1, 2], "bad_dialogue"),
+    "no_id": (_sgd_dialogue(""), "bad_dialogue_id"),
+    "no_services": (_sgd_dialogue("1_00007", services=[]), "bad_services"),
+    "no_turns": (_sgd_dialogue("1_00007", turns=[]), "missing_turns"),
+    "empty_utterance": (_bad_turn(utterance=" "), "empty_utterance"),
+    "numeric_utterance": (_bad_turn(utterance=3), "bad_turn"),
+    "frames_not_a_list": (_bad_turn(frames={}), "bad_frames"),
+    "frame_without_actions": (_bad_turn(frames=[{"service": "Hotels_1"}]), "bad_frames"),
+    "action_without_act": (_bad_turn(frames=[{"actions": [{"slot": "city"}]}]), "bad_frames"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SGD))
+def test_sgd_malformed_dialogue_names_file_and_dialogue(tmp_path, case):
+    bad, reason = BAD_SGD[case]
+    path = tmp_path / "dialogues_002.json"
+    path.write_text(json.dumps([_sgd_dialogue("1_00000"), bad, _sgd_dialogue("1_00002")]))
+    with pytest.raises(DataFormatError) as info:
+        list(read_sgd(path))
+    named = "dialogue 2 ('1_00007')" if reason not in ("bad_dialogue", "bad_dialogue_id") else "dialogue 2:"
+    assert str(info.value).startswith(f"{path}:1: {named}")
+    assert info.value.reason == reason
+    stats = PrepStats()
+    assert [d.dialogue_id for d in read_sgd(path, skip_malformed=True, stats=stats)] == ["1_00000", "1_00002"]
+    assert stats.malformed == {reason: {"count": 1, "examples": [f"{path}:1"]}}
+    assert stats["dialogues_read"] == 2
+
+
+@pytest.mark.parametrize("text, line", [
+    ("", 1),
+    ('{"dialogue_id": "1_00000"}', 1),
+    ('[{"dialogue_id": "1_00000"},\n {"dialogue_id": ]', 2),
+    ('[{"dialogue_id": "1_00000"} {}]', 1),
+    ("[{}, ]", 1),
+    ("[]\n\n]", 3),
+])
+def test_sgd_file_that_is_no_json_list_always_raises(tmp_path, text, line):
+    path = tmp_path / "dialogues_003.json"
+    path.write_text(text)
+    with pytest.raises(DataFormatError, match=f"^{re.escape(str(path))}:{line}: ") as info:
+        list(read_sgd(path, skip_malformed=True))
+    assert info.value.reason == "bad_json"
+
+
+def test_sgd_invalid_utf8_and_empty_folder(tmp_path):
+    path = tmp_path / "dialogues_004.json"
+    path.write_bytes(b'[\n{"dialogue_id": "\xff"}]')
+    with pytest.raises(DataFormatError, match=f"^{re.escape(str(path))}:2: invalid UTF-8"):
+        list(read_sgd(path))
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "schema.json").write_text("[]")
+    with pytest.raises(FileNotFoundError, match="no dialogues_"):
+        list(read_sgd(tmp_path / "empty"))
+    assert list(read_sgd(write_lines(tmp_path / "dialogues_005.json", ["[ ]"]))) == []
+
+
 # ---------------------------------------------------------------- JSONL
 
 
 def test_jsonl_round_trip(tmp_path):
     dialogues = [
         Dialogue("d1", (Turn("user", "I need a taxi", "request"), Turn("agent", "Where to?", None),
-                        Turn("user", "机场", "inform"))),
+                        Turn("user", "机场", "inform")), services=("Taxi_1",)),
         Dialogue("d2", (Turn("0", "你好"), Turn("1", "在的"), Turn("0", "好的")), response_index=1,
                  candidates=("在的", "不在"), candidate_labels=(1, 0)),
     ]
@@ -329,8 +530,8 @@ def test_jsonl_round_trip(tmp_path):
     stats = PrepStats()
     read_back = list(read_jsonl(path, stats=stats))
     assert [
-        (d.dialogue_id, d.turns, d.response_index, d.candidates, d.candidate_labels) for d in read_back
-    ] == [(d.dialogue_id, d.turns, d.response_index, d.candidates, d.candidate_labels) for d in dialogues]
+        (d.dialogue_id, d.turns, d.response_index, d.candidates, d.candidate_labels, d.services) for d in read_back
+    ] == [(d.dialogue_id, d.turns, d.response_index, d.candidates, d.candidate_labels, d.services) for d in dialogues]
     assert [d.line_number for d in read_back] == [1, 2]
     assert stats["dialogues_read"] == 2
 
@@ -364,6 +565,7 @@ BAD_JSONL = {
     "missing_speaker": ('{"turns": [{"text": "hi"}]}', "bad_turn"),
     "numeric_text": ('{"turns": [{"speaker": "a", "text": 3}]}', "bad_turn"),
     "bad_id": ('{"dialogue_id": 5, "turns": [{"speaker": "a", "text": "hi"}]}', "bad_dialogue_id"),
+    "bad_services": ('{"services": ["Taxi_1", ""], "turns": [{"speaker": "a", "text": "hi"}]}', "bad_services"),
     "partial_candidates": ('{"turns": [{"speaker": "a", "text": "hi"}], "response_index": 0}', "bad_candidates"),
     "candidate_mismatch": ('{"turns": [{"speaker": "a", "text": "hi"}], "response_index": 0, '
                            '"candidates": ["ho"], "candidate_labels": [1]}', "bad_candidates"),
@@ -389,7 +591,7 @@ def test_jsonl_malformed(tmp_path, case):
 
 
 def test_read_corpus_dispatch(tmp_path):
-    assert set(READERS) == {"authors", "mdc", "ecd", "jsonl"}
+    assert set(READERS) == {"authors", "mdc", "ecd", "jddc", "sgd", "jsonl"}
     path = write_lines(tmp_path / "train.txt", ["1\ta\tb"])
     stats = PrepStats()
     (dialogue,) = read_corpus(path, "ecd", stats=stats)
@@ -399,5 +601,15 @@ def test_read_corpus_dispatch(tmp_path):
 
 
 def test_read_corpus_unknown_format(tmp_path):
-    with pytest.raises(ValueError, match="unknown input format 'csv'; valid formats: authors, ecd, jsonl, mdc"):
+    valid = "authors, ecd, jddc, jsonl, mdc, sgd"
+    with pytest.raises(ValueError, match=f"unknown input format 'csv'; valid formats: {valid}"):
         read_corpus(tmp_path / "x", "csv")
+    with pytest.raises(ValueError, match="unknown input format 'csv'"):
+        default_min_turns("csv")
+
+
+def test_min_turns_default_per_format():
+    # Paper 5.1.1: fewer than 4 turns are dropped in JDDC and ECD; MDC is kept whole.
+    assert set(MIN_TURNS_BY_FORMAT) == set(READERS)
+    assert [default_min_turns(name) for name in ("authors", "ecd", "jddc", "jsonl")] == [4, 4, 4, 4]
+    assert [default_min_turns(name) for name in ("mdc", "sgd")] == [0, 0]

@@ -10,7 +10,7 @@ import pytest
 from dialoguecse_tf import schema
 from dialoguecse_tf.data.contrastive_records import nearest_context, write_contrastive_records
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.mlm_records import write_mlm_records
+from dialoguecse_tf.data.mlm_records import document_texts, write_mlm_records
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_authors_contrastive
 from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
@@ -108,6 +108,8 @@ def test_mlm_records_real_ecd(ecd, tmp_path):
     assert count > 500
     records = list(schema.read_dataset(str(tmp_path / "mlm-*"), spec).as_numpy_iterator())
     assert len(records) == count
+    _, info_stats = schema.read_records_info(str(tmp_path), schema.RECORD_TYPE_MLM)
+    assert info_stats["mlm_distinct_utterances"] == 50653 and info_stats["mlm_candidate_only_utterances"] == 42891
     fractions = []
     for record in records[:200]:
         ids, mask = record["input_ids"], record["input_mask"]
@@ -124,6 +126,29 @@ def test_mlm_records_real_ecd(ecd, tmp_path):
     assert 0.1 < np.mean(fractions) < 0.2  # masked_lm_prob 0.15, capped at 10 predictions
 
 
+def test_mlm_documents_hold_every_distinct_utterance_of_the_real_sample(ecd, shared_data):
+    dialogues, _ = ecd
+    # Counted from the raw fields, not through the reader: context, response and candidates.
+    turns, everything = set(), set()
+    for line in (shared_data / "ecd" / "train" / "train_data.txt.sample").read_text(encoding="utf-8").splitlines():
+        left, right, _, _, candidates, _ = line.split("\t")
+        turns.update(left.split("|") + right.split("|") + candidates.split("|")[:1])
+        everything.update(candidates.split("|"))
+    everything |= turns
+    assert (len(everything), len(turns)) == (50653, 7762)
+
+    stats = PrepStats()
+    documents = document_texts(dialogues, stats)
+    assert {text for document in documents for text in document} == everything
+    assert (stats["mlm_distinct_utterances"], stats["mlm_turn_utterances"], stats["mlm_candidate_only_utterances"],
+            stats["mlm_candidate_documents"]) == (50653, 7762, 42891, 1000)
+    # Each dialogue stays a document of its turns, followed by one of its candidates no turn holds.
+    assert documents[0::2] == [[t.text for t in d.turns] for d in dialogues]
+    extra = [text for document in documents[1::2] for text in document]
+    assert len(extra) == len(set(extra)) == 42891 and not set(extra) & turns
+    assert set(documents[1]) <= set(dialogues[0].candidates[1:])
+
+
 def test_mlm_masking_is_deterministic_and_needs_two_dialogues(tiny_vocab_file, tmp_path):
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
     dialogues = [
@@ -137,8 +162,10 @@ def test_mlm_masking_is_deterministic_and_needs_two_dialogues(tiny_vocab_file, t
         outputs.append([r["input_ids"].tolist() for r in schema.read_dataset(str(tmp_path / run / "mlm-*"), spec).as_numpy_iterator()])
     assert outputs[0] == outputs[1]
     stats = PrepStats()
-    write_mlm_records(dialogues, tokenizer, str(tmp_path / "c"), spec, stats=stats, log=lambda _: None)
-    assert stats["tokens_truncated"] == 0
+    # A control character tokenizes to nothing: left out, and counted.
+    with_empty = dialogues + [Dialogue("e", (Turn("0", "\x00"), Turn("1", "where is my order")))]
+    write_mlm_records(with_empty, tokenizer, str(tmp_path / "c"), spec, stats=stats, log=lambda _: None)
+    assert stats["tokens_truncated"] == 0 and stats["utterances_without_tokens"] == 1
     with pytest.raises(ValueError, match="at least 2"):
         write_mlm_records(dialogues[:1], tokenizer, str(tmp_path / "d"), spec, log=lambda _: None)
 

@@ -8,6 +8,7 @@ from absl import app
 from absl import flags as absl_flags
 
 from dialoguecse_tf.config_fields import field_kind
+from dialoguecse_tf.data.readers import MIN_TURNS_BY_FORMAT, READERS
 
 
 def config_from_flags(config_class, flag_values, **overrides):
@@ -31,13 +32,17 @@ def config_from_flags(config_class, flag_values, **overrides):
 
 def define_corpus_flags(flags):
     """The input flags every data-prep entry point shares (fields of `CorpusConfig`)."""
-    flags.DEFINE_multi_string("input_file", None, "Corpus file or glob; repeat the flag for several.")
-    flags.DEFINE_enum("input_format", "jsonl", ["authors", "mdc", "ecd", "jsonl"],
+    flags.DEFINE_multi_string("input_file", None, "Corpus file or glob (sgd: also a folder); repeat the flag "
+                              "for several.")
+    flags.DEFINE_enum("input_format", "jsonl", sorted(READERS),
                       "authors: DialogueCSE training format; mdc: Microsoft Dialogue Challenge TSV; "
-                      "ecd: ECD response-selection release; jsonl: this project's format (README).")
+                      "ecd: ECD response-selection release; jddc: JDDC release's chat.txt; sgd: Schema-Guided "
+                      "Dialogue dialogues_*.json; jsonl: this project's format (README).")
     flags.DEFINE_bool("skip_malformed", False, "Skip malformed lines and count them instead of stopping.")
     flags.DEFINE_bool("merge_speakers", True, "Merge consecutive utterances of the same speaker (paper 5.1.1).")
-    flags.DEFINE_integer("min_turns", 4, "Drop dialogues with fewer turns (paper: 4 for JDDC and ECD); 0 keeps all.")
+    defaults = ", ".join(f"{name} {n}" for name, n in sorted(MIN_TURNS_BY_FORMAT.items()))
+    flags.DEFINE_integer("min_turns", None, f"Drop dialogues with fewer turns; 0 keeps all. Unset: the format's "
+                         f"default ({defaults}; paper 5.1.1 drops short JDDC and ECD dialogues, keeps MDC whole).")
     flags.mark_flag_as_required("input_file")
 
 

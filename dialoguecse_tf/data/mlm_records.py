@@ -1,5 +1,8 @@
 """MLM continued-pretraining records: dialogues are documents, utterances are sentences.
 
+Candidate utterances that are no dialogue's turn become documents too (`document_texts`), so
+the records cover every distinct utterance of the input.
+
 Instance packing and masking are Google's own, taken from tf-models-official's
 `create_pretraining_data` (segment pairs filled up to `max_seq_length`, 80/10/10 masking,
 `short_seq_prob`); only the tokenization is this project's, so the ids match the tokenizer
@@ -56,23 +59,64 @@ def tokenize_texts(tokenizer, texts) -> list:
     return result
 
 
-def build_documents(dialogues, tokenizer, max_seq_length: int, stats: PrepStats) -> list:
-    """Each dialogue as a list of utterance token lists, over-long utterances cut."""
+def document_texts(dialogues, stats: PrepStats) -> list:
+    """The MLM documents as texts: every dialogue's turns, then the candidates no turn holds.
+
+    Each dialogue is a document of its turns in order (a text repeated across dialogues stays
+    in each: it is context there). Candidate lists (the authors' format, JSON Lines with
+    candidates) hold real utterances sampled from other dialogues; in the authors' ECD sample
+    most of them are no turn of any line, and would otherwise never be seen. So the candidates of
+    a dialogue that are no turn anywhere and not taken yet form one more document after it:
+    every distinct utterance of the input is then in some document, and such a document packs
+    into full sequences like a dialogue does. Its utterances are unrelated, which only the
+    next-sentence labels would notice; this project's MLM stage trains no next-sentence task.
+
+    Counts: mlm_distinct_utterances (distinct texts in all documents), mlm_turn_utterances
+    (distinct turn texts), mlm_candidate_only_utterances (the rest), mlm_candidate_documents.
+    """
     dialogues = list(dialogues)
-    texts = [turn.text for dialogue in dialogues for turn in dialogue.turns]
-    tokens = iter(tokenize_texts(tokenizer, texts))
+    turn_texts = {turn.text for dialogue in dialogues for turn in dialogue.turns}
+    taken = set(turn_texts)
+    documents = []
+    candidate_documents = 0
+    for dialogue in dialogues:
+        documents.append([turn.text for turn in dialogue.turns])
+        extra = []
+        for candidate in dialogue.candidates or ():
+            if candidate not in taken:
+                taken.add(candidate)
+                extra.append(candidate)
+        if extra:
+            documents.append(extra)
+            candidate_documents += 1
+    stats.increment("mlm_distinct_utterances", len(taken))
+    stats.increment("mlm_turn_utterances", len(turn_texts))
+    stats.increment("mlm_candidate_only_utterances", len(taken) - len(turn_texts))
+    stats.increment("mlm_candidate_documents", candidate_documents)
+    return documents
+
+
+def build_documents(dialogues, tokenizer, max_seq_length: int, stats: PrepStats) -> list:
+    """`document_texts` as utterance token lists, over-long utterances cut.
+
+    An utterance with no token left (counted as "utterances_without_tokens") is left out.
+    """
+    texts = document_texts(dialogues, stats)
+    tokens = iter(tokenize_texts(tokenizer, [text for document in texts for text in document]))
     # Google's packing needs room for [CLS] and two [SEP]s around one utterance.
     limit = max_seq_length - 3
     documents = []
-    for dialogue in dialogues:
+    for text_document in texts:
         document = []
-        for _ in dialogue.turns:
+        for _ in text_document:
             utterance = next(tokens)
             if len(utterance) > limit:
                 stats.increment("tokens_truncated", len(utterance) - limit)
                 utterance = utterance[:limit]
             if utterance:
                 document.append(utterance)
+            else:
+                stats.increment("utterances_without_tokens")
         if document:
             documents.append(document)
     return documents

@@ -13,7 +13,7 @@ import time
 
 from dialoguecse_tf.config_io import write_config
 from dialoguecse_tf.data.preprocessing import PrepStats, preprocess
-from dialoguecse_tf.data.readers import read_corpus
+from dialoguecse_tf.data.readers import default_min_turns, read_corpus
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
 
 STATS_FILE = "prep_stats.json"
@@ -21,13 +21,21 @@ STATS_FILE = "prep_stats.json"
 
 @dataclasses.dataclass(frozen=True)
 class CorpusConfig:
-    """Which files to read and how to preprocess them (paper, section 5.1.1)."""
+    """Which files to read and how to preprocess them (paper, section 5.1.1).
+
+    `min_turns=None` takes the format's default (`readers.MIN_TURNS_BY_FORMAT`); it is
+    resolved here, so the config written beside a stage's output holds the number used.
+    """
 
     input_file: tuple = ()
     input_format: str = "jsonl"
     skip_malformed: bool = False
     merge_speakers: bool = True
-    min_turns: int = 4
+    min_turns: int | None = None
+
+    def __post_init__(self):
+        if self.min_turns is None:
+            object.__setattr__(self, "min_turns", default_min_turns(self.input_format))
 
 
 def expand_input_files(patterns) -> list:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Iterator
 
 from dialoguecse_tf.cjk import NO_SPACE_RANGES, in_ranges
-from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.data.dialogue import Dialogue, Turn, turn_intent
 from dialoguecse_tf.io_utils import write_json
 
 # Examples are for a human to open the offending lines; the count carries the scale.
@@ -97,17 +97,6 @@ def join_utterances(first: str, second: str) -> str:
     return first + " " + second
 
 
-def _merge_intents(intents: Iterable[str | None]) -> str | None:
-    names: list[str] = []
-    for intent in intents:
-        if intent is None:
-            continue
-        for name in intent.split("+"):
-            if name and name not in names:
-                names.append(name)
-    return "+".join(names) if names else None
-
-
 def _merge_runs(turns: tuple[Turn, ...]) -> list[Turn]:
     merged: list[Turn] = []
     run: list[Turn] = []
@@ -127,14 +116,15 @@ def _merge_run(run: list[Turn]) -> Turn:
     text = run[0].text
     for turn in run[1:]:
         text = join_utterances(text, turn.text)
-    return Turn(speaker=run[0].speaker, text=text, intent=_merge_intents(t.intent for t in run))
+    return Turn(speaker=run[0].speaker, text=text, intent=turn_intent(t.intent for t in run if t.intent is not None))
 
 
 def merge_consecutive_speaker_turns(dialogue: Dialogue) -> Dialogue:
     """Combines consecutive utterances of the same speaker into one turn (paper step 1).
 
-    Texts are joined by `join_utterances`; intents of a merged run are split on "+",
-    deduplicated in order and re-joined with "+" (None when no turn had one).
+    Texts are joined by `join_utterances`; a merged run keeps the first intent among its
+    utterances (None when none has one), the rule `dialogue.turn_intent` applies to the acts
+    of a single utterance, so a merged turn still has one intent.
 
     When `response_index` is set (authors' contrastive format) the response stays a turn of
     its own: it is the retrieval target and its candidate list is fixed, so gluing a context
