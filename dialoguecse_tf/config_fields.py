@@ -11,8 +11,11 @@ import dataclasses
 import typing
 
 
-def field(default=None, help: str = "", choices: tuple | None = None, **kwargs):  # noqa: A002 (absl's word)
-    metadata = {"help": help, "choices": tuple(choices) if choices else None}
+def field(default=None, help: str = "", choices: tuple | None = None, flag: str | None = None,  # noqa: A002
+          **kwargs):
+    """A dataclass field with its help text; `flag="list"` makes a tuple field one
+    comma-separated flag instead of a repeatable one."""
+    metadata = {"help": help, "choices": tuple(choices) if choices else None, "flag": flag}
     if isinstance(default, (list, dict, set)):
         raise TypeError("use a tuple default: configs are frozen and hashable")
     return dataclasses.field(default=default, metadata=metadata, **kwargs)

@@ -41,6 +41,12 @@ def nt_xent_per_example_loss(similarities, temperature: float):
     return ops.logsumexp(logits, axis=-1) - logits[:, 0]
 
 
+def released_nt_xent_per_example_loss(similarities, temperature: float):
+    """The released code's form of eq. 8 (dse_cl_bert.py:197): `-reduce_mean(log_softmax(cos / tau)
+    * labels)` over all B * K entries, i.e. each example's NT-Xent divided by K."""
+    return nt_xent_per_example_loss(similarities, temperature) / ops.cast(ops.shape(similarities)[-1], "float32")
+
+
 def nt_xent_loss(context_free, context_aware, temperature: float):
     """Eq. 8 on one device: the batch mean of the per-example loss of [B, K, D] pairs."""
     return ops.mean(nt_xent_per_example_loss(pair_similarities(context_free, context_aware), temperature))

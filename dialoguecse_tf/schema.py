@@ -156,7 +156,9 @@ class _RecordSpec:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]):
         names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        missing = sorted(names - set(values))
+        # Fields added later have defaults, so records written before them still read.
+        required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING}  # type: ignore[arg-type]
+        missing = sorted(required - set(values))
         unknown = sorted(set(values) - names)
         if missing or unknown:
             raise ValueError(
@@ -222,16 +224,31 @@ class MlmRecordSpec(_RecordSpec):
         return {NEXT_SENTENCE_LABELS: tf.train.Feature(int64_list=tf.train.Int64List(value=[0]))}
 
 
+CONTEXT_LAYOUTS = ("nearest", "sides")
+
+
 @dataclasses.dataclass(frozen=True)
 class ContrastiveRecordSpec(_RecordSpec):
     """DialogueCSE records: a response's context turns and its candidates.
 
-    ``context_*`` are ``[num_context_turns, max_seq_length]`` in dialogue order, with
-    ``context_turn_mask`` ``[num_context_turns]`` marking real turns (1) versus
-    padding turns (0) of short contexts and ``context_turn_offset`` each turn's signed
-    distance from the response (-1 just before it, +1 just after, 0 for padding), so a
-    reader can keep fewer, nearest turns or find the single nearest one. ``candidate_*`` are
-    ``[num_candidates, max_seq_length]`` with the true response in row 0.
+    ``context_*`` are ``[num_context_slots, max_seq_length]``, with ``context_turn_mask``
+    ``[num_context_slots]`` marking real turns (1) versus padding turns (0) of short contexts
+    and ``context_turn_offset`` each turn's signed distance from the response (-1 just
+    before it, +1 just after, 0 for padding), so a reader can keep fewer, nearest turns or
+    find the single nearest one. ``context_layout`` says how the slots are filled:
+
+    * ``"nearest"``: the ``num_context_turns`` turns nearest to the response on either side
+      (ties to the earlier turn), in dialogue order, padding last; ``num_context_slots`` =
+      ``num_context_turns``.
+    * ``"sides"``: up to ``num_context_turns`` turns on EACH side, kept apart as the
+      authors' released code reads them (``context`` and ``next_context``): slots
+      ``[0, N)`` hold the left context in dialogue order, right-aligned (its padding
+      first), slots ``[N, 2N)`` the right context in dialogue order, left-aligned (its
+      padding last). All slots are then in dialogue order, the N nearest turns of either
+      side sit next to the response, and ``num_context_slots`` = 2N. Such records also
+      serve every "nearest" setting up to N turns.
+
+    ``candidate_*`` are ``[num_candidates, max_seq_length]`` with the true response in row 0.
     Segment ids are all zero and are not stored.
     """
 
@@ -240,24 +257,32 @@ class ContrastiveRecordSpec(_RecordSpec):
     max_seq_length: int
     num_context_turns: int
     num_negatives: int
+    context_layout: str = "nearest"
 
     def __post_init__(self):
         _check_positive_int("ContrastiveRecordSpec", "max_seq_length", self.max_seq_length, 1)
         _check_positive_int("ContrastiveRecordSpec", "num_context_turns", self.num_context_turns, 1)
         _check_positive_int("ContrastiveRecordSpec", "num_negatives", self.num_negatives, 0)
+        if self.context_layout not in CONTEXT_LAYOUTS:
+            raise ValueError(f"ContrastiveRecordSpec.context_layout must be one of {CONTEXT_LAYOUTS}, "
+                             f"got {self.context_layout!r}")
 
     @property
     def num_candidates(self) -> int:
         return 1 + self.num_negatives
 
+    @property
+    def num_context_slots(self) -> int:
+        return 2 * self.num_context_turns if self.context_layout == "sides" else self.num_context_turns
+
     def _features(self) -> tuple[_Feature, ...]:
-        context = (self.num_context_turns, self.max_seq_length)
+        context = (self.num_context_slots, self.max_seq_length)
         candidates = (self.num_candidates, self.max_seq_length)
         return (
             _Feature(CONTEXT_INPUT_IDS, tf.int64, context),
             _Feature(CONTEXT_INPUT_MASK, tf.int64, context),
-            _Feature(CONTEXT_TURN_MASK, tf.int64, (self.num_context_turns,)),
-            _Feature(CONTEXT_TURN_OFFSET, tf.int64, (self.num_context_turns,)),
+            _Feature(CONTEXT_TURN_MASK, tf.int64, (self.num_context_slots,)),
+            _Feature(CONTEXT_TURN_OFFSET, tf.int64, (self.num_context_slots,)),
             _Feature(CANDIDATE_INPUT_IDS, tf.int64, candidates),
             _Feature(CANDIDATE_INPUT_MASK, tf.int64, candidates),
         )

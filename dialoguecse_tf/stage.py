@@ -62,7 +62,8 @@ class TrainConfig:
     eval_select_file: str | None = field(None, "SR set (select.txt) to evaluate on every eval_steps and at the end.")
     eval_sts_file: str | None = field(None, "D-STS set (sts.txt) to evaluate on every eval_steps and at the end.")
     eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
-                            "first task's primary metric is kept in best_encoder/.")
+                            "first task's primary metric in table order (D-STS Corr., else SR MAP) is kept in "
+                            "best_encoder/.")
 
     def resolved(self, objective) -> "TrainConfig":
         """This config with the objective's defaults filled in."""
@@ -169,8 +170,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
         if start.backbone is not None:
             backbone.set_weights(start.backbone.get_weights())
         objective.initialize_from(model, start)
-        optimizer = training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
-                                              loss_scaling=config.mixed_precision)
+        optimizer = objective.create_optimizer(config, num_train_steps)
 
     def dataset_fn(skip_batches):
         dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)

@@ -93,8 +93,29 @@ def enable_mixed_precision() -> None:
     keras.mixed_precision.set_dtype_policy("mixed_float16")
 
 
-class GlobalBatchClippingAdamW(keras.optimizers.AdamW):
-    """AdamW whose `global_clipnorm` applies to the global batch's gradient.
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class ExponentialDecayFloor(keras.optimizers.schedules.LearningRateSchedule):
+    """`max(learning_rate * decay_rate ** (step / decay_steps), min_learning_rate)`, continuous,
+    no warmup: the DialogueCSE authors' schedule (wrapper_bert.py:217-219)."""
+
+    def __init__(self, learning_rate: float, decay_rate: float, decay_steps: int, min_learning_rate: float):
+        self.learning_rate = learning_rate
+        self.decay_rate = decay_rate
+        self.decay_steps = decay_steps
+        self.min_learning_rate = min_learning_rate
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        decayed = self.learning_rate * tf.pow(tf.constant(self.decay_rate, tf.float32), step / self.decay_steps)
+        return tf.maximum(decayed, self.min_learning_rate)
+
+    def get_config(self):
+        return {"learning_rate": self.learning_rate, "decay_rate": self.decay_rate,
+                "decay_steps": self.decay_steps, "min_learning_rate": self.min_learning_rate}
+
+
+class _GlobalBatchClipping:
+    """Makes an optimizer's `global_clipnorm` apply to the global batch's gradient.
 
     Keras clips in `apply`, before the TensorFlow backend sums the replicas' gradients, so
     with several replicas each replica's share is clipped on its own and training departs
@@ -113,6 +134,14 @@ class GlobalBatchClippingAdamW(keras.optimizers.AdamW):
         return [g * scale for g in grads]
 
 
+class GlobalBatchClippingAdamW(_GlobalBatchClipping, keras.optimizers.AdamW):
+    """AdamW with `_GlobalBatchClipping`."""
+
+
+class GlobalBatchClippingAdam(_GlobalBatchClipping, keras.optimizers.Adam):
+    """Adam with `_GlobalBatchClipping`."""
+
+
 def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_steps: int,
                      weight_decay: float = 0.01, loss_scaling: bool = False) -> keras.optimizers.Optimizer:
     """AdamW as in BERT: no decay on LayerNorm and biases, epsilon 1e-6, clip norm 1.
@@ -129,6 +158,19 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
         global_clipnorm=1.0,
     )
     optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+    return keras.optimizers.LossScaleOptimizer(optimizer) if loss_scaling else optimizer
+
+
+def create_released_optimizer(learning_rate: float, decay_rate: float, decay_steps: int,
+                              min_learning_rate: float, clip_norm: float,
+                              loss_scaling: bool = False) -> keras.optimizers.Optimizer:
+    """The DialogueCSE authors' optimizer: plain Adam (beta 0.9 / 0.999, epsilon 1e-8, no
+    weight decay, wrapper_bert.py:222), `ExponentialDecayFloor`, global-norm clipping
+    (3.0 in the release, l.360)."""
+    optimizer = GlobalBatchClippingAdam(
+        learning_rate=ExponentialDecayFloor(learning_rate, decay_rate, decay_steps, min_learning_rate),
+        beta_1=0.9, beta_2=0.999, epsilon=1e-8, global_clipnorm=clip_norm,
+    )
     return keras.optimizers.LossScaleOptimizer(optimizer) if loss_scaling else optimizer
 
 

@@ -3,7 +3,9 @@
 #   vocabulary + MLM pretraining of a small BERT from scratch on all utterances of the sample
 #   (no pretrained Chinese BERT is available here; pass --init_checkpoint=DIR, e.g.
 #   chinese_L-12_H-768_A-12, to continue pretraining it instead, as the paper did),
-#   DialogueCSE I2 and I1, SiameseBERT_S/_M, and the unsupervised baselines on the MLM encoder,
+#   DialogueCSE I2 and I1 (each DialogueCSE variant in VARIANTS: "released", the authors' released
+#   code, the default; "paper_text", our reading of the paper's equations; "released paper_text"
+#   runs both), SiameseBERT_S/_M, and the unsupervised baselines on the MLM encoder,
 #   all evaluated on the ECD dev set and the JDDC dev set (cross-domain).
 # Sizes (environment variables): BERT hidden 128, 4 layers, 4 heads (HIDDEN, LAYERS), MLM
 # PRETRAIN_STEPS=4000 at batch 50, contrastive FINETUNE_STEPS=600 at batch 20. Outputs go
@@ -28,6 +30,7 @@ HIDDEN="${HIDDEN:-128}"; LAYERS="${LAYERS:-4}"; FROZEN=$((LAYERS / 2))
 PRETRAIN_STEPS="${PRETRAIN_STEPS:-4000}"; FINETUNE_STEPS="${FINETUNE_STEPS:-600}"
 # 1 encodes every contrastive step at full padding, as the runs before the length buckets did.
 NUM_LENGTH_BUCKETS="${NUM_LENGTH_BUCKETS:-4}"
+VARIANTS="${VARIANTS:-released}"
 mkdir -p "${RUN}" "${RESULTS}"
 timings="${RUN}/stage_seconds.tsv"; : > "${timings}"
 stage() {  # stage NAME COMMAND...: runs one stage, logging its wall time
@@ -62,7 +65,8 @@ stage mlm_records python data_prep/create_pretraining_data.py --input_file="${TR
   --max_predictions_per_seq=10 --masked_lm_prob=0.15 --dupe_factor=5 --random_seed=12345
 stage contrastive_records python data_prep/create_contrastive_data.py --input_file="${TRAIN}" \
   --input_format=authors --use_given_candidates=false --vocab_file="${VOCAB}" \
-  --output_dir="${RUN}/contrastive_records" --max_seq_length=50 --num_context_turns=5 --num_negatives=19 \
+  --output_dir="${RUN}/contrastive_records" --max_seq_length=50 --context_layout=sides --num_context_turns=5 \
+  --num_negatives=19 \
   --random_seed=12345
 
 stage pretrain python pretrain/run_pretraining.py --input_file="${RUN}/mlm_records/mlm-*" \
@@ -79,8 +83,15 @@ finetune() {  # finetune NAME FLAGS...
     --train_batch_size=20 --learning_rate=1e-4 --num_train_steps="${FINETUNE_STEPS}" --num_warmup_steps=60 \
     --save_checkpoints_steps=200 --log_steps=20 --random_seed=12345 --num_length_buckets="${NUM_LENGTH_BUCKETS}" "$@"
 }
-finetune dialoguecse_i2 --model_type=dialoguecse --aggregation=mean
-finetune dialoguecse_i1 --model_type=dialoguecse --aggregation=attention
+CHECKPOINTS=(); NAMES=()
+for variant in ${VARIANTS}; do
+  suffix=""; label=""
+  [ "${variant}" = released ] || { suffix="_${variant}"; label=" (${variant})"; }
+  finetune "dialoguecse_i2${suffix}" --model_type=dialoguecse --variant="${variant}" --aggregation=mean
+  finetune "dialoguecse_i1${suffix}" --model_type=dialoguecse --variant="${variant}" --aggregation=attention
+  CHECKPOINTS+=("${RUN}/finetune/dialoguecse_i1${suffix}/encoder" "${RUN}/finetune/dialoguecse_i2${suffix}/encoder")
+  NAMES+=("DialogueCSE_I1${label}" "DialogueCSE_I2${label}")
+done
 finetune siamese_s --model_type=siamese_s
 finetune siamese_m --model_type=siamese_m
 
@@ -91,8 +102,8 @@ stage eval_baselines python evaluation/run_evaluation.py "${DATASETS[@]}" --chec
   --train_text_file="${TRAIN}" --train_text_format=authors --max_seq_length=50 \
   --output_dir="${RUN}/eval/baselines"
 stage eval_dialogue_models python evaluation/run_evaluation.py "${DATASETS[@]}" \
-  --checkpoint="${RUN}/finetune/siamese_s/encoder,${RUN}/finetune/siamese_m/encoder,${RUN}/finetune/dialoguecse_i1/encoder,${RUN}/finetune/dialoguecse_i2/encoder" \
-  --model_name='SiameseBERT_S,SiameseBERT_M,DialogueCSE_I1,DialogueCSE_I2' --pooling=mean --max_seq_length=50 \
+  --checkpoint="${RUN}/finetune/siamese_s/encoder,${RUN}/finetune/siamese_m/encoder,$(IFS=,; echo "${CHECKPOINTS[*]}")" \
+  --model_name="SiameseBERT_S,SiameseBERT_M,$(IFS=,; echo "${NAMES[*]}")" --pooling=mean --max_seq_length=50 \
   --output_dir="${RUN}/eval/dialogue_models"
 stage merge python evaluation/merge_results.py --results="${RUN}/eval/baselines/results.json" \
   --results="${RUN}/eval/dialogue_models/results.json" --output_dir="${RESULTS}" --output_name=table
@@ -100,7 +111,7 @@ stage merge python evaluation/merge_results.py --results="${RUN}/eval/baselines/
 cp "${timings}" "${RESULTS}/stage_seconds.tsv"
 {
   echo "# produced by:"
-  echo "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} HIDDEN=${HIDDEN} LAYERS=${LAYERS} PRETRAIN_STEPS=${PRETRAIN_STEPS} FINETUNE_STEPS=${FINETUNE_STEPS} NUM_LENGTH_BUCKETS=${NUM_LENGTH_BUCKETS} bash run_scripts/ecd_cpu.sh $*"
+  echo "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} HIDDEN=${HIDDEN} LAYERS=${LAYERS} PRETRAIN_STEPS=${PRETRAIN_STEPS} FINETUNE_STEPS=${FINETUNE_STEPS} NUM_LENGTH_BUCKETS=${NUM_LENGTH_BUCKETS} VARIANTS='${VARIANTS}' bash run_scripts/ecd_cpu.sh $*"
   echo "# commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
 } > "${RESULTS}/command.txt"
 cat "${RESULTS}/table.md"

@@ -5,6 +5,8 @@
 #   context turns 1..5 (Figure 2), training data scale (Figure 3).
 # Each point trains DialogueCSE_I2 with ecd_cpu.sh's settings but one value changed, evaluates
 # it on the ECD and JDDC dev sets, and each sweep writes a table and a PNG plot to RESULTS_DIR.
+# VARIANT (default released) picks the DialogueCSE variant; with "released" num_context_turns
+# counts turns on each side of the response, with "paper_text" the nearest turns in total.
 # Usage: bash run_scripts/ecd_sweeps.sh [temperature] [negatives] [turns] [scale]   (default: all)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
@@ -13,6 +15,7 @@ DATA="${DATA_DIR:-../shared/data}"
 RUN="${RUN_DIR:-runs/ecd_cpu}"
 RESULTS="${RESULTS_DIR:-results/ecd_cpu/sweeps}"
 FINETUNE_STEPS="${FINETUNE_STEPS:-600}"; LAYERS="${LAYERS:-4}"; FROZEN=$((LAYERS / 2))
+VARIANT="${VARIANT:-released}"
 SWEEPS=("$@"); [ ${#SWEEPS[@]} -gt 0 ] || SWEEPS=(temperature negatives turns scale)
 DEFAULT_RESULTS="${RUN}/eval/dialogue_models/results.json"
 for needed in "${RUN}/pretrain/encoder" "${RUN}/contrastive_records/records_info.json" "${DEFAULT_RESULTS}"; do
@@ -27,7 +30,7 @@ point() {  # point NAME FLAGS...: trains and evaluates one DialogueCSE_I2 varian
     echo "=== [$(date +%H:%M:%S)] ${name}" >&2
     python finetune/run_finetuning.py --train_file="${RUN}/contrastive_records/contrastive-*" \
       --init_checkpoint="${RUN}/pretrain/encoder" --output_dir="${out}/finetune" --max_seq_length=50 \
-      --model_type=dialoguecse --aggregation=mean --num_context_turns=3 --num_negatives=9 --temperature=0.1 \
+      --model_type=dialoguecse --variant="${VARIANT}" --aggregation=mean --num_context_turns=3 --num_negatives=9 --temperature=0.1 \
       --num_frozen_layers="${FROZEN}" --train_batch_size=20 --learning_rate=1e-4 \
       --num_train_steps="${FINETUNE_STEPS}" --num_warmup_steps=60 --save_checkpoints_steps=200 --log_steps=20 \
       --random_seed=12345 "$@" >&2

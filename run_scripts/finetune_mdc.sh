@@ -1,27 +1,12 @@
 #!/usr/bin/env bash
-# The DialogueCSE contrastive stage with the paper's MDC setting (sections 4, 5.3): batch 20,
-# lr 5e-5, 3 context turns, 9 negatives, temperature 0.1, bottom 6 layers frozen, I2 (mean)
-# aggregation, max_seq_length 50. Pass --train_file, --output_dir and --init_checkpoint (the
-# MLM stage's output_dir/encoder); add --aggregation=attention for I1, or
-# --model_type=siamese_s|siamese_m for the baselines. Later flags override these.
+# The DialogueCSE contrastive stage with the paper's MDC setting: preset paper_mdc_dialoguecse in
+# dialoguecse_tf/presets.py, the authors' released code (3 context turns on each side, (1 + alpha)
+# round attention, Adam with exponential decay; batch 20, lr 5e-5, 9 negatives, tau 0.1, bottom 6
+# layers frozen, max length 50). Pass --train_file (records written with --context_layout=sides),
+# --output_dir and --init_checkpoint (the MLM stage's output_dir/encoder). Other presets:
+# --preset=paper_mdc_dialoguecse_i2, paper_mdc_dialoguecse_paper_text_i1/_i2 (our reading of the
+# paper's equations), paper_mdc_siamese_s/_m (the baselines). Flags given here override the preset.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
 cd "${REPO_ROOT}"
-exec python finetune/run_finetuning.py \
-  --model_type=dialoguecse \
-  --aggregation=mean \
-  --temperature=0.1 \
-  --num_context_turns=3 \
-  --num_negatives=9 \
-  --num_frozen_layers=6 \
-  --max_seq_length=50 \
-  --train_batch_size=20 \
-  --learning_rate=5e-5 \
-  --num_train_epochs=1 \
-  --num_warmup_steps=1000 \
-  --save_checkpoints_steps=1000 \
-  --log_steps=100 \
-  --eval_steps=5000 \
-  --random_seed=12345 \
-  --distribution_strategy=mirrored \
-  "$@"
+exec python train/run_training.py --preset=paper_mdc_dialoguecse --distribution_strategy=mirrored "$@"

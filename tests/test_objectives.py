@@ -30,7 +30,9 @@ from dialoguecse_tf.training import create_strategy
 
 MAX_SEQ_LENGTH = 24
 STEPS = 24
-OBJECTIVES = objective_names()
+# Every registered objective with its defaults, and each further variant an objective offers.
+CASES = {name: (name, {}) for name in objective_names()}
+CASES["dialoguecse-paper_text"] = ("dialoguecse", {"variant": "paper_text"})
 
 
 def _write_mlm(dialogues, tokenizer, folder):
@@ -40,7 +42,8 @@ def _write_mlm(dialogues, tokenizer, folder):
 
 
 def _write_contrastive(dialogues, tokenizer, folder):
-    spec = schema.ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4)
+    spec = schema.ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4,
+                                        context_layout="sides")
     write_contrastive_records(dialogues, tokenizer, folder, spec, random_seed=1, log=lambda _: None)
     return {"num_context_turns": 3, "num_negatives": 4, "num_frozen_layers": 1}
 
@@ -71,8 +74,9 @@ def real_inputs(shared_data, tmp_path_factory):
     return folder, options
 
 
-def _settings(real_inputs, name, output_dir, **overrides):
+def _settings(real_inputs, case, output_dir, **overrides):
     folder, options = real_inputs
+    name, variant = CASES[case]
     record_type = get_objective_class(name).record_type
     if record_type not in RECORD_WRITERS:
         pytest.fail(f"objective {name!r} reads {record_type!r} records: add a writer to RECORD_WRITERS")
@@ -81,12 +85,12 @@ def _settings(real_inputs, name, output_dir, **overrides):
         "init_checkpoint": str(folder / "init"), "max_seq_length": MAX_SEQ_LENGTH, "train_batch_size": 8,
         "learning_rate": 5e-3, "num_train_steps": STEPS, "num_warmup_steps": 2, "log_steps": 1,
         "save_checkpoints_steps": 8, "max_train_examples": 16, "random_seed": 3,
-        **options[record_type], **overrides,
+        **options[record_type], **variant, **overrides,
     }
 
 
-def _run(real_inputs, name, output_dir, strategy=None, on_log=None, **overrides):
-    objective, config = stage.configure(name, **_settings(real_inputs, name, output_dir, **overrides))
+def _run(real_inputs, case, output_dir, strategy=None, on_log=None, **overrides):
+    objective, config = stage.configure(CASES[case][0], **_settings(real_inputs, case, output_dir, **overrides))
     losses = {}
 
     def record(step, logs):
@@ -108,13 +112,13 @@ def _encoder_weights(output_dir):
 def reference_runs(real_inputs, tmp_path_factory):
     """One uninterrupted one-device run per objective, shared by the checks below."""
     runs = {}
-    for name in OBJECTIVES:
-        output_dir = tmp_path_factory.mktemp(f"reference_{name}")
-        runs[name] = (output_dir, _run(real_inputs, name, output_dir))
+    for case in CASES:
+        output_dir = tmp_path_factory.mktemp(f"reference_{case}")
+        runs[case] = (output_dir, _run(real_inputs, case, output_dir))
     return runs
 
 
-@pytest.mark.parametrize("name", OBJECTIVES)
+@pytest.mark.parametrize("name", CASES)
 def test_loss_falls_on_real_records(reference_runs, name):
     _, losses = reference_runs[name]
     assert sorted(losses) == list(range(1, STEPS + 1))
@@ -123,10 +127,10 @@ def test_loss_falls_on_real_records(reference_runs, name):
     assert last < 0.9 * first, f"{name}: loss {first:.4f} -> {last:.4f}"
 
 
-@pytest.mark.parametrize("name", OBJECTIVES)
+@pytest.mark.parametrize("name", CASES)
 def test_frozen_weights_stay_fixed_and_the_rest_train(real_inputs, reference_runs, name):
     folder, options = real_inputs
-    objective, config = stage.configure(name, **_settings(real_inputs, name, "unused"))
+    objective, config = stage.configure(CASES[name][0], **_settings(real_inputs, name, "unused"))
     start = load_checkpoint(str(folder / "init"), MAX_SEQ_LENGTH)
     backbone = build_backbone(start.config)
     objective.build_model(backbone, start.config, start.tokenizer, 1)
@@ -141,18 +145,18 @@ def test_frozen_weights_stay_fixed_and_the_rest_train(real_inputs, reference_run
     assert sum(changed) >= len(changed) - 2, f"{name}: only {sum(changed)} of {len(changed)} trainable weights moved"
 
 
-@pytest.mark.parametrize("name", OBJECTIVES)
+@pytest.mark.parametrize("name", CASES)
 def test_config_round_trip(reference_runs, name):
     output_dir, _ = reference_runs[name]
     path = os.path.join(output_dir, stage.CONFIG_FILE)
     objective, config = stage.load_stage_config(path)
-    assert objective.name == name
+    assert (objective.name, {k: getattr(objective.options, k) for k in CASES[name][1]}) == CASES[name]
     assert json.loads(json.dumps(stage.stage_record(objective, config))) == json.load(open(path, encoding="utf-8"))
     metadata = load_checkpoint(os.path.join(output_dir, stage.ENCODER_DIR), MAX_SEQ_LENGTH).metadata
-    assert metadata["objective"] == name and metadata["num_train_steps"] == STEPS
+    assert metadata["objective"] == CASES[name][0] and metadata["num_train_steps"] == STEPS
 
 
-@pytest.mark.parametrize("name", OBJECTIVES)
+@pytest.mark.parametrize("name", CASES)
 def test_mirrored_equals_one_device(real_inputs, reference_runs, tmp_path, name):
     """Two replicas on two logical CPUs (conftest) train the same model as one device."""
     losses = _run(real_inputs, name, tmp_path, strategy=create_strategy("mirrored"))
@@ -167,7 +171,7 @@ class _Crash(Exception):
     pass
 
 
-@pytest.mark.parametrize("name", OBJECTIVES)
+@pytest.mark.parametrize("name", CASES)
 def test_resume_after_a_crash_equals_an_uninterrupted_run(real_inputs, reference_runs, tmp_path, name):
     def crash(step, _):
         if step == 11:  # after the checkpoint at step 8, mid-way to the next
@@ -185,14 +189,14 @@ def test_resume_after_a_crash_equals_an_uninterrupted_run(real_inputs, reference
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", OBJECTIVES)
+@pytest.mark.parametrize("name", CASES)
 def test_bad_records_end_in_one_error_line(real_inputs, tmp_path, name):
     """Records of another objective's type: one `error:` line naming the records, exit 1."""
     folder, _ = real_inputs
-    record_type = get_objective_class(name).record_type
+    record_type = get_objective_class(CASES[name][0]).record_type
     wrong = next(other for other in RECORD_WRITERS if other != record_type)
     settings = _settings(real_inputs, name, tmp_path / "run", train_file=(os.path.join(folder, wrong, RECORD_GLOBS[wrong]),))
-    args = [sys.executable, str(REPO_ROOT / "train" / "run_training.py"), f"--objective={name}"]
+    args = [sys.executable, str(REPO_ROOT / "train" / "run_training.py"), f"--objective={CASES[name][0]}"]
     for key, value in settings.items():
         for item in value if isinstance(value, tuple) else (value,):
             args.append(f"--{key}={item}")

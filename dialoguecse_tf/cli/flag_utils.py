@@ -57,7 +57,9 @@ def define_config_flags(flags, config_class, exclude=()) -> None:
         default = config_field.default
         help_text = config_field.metadata.get("help") or name
         choices = config_field.metadata.get("choices")
-        if repeated:
+        if repeated and config_field.metadata.get("flag") == "list":
+            flags.DEFINE_list(name, list(default) or None, help_text)
+        elif repeated:
             flags.DEFINE_multi_string(name, list(default) or None, help_text)
         elif choices:
             flags.DEFINE_enum(name, default, list(choices), help_text)

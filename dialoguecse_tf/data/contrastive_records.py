@@ -1,10 +1,11 @@
 """Contrastive records for the DialogueCSE stage (paper, section 3).
 
-One record per response r of a dialogue: the `num_context_turns` utterances nearest to r on
-either side (its bidirectional context, in dialogue order), a turn mask for dialogues too
-short to fill them, and the candidates: r first, then `num_negatives` utterances sampled
-with a seed from other dialogues. Dialogues that arrive with their own candidate list (the
-authors' training format) keep it: the first `num_negatives` of its negatives are used.
+One record per response r of a dialogue: its context turns in the spec's `context_layout`
+(the `num_context_turns` utterances nearest to r on either side, or up to that many on each
+side kept apart; see `schema.ContrastiveRecordSpec`), a turn mask for dialogues too short to
+fill them, and the candidates: r first, then `num_negatives` utterances sampled with a seed
+from other dialogues. Dialogues that arrive with their own candidate list (the authors'
+training format) keep it: the first `num_negatives` of its negatives are used.
 """
 
 import os
@@ -35,6 +36,17 @@ def nearest_context(num_turns: int, response_index: int, num_context_turns: int)
     return sorted(picked)
 
 
+def context_slots(num_turns: int, response_index: int, spec: schema.ContrastiveRecordSpec) -> list:
+    """The dialogue turn index held by each context slot of `spec`'s layout, None for padding."""
+    if spec.context_layout == "nearest":
+        picked = nearest_context(num_turns, response_index, spec.num_context_turns)
+        return picked + [None] * (spec.num_context_turns - len(picked))
+    n = spec.num_context_turns
+    left = list(range(max(response_index - n, 0), response_index))
+    right = list(range(response_index + 1, min(response_index + 1 + n, num_turns)))
+    return [None] * (n - len(left)) + left + right + [None] * (n - len(right))
+
+
 class _NegativeSampler:
     """Uniform over all utterances of the corpus, never from the sample's own dialogue."""
 
@@ -60,7 +72,7 @@ class _NegativeSampler:
 
 def iter_samples(dialogues, spec: schema.ContrastiveRecordSpec, random_seed: int,
                  max_responses_per_dialogue: int, stats: PrepStats, use_given_candidates: bool = True):
-    """Yields (context texts, context offsets, candidate texts); contexts may be shorter than T."""
+    """Yields (context texts per slot, None for padding; context offsets; candidate texts)."""
     rng = random.Random(random_seed)
     dialogues = list(dialogues)
     sampler = None
@@ -73,11 +85,11 @@ def iter_samples(dialogues, spec: schema.ContrastiveRecordSpec, random_seed: int
                     f"{dialogue.source}:{dialogue.line_number}: has {len(negatives)} negative "
                     f"candidates, num_negatives={spec.num_negatives} asked"
                 )
-            picked = nearest_context(len(texts), dialogue.response_index, spec.num_context_turns)
-            if not picked:
+            slots = context_slots(len(texts), dialogue.response_index, spec)
+            if all(i is None for i in slots):
                 stats.drop("no_context")
                 continue
-            yield ([texts[i] for i in picked], [i - dialogue.response_index for i in picked],
+            yield (*_slot_texts(texts, slots, dialogue.response_index),
                    [dialogue.candidates[0]] + negatives[: spec.num_negatives])
             continue
         if sampler is None:
@@ -89,34 +101,34 @@ def iter_samples(dialogues, spec: schema.ContrastiveRecordSpec, random_seed: int
         if 0 < max_responses_per_dialogue < len(responses):
             responses = sorted(rng.sample(responses, max_responses_per_dialogue))
         for response_index in responses:
-            picked = nearest_context(len(texts), response_index, spec.num_context_turns)
+            slots = context_slots(len(texts), response_index, spec)
             negatives = sampler.sample(index, texts[response_index], spec.num_negatives)
-            yield ([texts[i] for i in picked], [i - response_index for i in picked],
-                   [texts[response_index]] + negatives)
+            yield (*_slot_texts(texts, slots, response_index), [texts[response_index]] + negatives)
+
+
+def _slot_texts(texts, slots, response_index):
+    return ([None if i is None else texts[i] for i in slots],
+            [0 if i is None else i - response_index for i in slots])
 
 
 def encode_samples(samples, tokenizer, spec: schema.ContrastiveRecordSpec, stats: PrepStats) -> list:
     """Tokenizes a chunk of samples in one tokenizer call; returns feature dicts."""
-    t, k, length = spec.num_context_turns, spec.num_candidates, spec.max_seq_length
-    texts, valid = [], []
+    t, k, length = spec.num_context_slots, spec.num_candidates, spec.max_seq_length
+    texts = []
     for context, _, candidates in samples:
-        padded = context + [""] * (t - len(context))
-        texts.extend(padded + candidates)
-        valid.append(len(context))
+        texts.extend(["" if text is None else text for text in context] + candidates)
     packed = tokenizer(texts, max_seq_length=length)
     ids = packed["token_ids"].numpy().reshape(len(samples), t + k, length).astype(np.int64)
     mask = packed["padding_mask"].numpy().reshape(len(samples), t + k, length).astype(np.int64)
     word_pieces = tokenizer.tokenize(texts).row_lengths().numpy().reshape(len(samples), t + k)
     examples = []
-    for row, (num_valid, (_, offsets, _)) in enumerate(zip(valid, samples)):
-        turn_mask = np.zeros(t, np.int64)
-        turn_mask[:num_valid] = 1
-        turn_offset = np.zeros(t, np.int64)
-        turn_offset[:num_valid] = offsets
+    for row, (context, offsets, _) in enumerate(samples):
+        turn_mask = np.array([text is not None for text in context], np.int64)
+        turn_offset = np.asarray(offsets, np.int64)
         # A missing turn is all padding, not "[CLS] [SEP]", so it carries no tokens at all.
-        ids[row, num_valid:t] = 0
-        mask[row, num_valid:t] = 0
-        real = np.concatenate([word_pieces[row, :num_valid], word_pieces[row, t:]])
+        ids[row, :t][turn_mask == 0] = 0
+        mask[row, :t][turn_mask == 0] = 0
+        real = np.concatenate([word_pieces[row, :t][turn_mask == 1], word_pieces[row, t:]])
         stats.increment("tokens_truncated", int(np.maximum(real - (length - 2), 0).sum()))
         examples.append({
             schema.CONTEXT_INPUT_IDS: ids[row, :t],

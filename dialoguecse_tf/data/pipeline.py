@@ -138,6 +138,7 @@ class ContrastiveDataConfig:
     do_lower_case: bool = True
     max_seq_length: int = 50
     num_context_turns: int = 3
+    context_layout: str = "sides"
     num_negatives: int = 9
     max_responses_per_dialogue: int = 0
     use_given_candidates: bool = True
@@ -154,7 +155,8 @@ def run_create_contrastive_data(config: ContrastiveDataConfig, log=print) -> Pre
 
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-    spec = schema.ContrastiveRecordSpec(config.max_seq_length, config.num_context_turns, config.num_negatives)
+    spec = schema.ContrastiveRecordSpec(config.max_seq_length, config.num_context_turns, config.num_negatives,
+                                        config.context_layout)
     write_contrastive_records(
         dialogues, tokenizer, config.output_dir, spec, config.random_seed,
         config.max_responses_per_dialogue, config.num_shards, stats, log, config.use_given_candidates,

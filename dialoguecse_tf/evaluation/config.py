@@ -11,7 +11,8 @@ import dataclasses
 import os
 
 from dialoguecse_tf.data.readers import READERS
-from dialoguecse_tf.evaluation.registry import display_name, get_baseline
+from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.evaluation.registry import BASELINES, display_name, get_baseline
 from dialoguecse_tf.evaluation.tasks.base import task_classes
 
 # `dialoguecse_tf.pooling.POOLING_MODES`, repeated so that this module loads without TensorFlow
@@ -75,25 +76,38 @@ class EvaluationConfig:
     "<model_name>-flow" (see `baselines`; a model name "BERT(adapt)" gives Table 2's adapt rows).
     """
 
-    checkpoint: tuple[str, ...]
-    output_dir: str
-    select_file: tuple[str, ...] = ()
-    sts_file: tuple[str, ...] = ()
-    dataset_name: tuple[str, ...] = ()
-    model_name: tuple[str, ...] = ()
-    baselines: tuple[str, ...] = ()
-    train_text_file: str | None = None
-    train_text_format: str = "lines"
-    pooling: str = "mean"
-    max_seq_length: int = 128
-    batch_size: int = 64
-    whitening_dim: int | None = None
-    flow_couplings: int = FlowConfig.num_couplings
-    flow_hidden_units: int = FlowConfig.hidden_units
-    flow_steps: int = FlowConfig.steps
-    flow_batch_size: int = FlowConfig.batch_size
-    flow_learning_rate: float = FlowConfig.learning_rate
-    random_seed: int = FlowConfig.seed
+    checkpoint: tuple[str, ...] = field(
+        (), "Comma-separated checkpoints to evaluate: Google TF1 BERT, HuggingFace BERT or this project's.",
+        flag="list")
+    output_dir: str | None = field(None, "Where config.json, results.json and results.md are written.")
+    select_file: tuple[str, ...] = field((), "SR file (select.txt) of a dataset; repeat once per dataset, '' for none.")
+    sts_file: tuple[str, ...] = field((), "D-STS file (sts.txt) of a dataset; repeat once per dataset, '' for none.")
+    dataset_name: tuple[str, ...] = field(
+        (), "Column name of a dataset (e.g. ECD, JDDC); repeat once per dataset. Optional with one dataset "
+        "(default 'dev').")
+    model_name: tuple[str, ...] = field(
+        (), "Display name per checkpoint, same order (default: folder names). With --baselines each row is named "
+        "from it, e.g. BERT -> BERT-avg; BERT(adapt) for the MLM-pretrained checkpoint.", flag="list")
+    baselines: tuple[str, ...] = field(
+        (), "Baselines to apply to every checkpoint: " + ", ".join(BASELINES) + ". Empty: evaluate each "
+        "checkpoint as it is, with --pooling.", flag="list")
+    train_text_file: str | None = field(
+        None, "Unlabelled in-domain sentences the whitening and flow baselines are fitted on (never the "
+        "evaluation files). Required by those baselines.")
+    train_text_format: str = field(
+        "lines", "lines: one sentence per line; a corpus format: every utterance of a corpus in that format.",
+        choices=TRAIN_TEXT_FORMATS)
+    pooling: str = field("mean", "Pooling of checkpoints evaluated without --baselines (mean: the paper's).",
+                         choices=POOLING_MODES)
+    max_seq_length: int = field(128, "Longer sentences are truncated (paper: 50 for ECD, 100 for JDDC).")
+    batch_size: int = field(64, "Sentences per forward pass.")
+    whitening_dim: int | None = field(None, "Dimensions kept by BERT-whitening; unset keeps all.")
+    flow_couplings: int = field(FlowConfig.num_couplings, "BERT-flow: ActNorm + affine coupling blocks.")
+    flow_hidden_units: int = field(FlowConfig.hidden_units, "BERT-flow: width of each coupling's MLP.")
+    flow_steps: int = field(FlowConfig.steps, "BERT-flow: Adam steps of maximum-likelihood training.")
+    flow_batch_size: int = field(FlowConfig.batch_size, "BERT-flow: training batch size.")
+    flow_learning_rate: float = field(FlowConfig.learning_rate, "BERT-flow: Adam learning rate.")
+    random_seed: int = field(FlowConfig.seed, "Seed of the flow's initialisation and batch order.")
 
     def __post_init__(self):
         for name in ("checkpoint", "select_file", "sts_file", "dataset_name", "model_name", "baselines"):

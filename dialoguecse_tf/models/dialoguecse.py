@@ -7,6 +7,7 @@ from dialoguecse_tf.encoder import check_num_length_buckets, encode_sequences
 from dialoguecse_tf.models.layers import (
     DEFAULT_ATTENTION_HIDDEN_SIZE,
     MatchingGuidedEmbedding,
+    RoundAttention,
     TurnAggregation,
 )
 from dialoguecse_tf.pooling import masked_mean
@@ -125,3 +126,112 @@ class DialogueCSEModel(keras.Model):
         # version would first probe the config for a functional-model layout.
         config = {**config, "backbone": keras.layers.deserialize(config["backbone"])}
         return cls(**config)
+
+
+# The released code's constants (model/dse_cl_bert.py): the matching matrix is scaled by 0.1
+# (l.61) where the paper divides by sqrt(d), and the round attention has 256 units (l.23).
+RELEASED_MATCHING_SCALE = 0.1
+RELEASED_ATTENTION_SIZE = 256
+
+
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class ReleasedDialogueCSEModel(keras.Model):
+    """DialogueCSE as the authors' released TF1 code computes it (`dialogue-cse/`,
+    `model/dse_cl_bert.py`), which produced the paper's numbers.
+
+    Input: contrastive records of `context_layout="sides"`: `num_context_turns` slots of
+    left context then as many of right context ([B, 2N, L]), the candidates [B, K, L]. For
+    one candidate a (BERT's last-layer outputs masked to real tokens, as l.90-91, 122-123,
+    139-140):
+
+      r_bar_a  = masked mean of a's tokens                                     (l.148-149)
+      per side s in (left, right), per round i of that side:
+        M       = 0.1 * U_i R_a^T                   (paper eq. 3: U_i R_a^T / sqrt(d))
+        e_{a,i} = mean over U_i's real tokens of the rows of M R_a             (l.58-66)
+                = 0.1 * sum_k (u_bar_i . r_k) r_k,  u_bar_i = masked mean of U_i
+      (the second form, used here, is the same number without the [L, L] matrix)
+        x_i     = sum of U_i's real token vectors / L  (a mean over all L positions,
+                  padding included, l.166-167)
+        alpha^s = RoundAttention(x, valid rounds of side s)   (shared by both sides, l.169-172)
+        R_s     = sum_i (1 + alpha^s_i) e_{a,i}                               (l.180-184)
+      R_tilde_a = R_left + R_right                 (bidirectional=1, the default, l.183-184)
+
+    Paper vs code: eq. 5-7 weight the rounds by alpha (I1) or 1/(t-1) (I2) over t-1 context
+    turns; the code weights by (1 + alpha) and sums both sides. `aggregation="attention"`
+    is the code exactly; `aggregation="mean"` drops alpha (a plain sum over every valid round
+    of both sides, which is the paper's I2 up to a per-candidate scale the cosine ignores).
+    One deviation: a padding round (a side shorter than N) is all padding in our records
+    and contributes zero; in the release its mean divides by a zero token count (NaN) unless
+    its unreleased data code filled the slot with tokens, so that code must have done so.
+
+    Returns {"context_free": r_bar [B, K, D], "context_aware": R_tilde [B, K, D]}; the
+    objective compares them by cosine / tau (`losses.released_nt_xent_per_example_loss`).
+    """
+
+    def __init__(self, backbone, aggregation: str = "attention", num_length_buckets: int = 1,
+                 attention_size: int = RELEASED_ATTENTION_SIZE, **kwargs):
+        super().__init__(**kwargs)
+        if aggregation not in ("attention", "mean"):
+            raise ValueError(f"aggregation must be 'attention' or 'mean', got {aggregation!r}")
+        self.backbone = backbone
+        self.aggregation = aggregation
+        self.attention_size = attention_size
+        self.num_length_buckets = check_num_length_buckets(num_length_buckets)
+        self.round_attention = RoundAttention(attention_size, dtype="float32", name="round_attention")
+        self.round_attention.build((None, None, backbone.hidden_dim))
+
+    def call(self, inputs, training=False):
+        context_ids = ops.cast(inputs[CONTEXT_INPUT_IDS], "int32")
+        context_mask = ops.cast(inputs[CONTEXT_INPUT_MASK], "int32")
+        turn_mask = ops.cast(inputs[CONTEXT_TURN_MASK], "float32")
+        candidate_ids = ops.cast(inputs[CANDIDATE_INPUT_IDS], "int32")
+        candidate_mask = ops.cast(inputs[CANDIDATE_INPUT_MASK], "int32")
+        _, num_slots, seq_length = context_ids.shape
+        if num_slots % 2:
+            raise ValueError(f"the released model reads left and right contexts of equal size, got {num_slots} slots")
+        num_candidates = candidate_ids.shape[1]
+        num_context_sequences = ops.shape(context_ids)[0] * num_slots
+        tokens = encode_sequences(
+            self.backbone,
+            ops.concatenate([ops.reshape(context_ids, (-1, seq_length)),
+                             ops.reshape(candidate_ids, (-1, seq_length))], axis=0),
+            ops.concatenate([ops.reshape(context_mask, (-1, seq_length)),
+                             ops.reshape(candidate_mask, (-1, seq_length))], axis=0),
+            training, self.num_length_buckets,
+        )
+        dim = tokens.shape[-1]
+        context_tokens = ops.reshape(tokens[:num_context_sequences], (-1, num_slots, seq_length, dim))
+        candidate_tokens = ops.reshape(tokens[num_context_sequences:], (-1, num_candidates, seq_length, dim))
+        context_tokens = context_tokens * ops.cast(context_mask, "float32")[..., None]
+        candidate_tokens = candidate_tokens * ops.cast(candidate_mask, "float32")[..., None]
+
+        context_free = masked_mean(candidate_tokens, candidate_mask)  # [B, K, D]
+        context_mean = masked_mean(context_tokens, context_mask)  # [B, 2N, D]
+        projections = ops.einsum("bsd,bkld->bksl", context_mean, candidate_tokens)
+        refined = RELEASED_MATCHING_SCALE * ops.einsum("bksl,bkld->bksd", projections, candidate_tokens)
+        if self.aggregation == "attention":
+            unmasked_mean = ops.sum(context_tokens, axis=2) / float(seq_length)  # [B, 2N, D]
+            half = num_slots // 2
+            alphas = ops.concatenate([
+                self.round_attention(unmasked_mean[:, :half], turn_mask[:, :half]),
+                self.round_attention(unmasked_mean[:, half:], turn_mask[:, half:]),
+            ], axis=1)  # [B, 2N]
+            weights = 1.0 + alphas
+        else:
+            weights = ops.ones_like(turn_mask)
+        # A padding round's e is zero already (its masked mean is zero); the weight keeps it so.
+        context_aware = ops.sum(refined * (weights * turn_mask)[:, None, :, None], axis=2)
+        return {"context_free": context_free, "context_aware": context_aware}
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "backbone": keras.layers.serialize(self.backbone),
+            "aggregation": self.aggregation,
+            "attention_size": self.attention_size,
+            "num_length_buckets": self.num_length_buckets,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**{**config, "backbone": keras.layers.deserialize(config["backbone"])})

@@ -116,3 +116,34 @@ class TurnAggregation(keras.layers.Layer):
             "aggregation": self.aggregation,
             "attention_hidden_size": self.attention_hidden_size,
         }
+
+
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class RoundAttention(keras.layers.Layer):
+    """The released code's round attention (`model/pooling.py`, `attentive_pooling`).
+
+    `call(rounds [B, R, D], round_mask [B, R])` -> weights alpha [B, R]: score_i =
+    u . tanh(W x_i + b) (W [D, size], b and u [size], all initialised N(0, 0.1) as in
+    pooling.py:23-28), softmax over the valid rounds (invalid ones get -(2^32 - 1) as in
+    pooling.py:35-37; a row with no valid round gets uniform weights, as there). One layer
+    with tanh and a context vector, not the paper's two-layer ReLU FFN (eq. 6).
+    """
+
+    def __init__(self, size: int = 256, **kwargs):
+        super().__init__(**kwargs)
+        self.size = size
+
+    def build(self, rounds_shape):
+        initializer = keras.initializers.RandomNormal(stddev=0.1)
+        dim = rounds_shape[-1]
+        self.w = self.add_weight(name="w", shape=(dim, self.size), initializer=initializer)
+        self.b = self.add_weight(name="b", shape=(self.size,), initializer=initializer)
+        self.u = self.add_weight(name="u", shape=(self.size,), initializer=initializer)
+
+    def call(self, rounds, round_mask):
+        scores = ops.sum(ops.tanh(ops.matmul(rounds, self.w) + self.b) * self.u, axis=-1)
+        scores = ops.where(ops.cast(round_mask, "bool"), scores, -(2.0**32) + 1.0)
+        return ops.softmax(scores, axis=-1)
+
+    def get_config(self):
+        return {**super().get_config(), "size": self.size}

@@ -61,6 +61,13 @@ class Objective:
     def initialize_from(self, model, start) -> None:
         """Copies weights beyond the backbone's from the start checkpoint (`LoadedCheckpoint`)."""
 
+    def create_optimizer(self, config, num_train_steps: int):
+        """The optimizer (built in the strategy scope); BERT's AdamW with warmup and linear decay."""
+        from dialoguecse_tf import training
+
+        return training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
+                                         loss_scaling=config.mixed_precision)
+
     def prepare_batch(self, batch: dict) -> dict:
         """Applied to each global batch of records before it is split among replicas."""
         return batch

@@ -37,6 +37,17 @@ def select_context_turns(batch: dict, num_context_turns: int) -> dict:
     return {**batch, **{name: tf.gather(batch[name], nearest, batch_dims=1) for name in turn_features}}
 
 
+def select_side_turns(batch: dict, num_turns: int, records_turns: int) -> dict:
+    """Keeps the `num_turns` turns nearest to the response on each side of `"sides"` records
+    carrying `records_turns` per side: the last of the left slots and the first of the right."""
+    if num_turns == records_turns:
+        return batch
+    keep = tf.range(records_turns - num_turns, records_turns + num_turns)
+    turn_features = (schema.CONTEXT_INPUT_IDS, schema.CONTEXT_INPUT_MASK, schema.CONTEXT_TURN_MASK,
+                     schema.CONTEXT_TURN_OFFSET)
+    return {**batch, **{name: tf.gather(batch[name], keep, axis=1) for name in turn_features}}
+
+
 def select_negatives(batch: dict, num_negatives: int) -> dict:
     """Keeps the true response and the first `num_negatives` negatives of each record.
 
@@ -75,19 +86,38 @@ class ContrastiveObjective(Objective):
     options_class = ContrastiveOptions
     training_defaults = {"train_batch_size": 20, "learning_rate": 5e-5}
 
+    # "nearest": the context_turns() turns nearest to the response, either side; "sides":
+    # num_context_turns on each side, kept apart (needs records of that layout).
+    context_selection = "nearest"
+
     def context_turns(self) -> int:
         return self.options.num_context_turns
 
     def check_records(self, spec, records_dir: str) -> None:
+        info = os.path.join(records_dir, schema.RECORDS_INFO_FILE)
+        if self.context_selection == "sides" and spec.context_layout != "sides":
+            raise ValueError(
+                f"{self.name} ({self.describe()}) reads left and right contexts apart, but the records in "
+                f"{records_dir} have context_layout={spec.context_layout!r} (see {info}); write them with "
+                "data_prep/create_contrastive_data.py --context_layout=sides"
+            )
         for name in ("num_negatives", "num_context_turns"):
             if getattr(self.options, name) > getattr(spec, name):
                 raise ValueError(
                     f"{name}={getattr(self.options, name)} but the records in {records_dir} carry only "
-                    f"{getattr(spec, name)} (see {os.path.join(records_dir, schema.RECORDS_INFO_FILE)})"
+                    f"{getattr(spec, name)} (see {info})"
                 )
+        self._records_spec = spec
+
+    def describe(self) -> str:
+        return "contrastive"
 
     def prepare_batch(self, batch: dict) -> dict:
-        return select_negatives(select_context_turns(batch, self.context_turns()), self.options.num_negatives)
+        if self.context_selection == "sides":
+            batch = select_side_turns(batch, self.context_turns(), self._records_spec.num_context_turns)
+        else:
+            batch = select_context_turns(batch, self.context_turns())
+        return select_negatives(batch, self.options.num_negatives)
 
     def metadata(self) -> dict:
         return dataclasses.asdict(self.options)

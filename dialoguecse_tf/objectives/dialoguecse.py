@@ -1,23 +1,69 @@
-"""DialogueCSE (paper, section 4): MGE + turn aggregation + NT-Xent, as a registered objective."""
+"""DialogueCSE (paper, section 4) as a registered objective, in two variants.
+
+* `variant="released"` (the default, and of the paper presets): what the authors' released
+  TF1 code computes (AlibabaResearch/DAMO-ConvAI, `dialogue-cse/`), which produced the
+  paper's numbers. Point by point, with the file and line of the release:
+  - context: up to `num_context_turns` (3, config_bert.py:31 `round_num`) utterances BEFORE
+    the response and as many AFTER it, each side matched on its own and the two summed
+    (`bidirectional=1`, config_bert.py:22, dse_cl_bert.py:183-186); records of
+    `context_layout="sides"`. The paper's "3 context turns" is 3 on each side.
+  - matching: M = 0.1 * U R^T (dse_cl_bert.py:61; the paper's eq. 3 divides by sqrt(d), a
+    per-pair scalar the cosine ignores), R_hat = M R pooled over the context utterance's
+    tokens (l.63-66);
+  - turn weighting: per side, alpha = softmax over the valid rounds of u . tanh(W x + b)
+    (256 units, pooling.py:23-37) on each round's token mean over all L positions
+    (l.166-167); each round scaled by (1 + alpha), rounds summed (l.180-184). With
+    `aggregation="mean"` alpha is dropped (see `ReleasedDialogueCSEModel`);
+  - similarity cos(r_bar, R_tilde) / 0.1 (l.36-47, 188); loss -mean over the B x K
+    entries of log_softmax * labels (l.197): eq. 8 divided by K;
+  - training: plain Adam (beta 0.9 / 0.999, epsilon 1e-8, no weight decay;
+    wrapper_bert.py:222, config_bert.py:52-53), lr 5e-5 * 0.98^(step / 10,000) floored at
+    1e-5 with no warmup (wrapper_bert.py:217-219, config_bert.py:51-57), gradients clipped
+    to global norm 3.0 (wrapper_bert.py:360); batch 20, 10 candidates (config_bert.py:36, 48);
+    max length 100 (config_bert.py:39; the paper says 50 for ECD and MDC); trainable: the top
+    6 BERT layers and the round attention; embeddings, bottom 6 layers and pooler frozen
+    (wrapper_bert.py:341-348); the last layer's output only (dse_cl_bert.py:29, 87).
+* `variant="paper_text"`: our reading of the paper's text, the project's first
+  implementation: the `num_context_turns` turns nearest to the response on either side,
+  M = U R^T / sqrt(d) (eq. 3-4), I2 = mean over the valid turns (eq. 7) or I1 = softmax of a
+  two-layer ReLU FFN on each pooled R_hat (eq. 5-6), NT-Xent per example (eq. 8), BERT's
+  AdamW with linear warmup and decay.
+
+Both freeze the embeddings, the bottom `num_frozen_layers` layers and BERT's [CLS] pooler,
+and give the sentence embedding as the mean-pooled last layer (paper L107; the release's
+bert_dse_server.py). The release has no SiameseBERT code: the siamese baselines follow the
+paper's text only.
+"""
 
 import dataclasses
 
-from dialoguecse_tf import losses
+from dialoguecse_tf import losses, training
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
-from dialoguecse_tf.models.dialoguecse import DialogueCSEModel
+from dialoguecse_tf.models.dialoguecse import DialogueCSEModel, ReleasedDialogueCSEModel
 from dialoguecse_tf.models.layers import AGGREGATIONS, DEFAULT_ATTENTION_HIDDEN_SIZE
 from dialoguecse_tf.objectives.base import register
 from dialoguecse_tf.objectives.contrastive import ContrastiveObjective, ContrastiveOptions, candidate_metrics
 
+VARIANTS = ("released", "paper_text")
+
 
 @dataclasses.dataclass(frozen=True)
 class DialogueCSEOptions(ContrastiveOptions):
-    aggregation: str = field("mean", "Turn aggregation: mean (I2, eq. 7) or attention (I1, eq. 5-6).",
+    variant: str = field("released", "released: the authors' released code (left and right contexts, (1 + alpha) "
+                         "round weighting, Adam with exponential decay); paper_text: our reading of the paper's "
+                         "equations (nearest turns, eq. 5-7, AdamW with warmup).", choices=VARIANTS)
+    aggregation: str = field("mean", "Turn aggregation: mean (I2, eq. 7; released: the rounds' plain sum) or "
+                             "attention (I1, eq. 5-6; released: its (1 + alpha) round attention).",
                              choices=AGGREGATIONS)
     attention_hidden_size: int = field(DEFAULT_ATTENTION_HIDDEN_SIZE,
-                                       "Hidden units of the I1 scoring FFN (not given in the paper).")
-    temperature: float = field(0.1, "NT-Xent temperature tau (paper: 0.1).")
+                                       "Hidden units of the I1 scoring FFN (paper_text) or of the round attention "
+                                       "(released: 256).")
+    temperature: float = field(0.1, "NT-Xent temperature tau (paper and release: 0.1).")
+    lr_decay_rate: float = field(0.98, "released: learning rate factor per lr_decay_steps (continuous).")
+    lr_decay_steps: int = field(10000, "released: steps per lr_decay_rate factor.")
+    min_learning_rate: float = field(1e-5, "released: floor of the decayed learning rate.")
+    clip_norm: float = field(3.0, "released: global gradient-norm clip (paper_text clips at 1, as BERT).")
 
     def __post_init__(self):
         if isinstance(self.temperature, bool) or not self.temperature > 0:
@@ -26,26 +72,47 @@ class DialogueCSEOptions(ContrastiveOptions):
 
 @register
 class DialogueCSEObjective(ContrastiveObjective):
-    """Eq. 8: NT-Xent over the cosines of each candidate's context-free and context-aware
-    embeddings, the true response the positive and the sampled responses the negatives.
-
-    The embeddings and the bottom `num_frozen_layers` layers are frozen (section 5.3), and
-    BERT's [CLS] pooler, which no loss term reaches.
-    """
+    """NT-Xent over the cosines of each candidate's context-free and context-aware embeddings,
+    the true response the positive and the sampled responses the negatives (see the module
+    docstring for the two variants)."""
 
     name = "dialoguecse"
-    summary = "DialogueCSE: MGE, turn aggregation (I1/I2), NT-Xent"
+    summary = "DialogueCSE: MGE, turn aggregation (I1/I2), NT-Xent; variant released or paper_text"
     options_class = DialogueCSEOptions
+
+    @property
+    def context_selection(self) -> str:
+        return "sides" if self.options.variant == "released" else "nearest"
+
+    def describe(self) -> str:
+        return f"variant {self.options.variant}"
 
     def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
         freeze_bottom_layers(backbone, self.options.num_frozen_layers)
         freeze_pooler(backbone)
+        if self.options.variant == "released":
+            return ReleasedDialogueCSEModel(backbone, aggregation=self.options.aggregation,
+                                            num_length_buckets=num_length_buckets,
+                                            attention_size=self.options.attention_hidden_size)
         return DialogueCSEModel(backbone, aggregation=self.options.aggregation,
                                 attention_hidden_size=self.options.attention_hidden_size,
                                 num_length_buckets=num_length_buckets)
 
+    def create_optimizer(self, config, num_train_steps: int):
+        if self.options.variant == "paper_text":
+            return super().create_optimizer(config, num_train_steps)
+        if config.num_warmup_steps:
+            print(f"[train] variant released: the release has no warmup; num_warmup_steps="
+                  f"{config.num_warmup_steps} is ignored")
+        return training.create_released_optimizer(
+            config.learning_rate, self.options.lr_decay_rate, self.options.lr_decay_steps,
+            self.options.min_learning_rate, self.options.clip_norm, loss_scaling=config.mixed_precision)
+
     def compute_loss(self, model, batch, training, global_batch_size):
         outputs = model(batch, training=training)
         similarities = losses.pair_similarities(outputs["context_free"], outputs["context_aware"])
-        per_example = losses.nt_xent_per_example_loss(similarities, self.options.temperature)
+        if self.options.variant == "released":
+            per_example = losses.released_nt_xent_per_example_loss(similarities, self.options.temperature)
+        else:
+            per_example = losses.nt_xent_per_example_loss(similarities, self.options.temperature)
         return losses.global_mean(per_example, global_batch_size), candidate_metrics(similarities, similarities)

@@ -1,4 +1,10 @@
-"""SiameseBERT_S / SiameseBERT_M (paper, section 5.2.2) as registered objectives."""
+"""SiameseBERT_S / SiameseBERT_M (paper, section 5.2.2) as registered objectives.
+
+The authors' released code has no siamese baseline (its `model/` holds only the DialogueCSE
+model, and `wrapper_bert.py:296-300` accepts no other model type), so these follow the paper's
+text; where the text is silent (the matching layer's features and width) the choices are ours,
+stated in `models/siamese.py`.
+"""
 
 import dataclasses
 

@@ -1,0 +1,117 @@
+"""`ReleasedDialogueCSEModel` against a NumPy transcription of the authors' released code
+(dialogue-cse/model/dse_cl_bert.py:49-197, model/pooling.py:9-44), on a small batch with
+padding tokens, an empty round on one side and a context with no right side at all."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dialoguecse_tf import losses, schema
+from dialoguecse_tf.encoder import build_backbone, encode_sequences
+from dialoguecse_tf.models.dialoguecse import ReleasedDialogueCSEModel
+
+B, N, K, L = 3, 2, 3, 7
+
+
+def _batch(vocab_size):
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, L + 1, size=(B, 2 * N + K))
+    # Example 0: a full context. Example 1: one left round missing (slot 0). Example 2: no right side.
+    turn_mask = np.array([[1, 1, 1, 1], [0, 1, 1, 1], [1, 1, 0, 0]])
+    ids = rng.integers(5, vocab_size, size=(B, 2 * N + K, L))
+    mask = (np.arange(L)[None, None, :] < lengths[..., None]).astype(np.int64)
+    mask[:, : 2 * N] *= turn_mask[..., None]
+    ids = ids * mask
+    offsets = np.array([[-2, -1, 1, 2], [0, -1, 1, 2], [-2, -1, 0, 0]]) * turn_mask
+    return {
+        schema.CONTEXT_INPUT_IDS: tf.constant(ids[:, : 2 * N]),
+        schema.CONTEXT_INPUT_MASK: tf.constant(mask[:, : 2 * N]),
+        schema.CONTEXT_TURN_MASK: tf.constant(turn_mask),
+        schema.CONTEXT_TURN_OFFSET: tf.constant(offsets),
+        schema.CANDIDATE_INPUT_IDS: tf.constant(ids[:, 2 * N:]),
+        schema.CANDIDATE_INPUT_MASK: tf.constant(mask[:, 2 * N:]),
+    }
+
+
+def _log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def _released_reference(h_ctx, m_ctx, rounds_valid, h_rsp, m_rsp, w, b, u, attention):
+    """dse_cl_bert.py, literally: the [Lu, Lr] matching matrix, the unmasked round mean, the
+    -(2^32 - 1) round mask, (1 + alpha), a sum over rounds and sides, cos / 0.1."""
+    h_ctx = h_ctx * m_ctx[..., None]  # l.90-91
+    h_rsp = h_rsp * m_rsp[..., None]  # l.139-140
+    r_bar = h_rsp.sum(2) / (m_rsp.sum(2)[..., None] + 1e-6)  # l.148-149
+    r_tilde = np.zeros_like(r_bar)
+    for side in (slice(0, N), slice(N, 2 * N)):
+        u_side, m_side, valid = h_ctx[:, side], m_ctx[:, side], rounds_valid[:, side]
+        x = u_side.mean(axis=2)  # l.166-167: over all L positions
+        scores = np.tanh(x @ w + b) @ u
+        scores = np.where(valid > 0, scores, -(2.0**32) + 1)
+        alpha = np.exp(scores - scores.max(-1, keepdims=True))
+        alpha = alpha / alpha.sum(-1, keepdims=True)
+        for i in range(N):
+            for a in range(K):
+                matching = 0.1 * np.einsum("bld,bmd->blm", u_side[:, i], h_rsp[:, a])  # l.58-61
+                refined = np.einsum("blm,bmd->bld", matching, h_rsp[:, a])  # l.63
+                count = m_side[:, i].sum(-1)[:, None]
+                # l.65-66 divides by the token count; an empty round (count 0) is where our
+                # records differ from the release's unreleased data code: it contributes 0.
+                e = np.where(count > 0, refined.sum(1) / np.maximum(count, 1), 0.0)
+                weight = (1 + alpha[:, i]) if attention else np.ones(B)
+                r_tilde[:, a] += e * weight[:, None]
+    cos = (r_bar * r_tilde).sum(-1) / (np.linalg.norm(r_bar, axis=-1) * np.linalg.norm(r_tilde, axis=-1))
+    logits = cos / 0.1  # l.36-47
+    labels = np.zeros((B, K))
+    labels[:, 0] = 1
+    loss = -(_log_softmax(logits) * labels).mean()  # l.197
+    return r_bar, r_tilde, cos, loss
+
+
+@pytest.mark.parametrize("aggregation", ["attention", "mean"])
+@pytest.mark.parametrize("num_length_buckets", [1, 3])
+def test_released_model_matches_the_released_arithmetic(tiny_bert_config, aggregation, num_length_buckets):
+    config = tiny_bert_config.replace(max_position_embeddings=L, hidden_dropout_prob=0.0,
+                                      attention_probs_dropout_prob=0.0)
+    backbone = build_backbone(config)
+    model = ReleasedDialogueCSEModel(backbone, aggregation=aggregation, num_length_buckets=num_length_buckets,
+                                     attention_size=16)
+    batch = _batch(config.vocab_size)
+    outputs = model(batch)
+    ctx_ids = tf.reshape(batch[schema.CONTEXT_INPUT_IDS], (-1, L))
+    rsp_ids = tf.reshape(batch[schema.CANDIDATE_INPUT_IDS], (-1, L))
+    h_ctx = encode_sequences(backbone, ctx_ids, tf.reshape(batch[schema.CONTEXT_INPUT_MASK], (-1, L)))
+    h_rsp = encode_sequences(backbone, rsp_ids, tf.reshape(batch[schema.CANDIDATE_INPUT_MASK], (-1, L)))
+    attention = model.round_attention
+    r_bar, r_tilde, cos, loss = _released_reference(
+        h_ctx.numpy().reshape(B, 2 * N, L, -1), batch[schema.CONTEXT_INPUT_MASK].numpy(),
+        batch[schema.CONTEXT_TURN_MASK].numpy(), h_rsp.numpy().reshape(B, K, L, -1),
+        batch[schema.CANDIDATE_INPUT_MASK].numpy(), attention.w.numpy(), attention.b.numpy(), attention.u.numpy(),
+        aggregation == "attention",
+    )
+    assert outputs["context_free"].shape == (B, K, config.hidden_size)
+    np.testing.assert_allclose(outputs["context_free"], r_bar, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(outputs["context_aware"], r_tilde, rtol=1e-4, atol=1e-5)
+    similarities = losses.pair_similarities(outputs["context_free"], outputs["context_aware"])
+    np.testing.assert_allclose(similarities, cos, rtol=1e-4, atol=1e-5)
+    ours = float(tf.reduce_mean(losses.released_nt_xent_per_example_loss(similarities, 0.1)))
+    np.testing.assert_allclose(ours, loss, rtol=1e-4)
+
+
+def test_round_attention_masks_invalid_rounds_and_is_uniform_without_any(tiny_bert_config):
+    model = ReleasedDialogueCSEModel(build_backbone(tiny_bert_config), attention_size=8)
+    rounds = tf.random.normal((2, 3, tiny_bert_config.hidden_size))
+    alpha = model.round_attention(rounds, tf.constant([[1, 0, 1], [0, 0, 0]])).numpy()
+    assert alpha[0, 1] == 0.0 and np.isclose(alpha[0].sum(), 1.0)
+    np.testing.assert_allclose(alpha[1], [1 / 3] * 3, rtol=1e-6)
+
+
+def test_released_model_refuses_unpaired_sides(tiny_bert_config):
+    model = ReleasedDialogueCSEModel(build_backbone(tiny_bert_config.replace(max_position_embeddings=L)))
+    batch = _batch(tiny_bert_config.vocab_size)
+    odd = {**batch, **{name: batch[name][:, :3] for name in (schema.CONTEXT_INPUT_IDS, schema.CONTEXT_INPUT_MASK,
+                                                              schema.CONTEXT_TURN_MASK, schema.CONTEXT_TURN_OFFSET)}}
+    with pytest.raises(ValueError, match="left and right"):
+        model(odd)
