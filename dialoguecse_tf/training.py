@@ -1,4 +1,4 @@
-"""The training loop both training stages share: strategy, optimizer, checkpoints, logging.
+"""The training loop the one training stage runs: strategy, optimizers, checkpoints, logging.
 
 A custom loop (as in Model Garden) rather than `Model.fit`, because a run killed at any step
 must resume at exactly that step with its optimizer state, on any `tf.distribute` strategy:

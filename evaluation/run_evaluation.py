@@ -15,15 +15,12 @@ Writes config.json, results.json and results.md into --output_dir.
 
 from absl import flags
 
-from dialoguecse_tf.cli import flag_utils
 from dialoguecse_tf.cli.flag_utils import config_from_flags, define_config_flags, run
 from dialoguecse_tf.config_io import write_config
 from dialoguecse_tf.evaluation.config import EvaluationConfig
 
 define_config_flags(flags, EvaluationConfig)
 flags.DEFINE_alias("seed", "random_seed")
-# The generated flags belong to flag_utils; --helpshort shows them here.
-flags.adopt_module_key_flags(flag_utils)
 flags.mark_flags_as_required(["checkpoint", "output_dir"])
 flags.register_multi_flags_validator(
     ["select_file", "sts_file"],

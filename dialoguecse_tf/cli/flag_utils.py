@@ -10,6 +10,9 @@ from absl import flags as absl_flags
 from dialoguecse_tf.config_fields import field_kind
 from dialoguecse_tf.data.readers import MIN_TURNS_BY_FORMAT, READERS
 
+# Flags defined here belong to the entry point that asks for them (its --helpshort lists them).
+absl_flags.disclaim_key_flags()
+
 
 def config_from_flags(config_class, flag_values, **overrides):
     """Builds `config_class` taking each field from the flag with the field's name.
@@ -46,31 +49,34 @@ def define_corpus_flags(flags):
     flags.mark_flag_as_required("input_file")
 
 
+def define_flag(flags, name: str, kind: type, default, help_text: str, choices=None, repeated=False,
+                as_list=False) -> None:
+    """One absl flag of a config field's type; tuple fields are repeatable (or comma lists)."""
+    if repeated:
+        define = flags.DEFINE_list if as_list else flags.DEFINE_multi_string
+        define(name, list(default or ()) or None, help_text)
+    elif choices:
+        flags.DEFINE_enum(name, default, list(choices), help_text)
+    elif kind is bool:
+        flags.DEFINE_bool(name, default, help_text)
+    elif kind is int:
+        flags.DEFINE_integer(name, default, help_text)
+    elif kind is float:
+        flags.DEFINE_float(name, default, help_text)
+    else:
+        flags.DEFINE_string(name, default, help_text)
+
+
 def define_config_flags(flags, config_class, exclude=()) -> None:
     """One flag per field of `config_class` (made with `config_fields.field`), with the field's
     default, help and choices; tuple fields become repeatable flags."""
     for config_field in dataclasses.fields(config_class):
-        name = config_field.name
-        if name in exclude:
+        if config_field.name in exclude:
             continue
-        kind, repeated = field_kind(config_class, name)
-        default = config_field.default
-        help_text = config_field.metadata.get("help") or name
-        choices = config_field.metadata.get("choices")
-        if repeated and config_field.metadata.get("flag") == "list":
-            flags.DEFINE_list(name, list(default) or None, help_text)
-        elif repeated:
-            flags.DEFINE_multi_string(name, list(default) or None, help_text)
-        elif choices:
-            flags.DEFINE_enum(name, default, list(choices), help_text)
-        elif kind is bool:
-            flags.DEFINE_bool(name, default, help_text)
-        elif kind is int:
-            flags.DEFINE_integer(name, default, help_text)
-        elif kind is float:
-            flags.DEFINE_float(name, default, help_text)
-        else:
-            flags.DEFINE_string(name, default, help_text)
+        kind, repeated = field_kind(config_class, config_field.name)
+        define_flag(flags, config_field.name, kind, config_field.default,
+                    config_field.metadata.get("help") or config_field.name, config_field.metadata.get("choices"),
+                    repeated, config_field.metadata.get("flag") == "list")
 
 
 def flag_value_or_none(flag_values, name):

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from dialoguecse_tf.cli.flag_utils import define_config_flags, flag_value_or_none
+from absl import flags as absl_flags
+
+from dialoguecse_tf.cli.flag_utils import define_config_flags, define_flag, flag_value_or_none
 from dialoguecse_tf.config_fields import field_kind
 from dialoguecse_tf.objectives.base import get_objective_class, objective_names
 from dialoguecse_tf.presets import PRESETS, get_preset
 from dialoguecse_tf.stage import TrainConfig
+
+# Flags defined here belong to the entry point that asks for them (its --helpshort lists them).
+absl_flags.disclaim_key_flags()
 
 
 def define_training_flags(flags, objectives=None, default_objective: str | None = None) -> None:
@@ -47,18 +52,8 @@ def _define_options_flags(flags, objectives) -> None:
         defaults = ", ".join(f"{value!r} for {name}" for name, value in
                              dict.fromkeys((owner, o.default) for owner, _, o in owners))
         kind, _ = field_kind(options_class, option_name)
-        help_text = f"{option.metadata.get('help', '')} [default: {defaults}]"
-        choices = option.metadata.get("choices")
-        if choices:
-            flags.DEFINE_enum(option_name, None, list(choices), help_text)
-        elif kind is bool:
-            flags.DEFINE_bool(option_name, None, help_text)
-        elif kind is int:
-            flags.DEFINE_integer(option_name, None, help_text)
-        elif kind is float:
-            flags.DEFINE_float(option_name, None, help_text)
-        else:
-            flags.DEFINE_string(option_name, None, help_text)
+        define_flag(flags, option_name, kind, None, f"{option.metadata.get('help', '')} [default: {defaults}]",
+                    option.metadata.get("choices"))
 
 
 def stage_from_flags(flag_values):
@@ -88,3 +83,17 @@ def stage_from_flags(flag_values):
         config_values[config_field.name] = tuple(current) if isinstance(current, list) else current
     return objective_class(options), TrainConfig(**config_values)
 
+
+
+def training_main(flags, objectives=None, default_objective: str | None = None):
+    """Defines a training entry point's flags and returns its absl `main`."""
+    define_training_flags(flags, objectives, default_objective)
+    flags.mark_flags_as_required(["train_file", "output_dir"])
+
+    def main(argv):
+        del argv
+        from dialoguecse_tf.stage import run_stage
+
+        run_stage(*stage_from_flags(flags.FLAGS))
+
+    return main

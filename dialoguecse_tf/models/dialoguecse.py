@@ -20,6 +20,40 @@ from dialoguecse_tf.schema import (
 )
 
 
+def encode_contexts_and_candidates(backbone, inputs, training, num_length_buckets: int):
+    """Encodes a batch's context turns and candidates in one backbone call (a context is
+    encoded once, whatever the number of its candidates).
+
+    Returns float32 (context tokens [B, T, L, D], context mask [B, T, L], turn mask [B, T],
+    candidate tokens [B, K, L, D], candidate mask [B, K, L]); masks are int32.
+    """
+    context_ids = ops.cast(inputs[CONTEXT_INPUT_IDS], "int32")
+    context_mask = ops.cast(inputs[CONTEXT_INPUT_MASK], "int32")
+    turn_mask = ops.cast(inputs[CONTEXT_TURN_MASK], "int32")
+    candidate_ids = ops.cast(inputs[CANDIDATE_INPUT_IDS], "int32")
+    candidate_mask = ops.cast(inputs[CANDIDATE_INPUT_MASK], "int32")
+    _, num_turns, seq_length = context_ids.shape
+    num_candidates = candidate_ids.shape[1]
+    if candidate_ids.shape[2] != seq_length:
+        raise ValueError(
+            f"context and candidate sequences must share one length to be encoded together, "
+            f"got {seq_length} and {candidate_ids.shape[2]}"
+        )
+    num_context_sequences = ops.shape(context_ids)[0] * num_turns
+    tokens = encode_sequences(
+        backbone,
+        ops.concatenate([ops.reshape(context_ids, (-1, seq_length)), ops.reshape(candidate_ids, (-1, seq_length))],
+                        axis=0),
+        ops.concatenate([ops.reshape(context_mask, (-1, seq_length)),
+                         ops.reshape(candidate_mask, (-1, seq_length))], axis=0),
+        training, num_length_buckets,
+    )
+    dim = tokens.shape[-1]
+    context_tokens = ops.reshape(tokens[:num_context_sequences], (-1, num_turns, seq_length, dim))
+    candidate_tokens = ops.reshape(tokens[num_context_sequences:], (-1, num_candidates, seq_length, dim))
+    return context_tokens, context_mask, turn_mask, candidate_tokens, candidate_mask
+
+
 @keras.saving.register_keras_serializable(package="dialoguecse_tf")
 class DialogueCSEModel(keras.Model):
     """The contrastive-stage model around a BERT backbone it is given.
@@ -76,35 +110,8 @@ class DialogueCSEModel(keras.Model):
         return encode_sequences(self.backbone, token_ids, padding_mask, training, self.num_length_buckets)
 
     def call(self, inputs, training=False):
-        context_ids = ops.cast(inputs[CONTEXT_INPUT_IDS], "int32")
-        context_mask = ops.cast(inputs[CONTEXT_INPUT_MASK], "int32")
-        turn_mask = ops.cast(inputs[CONTEXT_TURN_MASK], "int32")
-        candidate_ids = ops.cast(inputs[CANDIDATE_INPUT_IDS], "int32")
-        candidate_mask = ops.cast(inputs[CANDIDATE_INPUT_MASK], "int32")
-        _, num_turns, seq_length = context_ids.shape
-        num_candidates = candidate_ids.shape[1]
-        if candidate_ids.shape[2] != seq_length:
-            raise ValueError(
-                f"context and candidate sequences must share one length to be encoded together, "
-                f"got {seq_length} and {candidate_ids.shape[2]}"
-            )
-
-        num_context_sequences = ops.shape(context_ids)[0] * num_turns
-        tokens = self.encode_sequences(
-            ops.concatenate(
-                [ops.reshape(context_ids, (-1, seq_length)), ops.reshape(candidate_ids, (-1, seq_length))],
-                axis=0,
-            ),
-            ops.concatenate(
-                [ops.reshape(context_mask, (-1, seq_length)), ops.reshape(candidate_mask, (-1, seq_length))],
-                axis=0,
-            ),
-            training=training,
-        )
-        dim = tokens.shape[-1]
-        context_tokens = ops.reshape(tokens[:num_context_sequences], (-1, num_turns, seq_length, dim))
-        candidate_tokens = ops.reshape(tokens[num_context_sequences:], (-1, num_candidates, seq_length, dim))
-
+        context_tokens, context_mask, turn_mask, candidate_tokens, candidate_mask = encode_contexts_and_candidates(
+            self.backbone, inputs, training, self.num_length_buckets)
         refined = self.matching(context_tokens, context_mask, candidate_tokens, candidate_mask)
         return {
             "context_free": masked_mean(candidate_tokens, candidate_mask),
@@ -181,27 +188,12 @@ class ReleasedDialogueCSEModel(keras.Model):
         self.round_attention.build((None, None, backbone.hidden_dim))
 
     def call(self, inputs, training=False):
-        context_ids = ops.cast(inputs[CONTEXT_INPUT_IDS], "int32")
-        context_mask = ops.cast(inputs[CONTEXT_INPUT_MASK], "int32")
-        turn_mask = ops.cast(inputs[CONTEXT_TURN_MASK], "float32")
-        candidate_ids = ops.cast(inputs[CANDIDATE_INPUT_IDS], "int32")
-        candidate_mask = ops.cast(inputs[CANDIDATE_INPUT_MASK], "int32")
-        _, num_slots, seq_length = context_ids.shape
+        context_tokens, context_mask, turn_mask, candidate_tokens, candidate_mask = encode_contexts_and_candidates(
+            self.backbone, inputs, training, self.num_length_buckets)
+        num_slots, seq_length = context_tokens.shape[1], context_tokens.shape[2]
         if num_slots % 2:
             raise ValueError(f"the released model reads left and right contexts of equal size, got {num_slots} slots")
-        num_candidates = candidate_ids.shape[1]
-        num_context_sequences = ops.shape(context_ids)[0] * num_slots
-        tokens = encode_sequences(
-            self.backbone,
-            ops.concatenate([ops.reshape(context_ids, (-1, seq_length)),
-                             ops.reshape(candidate_ids, (-1, seq_length))], axis=0),
-            ops.concatenate([ops.reshape(context_mask, (-1, seq_length)),
-                             ops.reshape(candidate_mask, (-1, seq_length))], axis=0),
-            training, self.num_length_buckets,
-        )
-        dim = tokens.shape[-1]
-        context_tokens = ops.reshape(tokens[:num_context_sequences], (-1, num_slots, seq_length, dim))
-        candidate_tokens = ops.reshape(tokens[num_context_sequences:], (-1, num_candidates, seq_length, dim))
+        turn_mask = ops.cast(turn_mask, "float32")
         context_tokens = context_tokens * ops.cast(context_mask, "float32")[..., None]
         candidate_tokens = candidate_tokens * ops.cast(candidate_mask, "float32")[..., None]
 

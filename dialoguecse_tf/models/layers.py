@@ -1,4 +1,5 @@
-"""The DialogueCSE head: matching-guided embedding (eq. 3-4) and turn aggregation (eq. 5-7).
+"""The DialogueCSE heads: matching-guided embedding (eq. 3-4), turn aggregation (eq. 5-7), and
+the released code's round attention.
 
 Shapes: B examples, T context turns, K candidates (the true response first, then its
 negatives), L tokens per sequence, D = BERT's hidden size.
