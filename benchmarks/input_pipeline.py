@@ -1,15 +1,15 @@
 """Benchmark 5: batches/s of the contrastive stage's input pipeline, parallel vs sequential.
 
-The pipeline `run_finetuning` builds (read and parse the records, shuffle, batch, select
-turns and negatives), timed with and without parallel reading/parsing and prefetching,
-and set against the rate the training step consumes batches (from train_step.py's JSON
-if given), to show whether input ever holds training back.
+The pipeline `stage.run_stage` builds for a contrastive objective (read and parse the records,
+shuffle, batch, then the objective's `prepare_batch`: select turns and negatives), timed with
+and without parallel reading/parsing and prefetching, and set against the rate the training
+step consumes batches (from train_step.py's JSON if given), to show whether input ever holds
+training back.
 """
 
 import json
 import os
 import sys
-import time
 
 from absl import app, flags
 
@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 flags.DEFINE_string("train_file", None, "Contrastive TFRecords (glob).")
+flags.DEFINE_string("objective", "dialoguecse", "Contrastive objective whose batch preparation is timed.")
 flags.DEFINE_integer("train_batch_size", 20, "Examples per batch.")
 flags.DEFINE_integer("num_context_turns", 3, "Context turns kept.")
 flags.DEFINE_integer("num_negatives", 9, "Negatives kept.")
@@ -33,15 +34,17 @@ FLAGS = flags.FLAGS
 def main(argv):
     del argv
     from dialoguecse_tf import schema, training
-    from dialoguecse_tf.finetuning import select_context_turns, select_negatives
+    from dialoguecse_tf.stage import configure
 
-    files, spec, _ = schema.resolve_records([FLAGS.train_file], schema.RECORD_TYPE_CONTRASTIVE)
+    objective, _ = configure(FLAGS.objective, num_context_turns=FLAGS.num_context_turns,
+                             num_negatives=FLAGS.num_negatives)
+    files, spec, _ = schema.resolve_records([FLAGS.train_file], objective.record_type)
+    objective.check_records(spec, os.path.dirname(files[0]))
 
     def pipeline(parallel):
         dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=1, parallel=parallel)
         batches = training.make_dataset(dataset, FLAGS.train_batch_size, seed=1, prefetch=parallel)
-        return batches.map(lambda batch: select_negatives(
-            select_context_turns(batch, FLAGS.num_context_turns), FLAGS.num_negatives))
+        return batches.map(objective.prepare_batch)
 
     def drain(parallel):
         # One long-lived iterator: the warm-up pass fills the shuffle buffer, the timed
@@ -71,7 +74,8 @@ def main(argv):
                        f"median of {FLAGS.repeats}", ["setting", "batches/s", "s per pass"], rows)
     common.write_results(FLAGS.output_json, {
         "benchmark": "input_pipeline",
-        "settings": {"train_file": FLAGS.train_file, "train_batch_size": FLAGS.train_batch_size,
+        "settings": {"train_file": FLAGS.train_file, "objective": FLAGS.objective,
+                     "train_batch_size": FLAGS.train_batch_size,
                      "num_context_turns": FLAGS.num_context_turns, "num_negatives": FLAGS.num_negatives,
                      "num_batches": FLAGS.num_batches, "repeats": FLAGS.repeats},
         "results": results,

@@ -1,7 +1,8 @@
 """Benchmark 2: DialogueCSE contrastive training steps/s, TensorFlow vs a PyTorch peer.
 
-The TensorFlow side is the library's own step (`training.build_train_step` around
-`finetuning.contrastive_step` and `DialogueCSEModel`, the code `run_finetuning` runs);
+The TensorFlow side is the library's own step (`training.build_train_step` around the
+`dialoguecse` objective's model and loss in its `paper_text` variant, `DialogueCSEModel` and
+NT-Xent, the code `stage.run_stage` runs);
 the PyTorch side is `torch_peer.TorchDialogueCSE` on `transformers.BertModel`: same
 weights (one HuggingFace folder), same batch, turns, negatives, frozen layers,
 temperature and optimizer. Before timing, the first step's losses must agree.
@@ -62,16 +63,28 @@ def synthetic_batch(batch_size, turns, candidates, length, seed):
     }
 
 
-def records_batch(pattern, batch_size, turns, negatives, length):
+def dialoguecse_objective():
+    """The `dialoguecse` objective as the PyTorch peer computes it (the paper's equations, I2
+    aggregation) with this benchmark's settings."""
+    from dialoguecse_tf.stage import configure
+
+    objective, _ = configure("dialoguecse", variant="paper_text", aggregation="mean", temperature=FLAGS.temperature,
+                             num_frozen_layers=FLAGS.num_frozen_layers, num_context_turns=FLAGS.num_context_turns,
+                             num_negatives=FLAGS.num_negatives)
+    return objective
+
+
+def records_batch(pattern, batch_size, length):
     import tensorflow as tf
 
     from dialoguecse_tf import schema
-    from dialoguecse_tf.finetuning import select_context_turns, select_negatives
 
-    files, spec, _ = schema.resolve_records([pattern], schema.RECORD_TYPE_CONTRASTIVE)
+    objective = dialoguecse_objective()
+    files, spec, _ = schema.resolve_records([pattern], objective.record_type)
     schema.check_compatible(spec, max_seq_length=length)
+    objective.check_records(spec, os.path.dirname(files[0]))
     batch = next(iter(schema.read_dataset(files, spec).batch(batch_size, drop_remainder=True)))
-    batch = select_negatives(select_context_turns(batch, turns), negatives)
+    batch = objective.prepare_batch(batch)
     return {name: tf.cast(value, tf.int32).numpy() for name, value in batch.items()}
 
 
@@ -79,21 +92,25 @@ def tensorflow_step(loaded, config, batch, jit_compile, num_length_buckets):
     import tensorflow as tf
 
     from dialoguecse_tf import training
-    from dialoguecse_tf.finetuning import contrastive_step
-    from dialoguecse_tf.models.dialoguecse import DialogueCSEModel
+    from dialoguecse_tf.encoder import build_backbone
 
+    objective = dialoguecse_objective()
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0" if not tf.config.list_logical_devices("GPU") else "/gpu:0")
     with strategy.scope():
-        model = DialogueCSEModel(config, temperature=FLAGS.temperature, num_frozen_layers=FLAGS.num_frozen_layers,
-                                 num_length_buckets=num_length_buckets)
-        model.backbone.set_weights(loaded.backbone.get_weights())
+        # As `stage.run_stage`: a backbone built in the scope, the objective's model (and freezing)
+        # around it, then the checkpoint's weights.
+        backbone = build_backbone(config)
+        model = objective.build_model(backbone, config, loaded.tokenizer, num_length_buckets)
+        backbone.set_weights(loaded.backbone.get_weights())
         optimizer = training.create_optimizer(5e-5, num_train_steps=10**6, num_warmup_steps=0)
         optimizer.build(model.trainable_variables)
         step = tf.Variable(0, dtype=tf.int64)
+
+    def step_fn(model, batch, training_):
+        return objective.compute_loss(model, batch, training_, FLAGS.train_batch_size)
+
     iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat()))
-    train_step = training.build_train_step(
-        strategy, model, optimizer, contrastive_step(FLAGS.train_batch_size), step, jit_compile
-    )
+    train_step = training.build_train_step(strategy, model, optimizer, step_fn, step, jit_compile)
     return lambda: float(train_step(iterator)[0])
 
 
@@ -123,7 +140,7 @@ def main(argv):
     config = loaded.config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     batch_size, turns, candidates = FLAGS.train_batch_size, FLAGS.num_context_turns, FLAGS.num_negatives + 1
     if FLAGS.train_file:
-        batch = records_batch(FLAGS.train_file, batch_size, turns, FLAGS.num_negatives, FLAGS.max_seq_length)
+        batch = records_batch(FLAGS.train_file, batch_size, FLAGS.max_seq_length)
     else:
         batch = synthetic_batch(batch_size, turns, candidates, FLAGS.max_seq_length, FLAGS.random_seed)
 

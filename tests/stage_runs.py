@@ -2,6 +2,10 @@
 
 Shared by the crash-safety and determinism tests, which restart or repeat the real
 commands. The BERT configs keep dropout on: resuming and repeating must be exact with it.
+The pretraining flags use `--input_file` (pretrain/run_pretraining.py's name for
+`--train_file`); the finetuning flags name their objective, so they serve both
+finetune/run_finetuning.py and train/run_training.py; the contrastive records keep left and
+right contexts apart ("sides"), so they serve either DialogueCSE variant.
 """
 
 import os
@@ -22,6 +26,7 @@ from dialoguecse_tf.tokenization import Tokenizer
 
 PRETRAIN = str(REPO_ROOT / "pretrain" / "run_pretraining.py")
 FINETUNE = str(REPO_ROOT / "finetune" / "run_finetuning.py")
+TRAIN = str(REPO_ROOT / "train" / "run_training.py")
 RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
 MAX_SEQ_LENGTH = 10
 DROPOUT = 0.1
@@ -59,17 +64,20 @@ def write_pretraining_inputs(folder, vocab_file, bert_config) -> list:
 
 
 def write_finetuning_inputs(folder, vocab_file, bert_config) -> list:
-    """Contrastive records and a random 3-layer, dropout-on start checkpoint; returns the flags."""
+    """Contrastive records and a random 3-layer, dropout-on start checkpoint; returns the flags
+    (DialogueCSE's default variant, the released one)."""
     tokenizer = Tokenizer(vocab_file, max_seq_length=MAX_SEQ_LENGTH)
-    spec = schema.ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4)
+    spec = schema.ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4,
+                                        context_layout="sides")
     write_contrastive_records(_dialogues(24, 5), tokenizer, str(folder / "contrastive_records"), spec,
                               random_seed=1, log=lambda _: None)
     config = bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=DROPOUT,
                                  attention_probs_dropout_prob=DROPOUT)
     save_checkpoint(str(folder / "init"), build_backbone(config), config, tokenizer)
     return [f"--train_file={folder / 'contrastive_records' / 'contrastive-*'}", f"--init_checkpoint={folder / 'init'}",
-            f"--max_seq_length={MAX_SEQ_LENGTH}", "--num_negatives=4", "--num_frozen_layers=1",
-            "--train_batch_size=8", "--learning_rate=3e-3", "--aggregation=attention", "--attention_hidden_size=16"]
+            "--objective=dialoguecse", f"--max_seq_length={MAX_SEQ_LENGTH}", "--num_negatives=4",
+            "--num_frozen_layers=1", "--train_batch_size=8", "--learning_rate=3e-3", "--aggregation=attention",
+            "--attention_hidden_size=16"]
 
 
 def write_evaluation_files(folder) -> dict:

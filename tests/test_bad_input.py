@@ -51,11 +51,12 @@ SR_SET = "data_prep/build_sr_set.py"
 DEMO = "data_prep/generate_demo_corpus.py"
 PRETRAIN = "pretrain/run_pretraining.py"
 FINETUNE = "finetune/run_finetuning.py"
+TRAIN = "train/run_training.py"
 EXPORT = "finetune/export_savedmodel.py"
 EVALUATE = "evaluation/run_evaluation.py"
 MERGE = "evaluation/merge_results.py"
 SWEEP = "evaluation/plot_sweep.py"
-ENTRY_POINTS = (VOCAB, MLM_DATA, CONTRASTIVE_DATA, SR_SET, DEMO, PRETRAIN, FINETUNE, EXPORT, EVALUATE, MERGE,
+ENTRY_POINTS = (VOCAB, MLM_DATA, CONTRASTIVE_DATA, SR_SET, DEMO, PRETRAIN, FINETUNE, TRAIN, EXPORT, EVALUATE, MERGE,
                 SWEEP, EMBED)
 
 PRETRAIN_ARGS = ("--output_dir={out}", "--max_seq_length=16", "--max_predictions_per_seq=3", "--num_train_steps=2",
@@ -92,7 +93,8 @@ CASES = (
          "{a_file}"),
     Case(DEMO, "bad_sr_candidates", ("--output_dir={out}", "--num_dialogues=5", "--num_sr_candidates=0"),
          "num_sr_candidates"),
-    Case(PRETRAIN, "missing_flag", ("--output_dir={out}",), "--input_file"),
+    # --input_file is pretraining's alias of --train_file; absl names the flag itself.
+    Case(PRETRAIN, "missing_flag", ("--output_dir={out}",), "--train_file"),
     Case(PRETRAIN, "no_records", ("--input_file={missing}", "--bert_config_file={bert_config}",
                                   "--vocab_file={vocab}") + PRETRAIN_ARGS, "{missing}"),
     Case(PRETRAIN, "truncated_records", ("--input_file={mlm_truncated}/*.tfrecord", "--bert_config_file={bert_config}",
@@ -123,6 +125,21 @@ CASES = (
     Case(FINETUNE, "select_id_out_of_range", ("--train_file={contrastive}/*.tfrecord", "--init_checkpoint={ckpt}",
                                               "--eval_select_file={select_out_of_range}") + FINETUNE_ARGS,
          "{select_out_of_range}:3"),
+    Case(FINETUNE, "not_a_contrastive_objective", ("--train_file={contrastive}/*.tfrecord", "--init_checkpoint={ckpt}",
+                                                   "--model_type=mlm") + FINETUNE_ARGS, "--objective"),
+    Case(TRAIN, "missing_flag", ("--output_dir={out}", "--objective=mlm"), "--train_file"),
+    Case(TRAIN, "no_objective", ("--train_file={mlm}/*.tfrecord", "--bert_config_file={bert_config}",
+                                 "--vocab_file={vocab}") + PRETRAIN_ARGS, "--objective"),
+    Case(TRAIN, "unknown_objective", ("--train_file={mlm}/*.tfrecord", "--objective=simcse",
+                                      "--bert_config_file={bert_config}", "--vocab_file={vocab}") + PRETRAIN_ARGS,
+         "--objective"),
+    Case(TRAIN, "records_of_another_objective", ("--train_file={contrastive}/*.tfrecord", "--objective=mlm",
+                                                 "--bert_config_file={bert_config}", "--vocab_file={vocab}")
+         + PRETRAIN_ARGS, "{contrastive}/records_info.json"),
+    Case(TRAIN, "too_few_negatives", ("--train_file={contrastive}/*.tfrecord", "--objective=siamese_m",
+                                      "--init_checkpoint={ckpt}", "--num_negatives=9", "--output_dir={out}",
+                                      "--max_seq_length=16", "--num_train_steps=2", "--train_batch_size=2"),
+         "{contrastive}/records_info.json"),
     Case(EXPORT, "missing_flag", ("--checkpoint={ckpt}",), "--export_dir"),
     Case(EXPORT, "missing_checkpoint", ("--checkpoint={missing}", "--export_dir={out}"), "{missing}"),
     Case(EXPORT, "checkpoint_vocab_size_differs", ("--checkpoint={ckpt_vocab_differs}", "--export_dir={out}"),

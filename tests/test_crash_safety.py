@@ -150,10 +150,12 @@ def test_pretraining_survives_random_kills(tmp_path, tiny_vocab_file, tiny_bert_
     flags = stage_runs.write_pretraining_inputs(tmp_path, tiny_vocab_file, tiny_bert_config)
     # Both stages write the encoder with the same `save_checkpoint`; one covers kills around it.
     killed, _ = run_killed_and_uninterrupted(flags, stage_runs.PRETRAIN, tmp_path, seed=4, kill_at_end=True)
-    assert killed.metadata["stage"] == "pretrain" and len(killed.mlm_head) == 5
+    assert killed.metadata["stage"] == "pretrain" and killed.metadata["objective"] == "mlm"
+    assert len(killed.mlm_head) == 5
 
 
 def test_finetuning_survives_random_kills(tmp_path, tiny_vocab_file, tiny_bert_config):
     flags = stage_runs.write_finetuning_inputs(tmp_path, tiny_vocab_file, tiny_bert_config)
     killed, _ = run_killed_and_uninterrupted(flags, stage_runs.FINETUNE, tmp_path, seed=1)
-    assert killed.metadata["stage"] == "finetune"
+    assert killed.metadata["stage"] == "finetune" and killed.metadata["objective"] == "dialoguecse"
+    assert killed.metadata["variant"] == "released" and killed.metadata["aggregation"] == "attention"

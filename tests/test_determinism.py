@@ -47,14 +47,22 @@ def test_pretraining_is_deterministic(tmp_path, tiny_vocab_file, tiny_bert_confi
 def test_finetuning_and_evaluation_are_deterministic(tmp_path, tiny_vocab_file, tiny_bert_config):
     flags = stage_runs.write_finetuning_inputs(tmp_path, tiny_vocab_file, tiny_bert_config)
     files = stage_runs.write_evaluation_files(tmp_path)
+    # Through the generic entry point (the same stage as finetune/run_finetuning.py), with the
+    # paper-text variant: test_crash_safety.py runs the released one.
     folders = run_twice(
-        stage_runs.FINETUNE,
-        [*flags, f"--num_train_steps={NUM_TRAIN_STEPS}", "--log_steps=1", "--eval_steps=10",
+        stage_runs.TRAIN,
+        [*flags, "--variant=paper_text", f"--num_train_steps={NUM_TRAIN_STEPS}", "--log_steps=1", "--eval_steps=10",
          f"--eval_select_file={files['select']}", f"--eval_sts_file={files['sts']}"],
         tmp_path,
     )
     assert sorted(stage_runs.scalars(folders[0], "eval/map")) == [10, NUM_TRAIN_STEPS]
-    assert_same_training(folders, ["loss", "positive_similarity", "eval/map", "eval/mrr", "eval/corr"])
+    assert_same_training(folders, ["loss", "positive_ranked_first", "positive_cosine", "negative_cosine", "cosine_gap",
+                                   "eval/map", "eval/mrr", "eval/corr"])
+    # The encoder kept as the best by the evaluation is the same one too.
+    best = [read_tf1_variables(find_tf1_checkpoint(str(folder / "best_encoder"))) for folder in folders]
+    assert sorted(best[0]) == sorted(best[1])
+    for name, value in best[0].items():
+        np.testing.assert_array_equal(value, best[1][name], err_msg=name)
 
     encoder = folders[0] / "encoder"
     evaluations = [tmp_path / "eval_first", tmp_path / "eval_second"]

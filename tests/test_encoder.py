@@ -1,8 +1,17 @@
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from dialoguecse_tf.checkpoints import assign_bert_variables, backbone_to_tf1_variables
-from dialoguecse_tf.encoder import build_backbone, freeze_bottom_layers
+from dialoguecse_tf.encoder import (
+    build_backbone,
+    check_num_length_buckets,
+    encode_sequences,
+    freeze_bottom_layers,
+    freeze_pooler,
+    run_backbone,
+    trim_padding,
+)
 from numpy_bert import bert_forward, random_bert_weights
 
 
@@ -82,3 +91,97 @@ def test_freezing_validates_range(tiny_bert_config):
         freeze_bottom_layers(backbone, 3)
     freeze_bottom_layers(backbone, 0)
     assert all(layer.trainable for layer in backbone.layers)
+
+
+def test_freezing_the_pooler_keeps_its_weights_out_of_training(tiny_bert_config):
+    backbone = build_backbone(tiny_bert_config)
+    pooler = {id(v) for v in backbone.get_layer("pooled_dense").weights}
+    total = len(backbone.trainable_weights)
+    freeze_pooler(backbone)
+    assert len(backbone.trainable_weights) == total - 2
+    assert not pooler & {id(v) for v in backbone.trainable_weights}
+    assert pooler <= {id(v) for v in backbone.weights}  # still there, for checkpoints
+
+
+def test_run_backbone_defaults_to_single_sentence_segments(tiny_bert_config):
+    weights = random_bert_weights(tiny_bert_config, seed=3)
+    backbone = build_backbone(tiny_bert_config)
+    assign_bert_variables(backbone, weights, source="test")
+    token_ids, mask = _inputs(tiny_bert_config)
+    outputs = run_backbone(backbone, tf.constant(token_ids), tf.constant(mask))
+    sequence, pooled = _run(backbone, token_ids, mask)
+    np.testing.assert_array_equal(np.asarray(outputs["sequence_output"]), sequence)
+    np.testing.assert_array_equal(np.asarray(outputs["pooled_output"]), pooled)
+    segments = tf.ones_like(token_ids)
+    other = run_backbone(backbone, tf.constant(token_ids), tf.constant(mask), segment_ids=segments)["sequence_output"]
+    assert np.abs(np.asarray(other) - sequence)[mask == 1].max() > 1e-4
+
+
+def test_trim_padding_keeps_every_column_any_row_uses():
+    ids = tf.constant([[5, 6, 0, 0, 0], [7, 0, 8, 0, 0]])
+    mask = tf.constant([[1, 1, 0, 0, 0], [1, 0, 1, 0, 0]])
+    trimmed_ids, trimmed_mask = trim_padding(ids, mask)
+    np.testing.assert_array_equal(trimmed_ids.numpy(), [[5, 6, 0], [7, 0, 8]])
+    np.testing.assert_array_equal(trimmed_mask.numpy(), [[1, 1, 0], [1, 0, 1]])
+    assert trim_padding(ids, tf.zeros_like(mask))[1].shape == (2, 1)
+
+
+def test_encode_sequences_is_the_float32_sequence_output(tiny_bert_config):
+    weights = random_bert_weights(tiny_bert_config, seed=3)
+    backbone = build_backbone(tiny_bert_config)
+    assign_bert_variables(backbone, weights, source="test")
+    token_ids, mask = _inputs(tiny_bert_config)
+    encoded = encode_sequences(backbone, token_ids, mask)
+    assert encoded.dtype == tf.float32 and encoded.shape == token_ids.shape + (tiny_bert_config.hidden_size,)
+    reference, _ = bert_forward(weights, tiny_bert_config, token_ids, mask)
+    real = mask.astype(bool)
+    assert np.abs(encoded.numpy()[real] - reference[real]).max() < 1e-4
+
+
+def test_length_buckets_cut_each_group_to_its_longest_sequence(tiny_bert_config, monkeypatch):
+    backbone = build_backbone(tiny_bert_config)
+    length = 8
+    ids = np.ones((6, length), np.int32)
+    mask = (np.arange(length) < np.array([[1], [8], [2], [3], [8], [4]])).astype(np.int32)
+    plain = encode_sequences(backbone, ids, mask).numpy()
+    seen = []
+    backbone_call = backbone.call
+
+    def spy(inputs, *args, **kwargs):
+        seen.append(tuple(inputs["token_ids"].shape))
+        return backbone_call(inputs, *args, **kwargs)
+
+    monkeypatch.setattr(backbone, "call", spy)
+    encoded = encode_sequences(backbone, ids, mask, num_length_buckets=3).numpy()
+    assert seen == [(2, 2), (2, 4), (2, 8)]
+    assert encoded.shape == (6, length, tiny_bert_config.hidden_size)
+    group_lengths = np.array([2, 8, 2, 4, 8, 4])
+    beyond_group = np.arange(length) >= group_lengths[:, None]
+    assert not encoded[beyond_group].any() and np.abs(encoded[~beyond_group]).sum(-1).min() > 0
+    np.testing.assert_allclose(encoded[mask == 1], plain[mask == 1], atol=1e-5)
+    # More buckets than sequences: one group per sequence; a ragged split still restores the order.
+    seen.clear()
+    np.testing.assert_allclose(encode_sequences(backbone, ids, mask, num_length_buckets=10).numpy()[mask == 1],
+                               plain[mask == 1], atol=1e-5)
+    assert len(seen) == 6
+    seen.clear()
+    odd = encode_sequences(backbone, ids[:5], mask[:5], num_length_buckets=2).numpy()
+    np.testing.assert_allclose(odd[mask[:5] == 1], plain[:5][mask[:5] == 1], atol=1e-5)
+    assert seen == [(3, 3), (2, 8)]  # lengths 1, 2, 3 then 8, 8: the first group takes the remainder
+
+
+def test_length_buckets_need_a_static_batch_size(tiny_bert_config):
+    backbone = build_backbone(tiny_bert_config)
+    spec = tf.TensorSpec([None, 8], tf.int32)
+    bucketed = tf.function(lambda ids, mask: encode_sequences(backbone, ids, mask, num_length_buckets=2))
+    with pytest.raises(ValueError, match="static batch size"):
+        bucketed.get_concrete_function(spec, spec)
+    plain = tf.function(lambda ids, mask: encode_sequences(backbone, ids, mask))
+    assert plain.get_concrete_function(spec, spec).structured_outputs.shape.as_list() == [None, 8, 32]
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.0, True, "2"])
+def test_check_num_length_buckets_rejects_non_positive_ints(value):
+    with pytest.raises(ValueError, match="num_length_buckets"):
+        check_num_length_buckets(value)
+    assert check_num_length_buckets(3) == 3

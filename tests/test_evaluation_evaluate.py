@@ -126,3 +126,69 @@ def test_embed_fn_output_is_checked():
         embed_unique(lambda texts: np.zeros((1, 2)), ["a", "b"])
     with pytest.raises(ValueError, match="NaN"):
         embed_unique(lambda texts: np.full((1, 2), np.nan), ["a"])
+
+
+def _task_files(tmp_path):
+    select = write_select(tmp_path / "select.txt", SELECT_ROWS)
+    sts = tmp_path / "sts.txt"
+    sts.write_text("5\tq\twhere\n1\tq\tmoney back\n3\trefund\twhere\n", encoding="utf-8")
+    return str(select), str(sts)
+
+
+def test_task_evaluators_give_the_evaluation_functions_numbers(tmp_path):
+    from dialoguecse_tf.evaluation.results import dataset_file_record
+    from dialoguecse_tf.evaluation.sts import read_sts_file
+    from dialoguecse_tf.evaluation.tasks.dsts import DStsEvaluator
+    from dialoguecse_tf.evaluation.tasks.sr import SrEvaluator
+
+    select, sts = _task_files(tmp_path)
+    sr, dsts = SrEvaluator(select), DStsEvaluator(sts)
+    expected_sr = evaluate_sr(CountingEmbedder(VECTORS), read_select_file(select))
+    assert sr(CountingEmbedder(VECTORS)) == {"map": expected_sr["map"], "mrr": expected_sr["mrr"]}
+    expected_sts = evaluate_sts(CountingEmbedder(VECTORS), read_sts_file(sts))
+    assert dsts(CountingEmbedder(VECTORS)) == {"corr": expected_sts["corr"]}
+    assert (sr.size, dsts.size) == (5, 3)
+    assert sr.record() == dataset_file_record("select", "sr_queries", select, 5)
+    assert dsts.record() == dataset_file_record("sts", "sts_pairs", sts, 3)
+    # Every metric a task gives has a table column, its primary metric among them.
+    for evaluator, metrics in ((sr, sr(CountingEmbedder(VECTORS))), (dsts, dsts(CountingEmbedder(VECTORS)))):
+        assert [key for key, _ in type(evaluator).metrics] == list(metrics)
+        assert evaluator.primary_metric in metrics and evaluator.higher_is_better
+
+
+def test_task_evaluators_check_their_file_when_built(tmp_path):
+    from dialoguecse_tf.evaluation.tasks.dsts import DStsEvaluator
+    from dialoguecse_tf.evaluation.tasks.sr import SrEvaluator
+
+    bad = write_select(tmp_path / "select.txt", [(0, "a", "a", "7", "")])
+    with pytest.raises(DataFormatError, match=f"{bad}:1: "):
+        SrEvaluator(str(bad))
+    sts = tmp_path / "sts.txt"
+    sts.write_text("5\ta\tb\n9\tc\td\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=f"{sts}:2: "):
+        DStsEvaluator(str(sts))
+
+
+def test_evaluation_dataset_and_suite(tmp_path):
+    from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
+
+    select, sts = _task_files(tmp_path)
+    both = EvaluationDataset.from_files("ECD", {"select_file": select, "sts_file": sts})
+    sts_only = EvaluationDataset.from_files("JDDC", {"select_file": None, "sts_file": sts})
+    # Table order: D-STS first, then SR.
+    assert [evaluator.task for evaluator in both.evaluators] == ["sts", "select"]
+    assert list(both.record()) == ["name", "sts_file", "sts_sha256", "sts_pairs", "select_file", "select_sha256",
+                                   "sr_queries"]
+    embed = CountingEmbedder(VECTORS)
+    suite = EvaluationSuite([both, sts_only])
+    results = suite(embed)
+    assert list(results) == ["ECD", "JDDC"] and list(results["ECD"]) == ["corr", "map", "mrr"]
+    assert results["ECD"] == {**both.evaluators[0](embed), **both.evaluators[1](embed)}
+    assert results["JDDC"] == {"corr": results["ECD"]["corr"]}
+    assert suite.primary() == ("ECD", "corr", True)
+    assert suite.flat(results) == {"ECD/corr": results["ECD"]["corr"], "ECD/map": results["ECD"]["map"],
+                                   "ECD/mrr": results["ECD"]["mrr"], "JDDC/corr": results["JDDC"]["corr"]}
+    with pytest.raises(ValueError, match="no evaluation file"):
+        EvaluationDataset.from_files("empty", {"select_file": None, "sts_file": ""})
+    with pytest.raises(ValueError, match="distinct"):
+        EvaluationSuite([both, both])

@@ -6,12 +6,17 @@ import subprocess
 import pytest
 
 from dialoguecse_tf.evaluation.results import (
-    dataset_record,
+    REPO_ROOT,
+    dataset_file_record,
+    file_sha256,
     git_commit,
     merge_results,
+    metric_columns,
     model_record,
     new_results,
+    portable_path,
     read_results,
+    table_columns,
     write_results,
     write_table,
 )
@@ -22,9 +27,9 @@ def make_results(tmp_path, dataset="ECD", models=(("BERT-avg", 43.68, 51.77, 70.
     data.mkdir(exist_ok=True)
     (data / "select.txt").write_text("0\ta\t\t1\t\n1\tb\t\t0\t\n", encoding="utf-8")
     (data / "sts.txt").write_text(sts_text, encoding="utf-8")
-    results = new_results(
-        {"batch_size": 8}, [dataset_record(dataset, str(data / "select.txt"), 2, str(data / "sts.txt"), 1)]
-    )
+    record = {"name": dataset, **dataset_file_record("select", "sr_queries", str(data / "select.txt"), 2),
+              **dataset_file_record("sts", "sts_pairs", str(data / "sts.txt"), 1)}
+    results = new_results({"batch_size": 8}, [record])
     for name, corr, map_, mrr in models:
         results["models"].append(model_record(
             name, str(tmp_path / "ckpt"), "avg", "mean pooling", None,
@@ -44,10 +49,14 @@ def test_results_json_fields_and_markdown(tmp_path):
     assert datetime.datetime.fromisoformat(saved["created_utc"]).utcoffset() == datetime.timedelta(0)
     assert saved["git_commit"] == git_commit()
     dataset = saved["datasets"][0]
-    assert dataset["select_file"] == str(tmp_path / "ECD" / "select.txt") and dataset["sr_queries"] == 2
+    # Paths relative to the repository: results hold no machine's absolute layout.
+    assert dataset["select_file"] == os.path.relpath(tmp_path / "ECD" / "select.txt", REPO_ROOT)
+    assert dataset["sr_queries"] == 2
+    assert dataset["select_sha256"] == file_sha256(str(tmp_path / "ECD" / "select.txt"))
     assert len(dataset["sts_sha256"]) == 64 and dataset["sts_pairs"] == 1
     model = saved["models"][1]
-    assert model["display_name"] == "BERT(adapt)-flow" and model["checkpoint"] == str(tmp_path / "ckpt")
+    assert model["display_name"] == "BERT(adapt)-flow"
+    assert model["checkpoint"] == os.path.relpath(tmp_path / "ckpt", REPO_ROOT)
     assert model["metrics"] == {"ECD": {"corr": 74.3, "map": 59.77, "mrr": 76.48}}
     markdown = (out / "results.md").read_text(encoding="utf-8")
     lines = markdown.splitlines()
@@ -55,6 +64,7 @@ def test_results_json_fields_and_markdown(tmp_path):
     assert lines[2] == "| BERT-avg | 43.68 | 51.77 | 70.79 |"
     assert lines[3] == "| BERT(adapt)-flow | 74.30 | 59.77 | 76.48 |"
     assert "percentages" in markdown and "(2 queries)" in markdown and "mean pooling" in markdown
+    assert f"SR `{dataset['select_file']}` (2 queries)" in markdown and "D-STS `" in markdown
 
 
 def test_git_commit_is_a_sha_or_none(monkeypatch):
@@ -76,7 +86,7 @@ def test_merge_joins_datasets_into_rows(tmp_path):
     table = merge_results([ecd, jddc])
     assert [dataset["name"] for dataset in table.datasets] == ["ECD", "JDDC"]
     assert [row.model for row in table.rows] == ["DialogueCSE", "BERT-avg"]
-    assert table.rows[0].sources == [ecd, jddc]
+    assert table.rows[0].sources == [portable_path(ecd), portable_path(jddc)]
     lines = table.to_markdown().splitlines()
     assert lines[0] == "| Model | ECD Corr. | ECD MAP | ECD MRR | JDDC Corr. | JDDC MAP | JDDC MRR |"
     assert lines[2] == "| DialogueCSE | 83.94 | 69.32 | 81.20 | 81.22 | 68.02 | 79.52 |"
@@ -112,3 +122,30 @@ def test_read_results_rejects_other_json(tmp_path):
         read_results(str(path))
     with pytest.raises(ValueError, match="at least one"):
         merge_results([])
+
+
+def test_portable_paths_are_relative_to_the_repository(tmp_path):
+    assert portable_path(os.path.join(REPO_ROOT, "runs", "ecd", "encoder")) == os.path.join("runs", "ecd", "encoder")
+    beside = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data", "sts.txt")
+    assert portable_path(beside) == os.path.join("..", "shared", "data", "sts.txt")
+    outside = portable_path(str(tmp_path / "select.txt"))
+    assert not os.path.isabs(outside)
+    assert os.path.normpath(os.path.join(REPO_ROOT, outside)) == str(tmp_path / "select.txt")
+    # A relative path is taken from the working directory, as the command line meant it.
+    assert portable_path("select.txt") == os.path.relpath(os.path.abspath("select.txt"), REPO_ROOT)
+
+
+def test_dataset_file_record_names_the_task_file_its_checksum_and_size(tmp_path):
+    path = tmp_path / "sts.txt"
+    path.write_text("5\ta\tb\n", encoding="utf-8")
+    record = dataset_file_record("sts", "sts_pairs", str(path), 1)
+    assert record == {"sts_file": portable_path(str(path)), "sts_sha256": file_sha256(str(path)), "sts_pairs": 1}
+
+
+def test_table_columns_follow_the_task_order_then_unknown_metrics():
+    assert metric_columns() == (("corr", "Corr."), ("map", "MAP"), ("mrr", "MRR"))
+    rows = [{"ECD": {"mrr": 1.0, "corr": 2.0}}, {"ECD": {"map": 3.0, "recall": 4.0}, "JDDC": {"corr": 5.0}}]
+    assert table_columns(["ECD", "JDDC", "MDC"], rows) == [
+        ("ECD", "corr", "Corr."), ("ECD", "map", "MAP"), ("ECD", "mrr", "MRR"), ("ECD", "recall", "recall"),
+        ("JDDC", "corr", "Corr."),
+    ]

@@ -1,6 +1,8 @@
 import dataclasses
+import json
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,8 +13,9 @@ from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.encoder import build_backbone
-from dialoguecse_tf.finetuning import FinetuneConfig, run_finetuning, select_context_turns, select_negatives
 from dialoguecse_tf.models.siamese import flatten_context
+from dialoguecse_tf.objectives.contrastive import select_context_turns, select_negatives
+from dialoguecse_tf.stage import ENCODER_DIR, configure, run_stage
 from dialoguecse_tf.tokenization import Tokenizer
 
 TOPICS = [
@@ -23,25 +26,37 @@ TOPICS = [
 ]
 
 
+CONTRASTIVE_METRICS = ("positive_ranked_first", "positive_cosine", "negative_cosine", "cosine_gap")
+
+
+def stage(settings: dict, objective: str = "dialoguecse", **overrides):
+    """(objective, TrainConfig) from the flat settings, as a command line gives them."""
+    return configure(objective, **{**settings, **overrides})
+
+
 @pytest.fixture
 def setup(tmp_path, tiny_vocab_file, tiny_bert_config):
-    """Topic-coherent dialogues, their contrastive records and a random-init checkpoint."""
+    """Topic-coherent dialogues, their contrastive records and a random-init checkpoint; returns the
+    settings every contrastive objective shares (each objective adds its own options). The records
+    keep left and right contexts apart ("sides"), which serves every objective and variant."""
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
     rng = np.random.default_rng(0)
     dialogues = []
     for i in range(40):
         topic = TOPICS[i % 4]
         dialogues.append(Dialogue(str(i), tuple(Turn(str(j % 2), topic[rng.integers(4)]) for j in range(5))))
-    spec = schema.ContrastiveRecordSpec(max_seq_length=10, num_context_turns=4, num_negatives=5)
+    spec = schema.ContrastiveRecordSpec(max_seq_length=10, num_context_turns=4, num_negatives=5, context_layout="sides")
     write_contrastive_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=1, log=lambda _: None)
     config = tiny_bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    # A seeded start: otherwise it depends on what ran before in the process (or on nothing).
+    keras.utils.set_random_seed(0)
     backbone = build_backbone(config)
     save_checkpoint(str(tmp_path / "init"), backbone, config, tokenizer)
-    return FinetuneConfig(
+    return dict(
         train_file=(str(tmp_path / "records" / "contrastive-*"),), output_dir=str(tmp_path / "run"),
         init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=3, num_negatives=4,
         num_frozen_layers=1, train_batch_size=8, learning_rate=3e-3, num_train_steps=40, log_steps=1,
-        save_checkpoints_steps=10, temperature=0.1,
+        save_checkpoints_steps=10,
     )
 
 
@@ -76,48 +91,71 @@ def test_flatten_context_matches_python_reference():
     assert short_mask.numpy().sum() == 6
 
 
-@pytest.mark.parametrize("model_type, aggregation", [("dialoguecse", "mean"), ("dialoguecse", "attention"),
-                                                     ("siamese_s", "mean"), ("siamese_m", "mean")])
-def test_loss_falls_and_frozen_layers_stay_bit_identical(setup, model_type, aggregation):
-    config = dataclasses.replace(setup, model_type=model_type, aggregation=aggregation,
-                                 output_dir=setup.output_dir + model_type + aggregation)
-    losses = []
-    run_finetuning(config, verbose=False, on_log=lambda step, logs: losses.append(logs["loss"]))
+@pytest.mark.parametrize("objective_name, options", [
+    ("dialoguecse", {"variant": "paper_text", "aggregation": "mean", "temperature": 0.1}),
+    ("dialoguecse", {"variant": "paper_text", "aggregation": "attention", "temperature": 0.1}),
+    ("dialoguecse", {"variant": "released", "aggregation": "attention", "temperature": 0.1}),
+    ("siamese_s", {}), ("siamese_m", {}),
+], ids=["paper_text-mean", "paper_text-attention", "released-attention", "siamese_s", "siamese_m"])
+def test_loss_falls_and_frozen_layers_stay_bit_identical(setup, objective_name, options):
+    run_name = "-".join([objective_name, *map(str, options.values())])
+    objective, config = stage(setup, objective_name, **options, output_dir=setup["output_dir"] + run_name)
+    logged = []
+    run_stage(objective, config, verbose=False, on_log=lambda step, logs: logged.append(logs))
+    losses = [logs["loss"] for logs in logged]
     assert np.mean(losses[-8:]) < np.mean(losses[:8]) - 0.1, losses
-    before = load_checkpoint(setup.init_checkpoint, 10).backbone
-    after = load_checkpoint(os.path.join(config.output_dir, "encoder"), 10).backbone
+    # Every contrastive objective logs the same cosine metrics, on one scale.
+    for logs in logged:
+        assert set(CONTRASTIVE_METRICS) <= set(logs), sorted(logs)
+        assert -1.0 - 1e-5 <= logs["positive_cosine"] <= 1.0 + 1e-5 and 0.0 <= logs["positive_ranked_first"] <= 1.0
+        assert logs["cosine_gap"] == pytest.approx(logs["positive_cosine"] - logs["negative_cosine"], abs=1e-5)
+    before = load_checkpoint(config.init_checkpoint, 10).backbone
+    encoder = load_checkpoint(os.path.join(config.output_dir, ENCODER_DIR), 10)
+    after = encoder.backbone
     for name in ("token_embedding", "position_embedding", "segment_embedding", "embeddings_layer_norm",
-                 "transformer_layer_0"):
+                 "transformer_layer_0", "pooled_dense"):
         for old, new in zip(before.get_layer(name).weights, after.get_layer(name).weights):
             np.testing.assert_array_equal(old.numpy(), new.numpy(), err_msg=f"{name} changed")
     changed = [not np.array_equal(o.numpy(), n.numpy())
                for o, n in zip(before.get_layer("transformer_layer_2").weights, after.get_layer("transformer_layer_2").weights)]
     assert all(changed)
+    assert encoder.metadata["stage"] == "finetune" and encoder.metadata["objective"] == objective_name
+    assert {key: encoder.metadata[key] for key in options} == options
+    written = json.loads(open(os.path.join(config.output_dir, "config.json"), encoding="utf-8").read())
+    assert written["objective"] == objective_name
+    assert written["options"] == dataclasses.asdict(objective.options)
+    assert written["options"]["num_frozen_layers"] == 1 and written["num_train_steps"] == 40
 
 
-def test_mirrored_two_replicas_matches_one_device(setup):
+@pytest.mark.parametrize("variant", ["released", "paper_text"])
+def test_mirrored_two_replicas_matches_one_device(setup, variant):
     results = {}
     for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
                            ("mirrored", create_strategy("mirrored"))):
         losses = []
-        config = dataclasses.replace(setup, output_dir=setup.output_dir + name, num_train_steps=4)
-        run_finetuning(config, strategy=strategy, verbose=False, on_log=lambda s, logs: losses.append(logs["loss"]))
+        objective, config = stage(setup, output_dir=setup["output_dir"] + name, num_train_steps=4, variant=variant)
+        run_stage(objective, config, strategy=strategy, verbose=False,
+                  on_log=lambda s, logs: losses.append(logs["loss"]))
         results[name] = losses
     assert strategy.num_replicas_in_sync == 2
     assert results["mirrored"][0] == pytest.approx(results["one"][0], abs=1e-5)
     np.testing.assert_allclose(results["mirrored"], results["one"], rtol=1e-3)
 
 
-def test_records_with_too_few_negatives_are_rejected(setup):
+@pytest.mark.parametrize("objective_name", ["dialoguecse", "siamese_m"])
+def test_records_with_too_few_negatives_or_turns_are_rejected(setup, objective_name):
+    # The records carry 5 negatives and 4 turns on each side.
     with pytest.raises(ValueError, match="num_negatives=9 but the records"):
-        run_finetuning(dataclasses.replace(setup, num_negatives=9), verbose=False)
+        run_stage(*stage(setup, objective_name, num_negatives=9), verbose=False)
+    with pytest.raises(ValueError, match="num_context_turns=5 but the records"):
+        run_stage(*stage(setup, objective_name, num_context_turns=5), verbose=False)
 
 
 def test_rerunning_a_finished_run_keeps_its_encoder(setup):
-    config = dataclasses.replace(setup, num_train_steps=3)
-    logs = run_finetuning(config, verbose=False)
-    encoder_dir = os.path.join(config.output_dir, "encoder")
+    objective, config = stage(setup, num_train_steps=3)
+    logs = run_stage(objective, config, verbose=False)
+    encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
     written = os.path.getmtime(os.path.join(encoder_dir, "dialoguecse_checkpoint.json"))
-    assert run_finetuning(config, verbose=False) == {}
+    assert run_stage(objective, config, verbose=False) == {}
     assert os.path.getmtime(os.path.join(encoder_dir, "dialoguecse_checkpoint.json")) == written
     assert load_checkpoint(encoder_dir, 10).metadata["final_logs"]["loss"] == logs["loss"]

@@ -2,8 +2,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from dialoguecse_tf import losses
+from dialoguecse_tf.encoder import build_backbone, freeze_bottom_layers, freeze_pooler
 from dialoguecse_tf.models import DialogueCSEModel, MatchingGuidedEmbedding, TurnAggregation
-from dialoguecse_tf.models.losses import nt_xent_per_example_loss, pair_similarities
+from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
 from dialoguecse_tf.pooling import masked_mean
 
 B, T, K, L = 3, 3, 4, 8
@@ -29,20 +31,49 @@ def _batch(vocab_size, seed=0):
     }
 
 
-def _model(config, **kwargs):
-    kwargs.setdefault("num_frozen_layers", 1)
-    return DialogueCSEModel(config, **kwargs)
+def _model(config, num_frozen_layers=1, **kwargs):
+    """The model around a backbone frozen as the DialogueCSE objective freezes it."""
+    backbone = build_backbone(config)
+    freeze_bottom_layers(backbone, num_frozen_layers)
+    freeze_pooler(backbone)
+    return DialogueCSEModel(backbone, **kwargs)
+
+
+def _similarities(outputs):
+    return losses.pair_similarities(outputs["context_free"], outputs["context_aware"])
+
+
+def _loss(model, batch, training=False, temperature=0.1):
+    """Eq. 8 on one device: the batch mean of NT-Xent over the model's cosines."""
+    outputs = model(batch, training=training)
+    return losses.nt_xent_loss(outputs["context_free"], outputs["context_aware"], temperature)
 
 
 def test_outputs_have_the_documented_shapes(tiny_bert_config):
     model = _model(tiny_bert_config)
-    outputs = model(_batch(tiny_bert_config.vocab_size))
-    assert set(outputs) == {"similarities", "per_example_loss"}
-    assert outputs["similarities"].shape == (B, K)
-    assert outputs["per_example_loss"].shape == (B,)
-    assert np.isfinite(outputs["similarities"].numpy()).all()
-    assert np.abs(outputs["similarities"].numpy()).max() <= 1.0 + 1e-6
+    batch = _batch(tiny_bert_config.vocab_size)
+    outputs = model(batch)
+    assert set(outputs) == {"context_free", "context_aware"}
+    for name in ("context_free", "context_aware"):
+        assert outputs[name].shape == (B, K, tiny_bert_config.hidden_size), name
+        assert outputs[name].dtype == "float32" and np.isfinite(outputs[name].numpy()).all(), name
+    similarities = _similarities(outputs).numpy()
+    assert np.isfinite(similarities).all() and np.abs(similarities).max() <= 1.0 + 1e-6
+    # The context-free embedding is each candidate's mean-pooled BERT output.
+    tokens = model.encode_sequences(batch["candidate_input_ids"].reshape(B * K, L),
+                                    batch["candidate_input_mask"].reshape(B * K, L))
+    expected = masked_mean(tokens, batch["candidate_input_mask"].reshape(B * K, L)).numpy().reshape(B, K, -1)
+    np.testing.assert_allclose(outputs["context_free"], expected, atol=1e-5)
     assert model.backbone is model.get_layer("bert_backbone")
+
+
+def test_wraps_the_backbone_it_is_given(tiny_bert_config):
+    backbone = build_backbone(tiny_bert_config)
+    model = DialogueCSEModel(backbone)
+    assert model.backbone is backbone
+    # Freezing is the objective's business: the model alone leaves every backbone weight trainable.
+    assert {id(v) for v in backbone.trainable_weights} <= {id(v) for v in model.trainable_weights}
+    assert len(model.trainable_weights) == len(backbone.trainable_weights) == len(backbone.weights)
 
 
 @pytest.mark.parametrize("graph", [False, True])
@@ -68,7 +99,7 @@ def test_matches_encoding_each_example_on_its_own(tiny_bert_config):
     """The batched concat / split gives what encoding every example separately gives."""
     model = _model(tiny_bert_config, aggregation="attention", attention_hidden_size=6)
     batch = _batch(tiny_bert_config.vocab_size)
-    similarities = model(batch)["similarities"].numpy()
+    outputs = model(batch)
 
     for b in range(B):
         context = model.encode_sequences(batch["context_input_ids"][b], batch["context_input_mask"][b])
@@ -81,17 +112,29 @@ def test_matches_encoding_each_example_on_its_own(tiny_bert_config):
         context_aware = model.turn_aggregation(
             refined, batch["context_input_mask"][b][None], batch["context_turn_mask"][b][None]
         )
-        expected = pair_similarities(context_free[None], context_aware).numpy()[0]
-        np.testing.assert_allclose(similarities[b], expected, atol=1e-5)
+        np.testing.assert_allclose(outputs["context_free"][b], context_free, atol=1e-5)
+        np.testing.assert_allclose(outputs["context_aware"][b], context_aware[0], atol=1e-5)
+        expected = losses.pair_similarities(context_free[None], context_aware).numpy()[0]
+        np.testing.assert_allclose(_similarities(outputs)[b], expected, atol=1e-5)
 
 
-def test_per_example_loss_is_nt_xent_of_the_similarities(tiny_bert_config):
-    model = _model(tiny_bert_config, temperature=0.05)
-    outputs = model(_batch(tiny_bert_config.vocab_size))
-    expected = nt_xent_per_example_loss(outputs["similarities"], 0.05)
-    np.testing.assert_allclose(outputs["per_example_loss"], expected, rtol=1e-6)
-    loss = model.compute_contrastive_loss(_batch(tiny_bert_config.vocab_size))
-    assert float(loss) == pytest.approx(float(np.mean(expected)), rel=1e-6)
+# The paper's eq. 8 per example; the released code's mean over the B x K entries is it divided by K.
+@pytest.mark.parametrize("variant, scale", [("paper_text", 1.0), ("released", 1.0 / K)])
+def test_objective_loss_is_nt_xent_of_the_similarities(tiny_bert_config, variant, scale):
+    objective = DialogueCSEObjective(DialogueCSEOptions(temperature=0.05, variant=variant))
+    model = _model(tiny_bert_config)
+    batch = _batch(tiny_bert_config.vocab_size)
+    similarities = _similarities(model(batch))
+    expected = losses.nt_xent_per_example_loss(similarities, 0.05)
+    loss, metrics = objective.compute_loss(model, batch, False, B)
+    assert float(loss) == pytest.approx(scale * float(np.mean(expected)), rel=1e-6)
+    assert float(_loss(model, batch, temperature=0.05)) == pytest.approx(float(np.mean(expected)), rel=1e-6)
+    similarities = similarities.numpy()
+    assert float(metrics["positive_ranked_first"]) == pytest.approx(np.mean(similarities.argmax(-1) == 0))
+    assert float(metrics["positive_cosine"]) == pytest.approx(similarities[:, 0].mean(), abs=1e-6)
+    assert float(metrics["negative_cosine"]) == pytest.approx(similarities[:, 1:].mean(), abs=1e-6)
+    assert float(metrics["cosine_gap"]) == pytest.approx(similarities[:, 0].mean() - similarities[:, 1:].mean(),
+                                                         abs=1e-6)
 
 
 def test_trainable_weights_follow_freezing_and_aggregation(tiny_bert_config):
@@ -99,6 +142,7 @@ def test_trainable_weights_follow_freezing_and_aggregation(tiny_bert_config):
     embedding_weights, per_layer = 5, 16
     all_trainable = _model(tiny_bert_config, num_frozen_layers=0)
     one_frozen = _model(tiny_bert_config, num_frozen_layers=1)
+    # The [CLS] pooler, which no loss term reaches, is frozen whatever num_frozen_layers says.
     assert len(all_trainable.trainable_weights) == embedding_weights + 2 * per_layer
     assert len(one_frozen.trainable_weights) == per_layer
     assert {id(v) for v in one_frozen.trainable_weights} == {
@@ -113,19 +157,34 @@ def test_trainable_weights_follow_freezing_and_aggregation(tiny_bert_config):
     assert sorted(tuple(v.shape) for v in extra) == sorted([(hidden, 6), (6,), (6, 1), (1,)])
 
 
-def test_config_round_trip_gives_the_same_similarities(tiny_bert_config):
-    model = _model(tiny_bert_config, aggregation="attention", temperature=0.2, attention_hidden_size=6)
+# keras-hub's BertBackbone config holds neither the activation nor the LayerNorm epsilon that
+# `build_backbone` sets from the BertConfig, so `from_config` rebuilds them with keras-hub's
+# defaults: a model of a non-default BertConfig comes back computing other numbers.
+NUMERICS_LOST = pytest.mark.xfail(strict=True, reason="get_config/from_config drop BertConfig numerics "
+                                  "(hidden_act, layer_norm_eps) that keras-hub's backbone config does not hold")
+
+
+@pytest.mark.parametrize("numerics", [{}, pytest.param({"hidden_act": "gelu_exact", "layer_norm_eps": 1e-3},
+                                                       marks=NUMERICS_LOST, id="non_default_numerics")])
+def test_config_round_trip_gives_the_same_embeddings(tiny_bert_config, numerics):
+    bert_config = tiny_bert_config.replace(**numerics)
+    model = _model(bert_config, num_length_buckets=2, aggregation="attention", attention_hidden_size=6)
     config = model.get_config()
-    assert config["bert_config"] == tiny_bert_config.to_dict()
-    assert {key: config[key] for key in ("aggregation", "temperature", "num_frozen_layers", "attention_hidden_size")} == {
-        "aggregation": "attention", "temperature": 0.2, "num_frozen_layers": 1, "attention_hidden_size": 6,
+    assert config["backbone"]["config"]["num_layers"] == bert_config.num_hidden_layers
+    assert config["backbone"]["config"]["hidden_dim"] == bert_config.hidden_size
+    assert {key: config[key] for key in ("aggregation", "attention_hidden_size", "num_length_buckets")} == {
+        "aggregation": "attention", "attention_hidden_size": 6, "num_length_buckets": 2,
     }
     clone = DialogueCSEModel.from_config(config)
     clone.set_weights(model.get_weights())
-    batch = _batch(tiny_bert_config.vocab_size)
-    np.testing.assert_allclose(clone(batch)["similarities"], model(batch)["similarities"], atol=1e-6)
-    assert clone.bert_config == tiny_bert_config
-    assert len(clone.trainable_weights) == len(model.trainable_weights)
+    batch = _batch(bert_config.vocab_size)
+    expected, got = model(batch), clone(batch)
+    for name in ("context_free", "context_aware"):
+        np.testing.assert_allclose(got[name], expected[name], atol=1e-6, err_msg=name)
+    assert clone.backbone.get_config() == model.backbone.get_config()
+    assert len(clone.weights) == len(model.weights)
+    # Freezing is not part of the model's config: the objective applies it to what it builds.
+    assert len(clone.trainable_weights) == len(clone.weights)
 
 
 def test_gradients_reach_unfrozen_layers_only(tiny_bert_config):
@@ -133,7 +192,7 @@ def test_gradients_reach_unfrozen_layers_only(tiny_bert_config):
     frozen = model.backbone.get_layer("transformer_layer_0").weights + model.backbone.get_layer("token_embedding").weights
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         tape.watch([v.value for v in model.trainable_variables])
-        loss = model.compute_contrastive_loss(_batch(tiny_bert_config.vocab_size), training=True)
+        loss = _loss(model, _batch(tiny_bert_config.vocab_size), training=True)
     gradients = tape.gradient(loss, model.trainable_variables + frozen)
     trainable_gradients = gradients[: len(model.trainable_variables)]
     assert all(g is not None and np.isfinite(np.asarray(g)).all() for g in trainable_gradients)
@@ -152,12 +211,12 @@ def test_a_few_optimizer_steps_lower_the_loss(tiny_bert_config):
     @tf.function
     def step():
         with tf.GradientTape() as tape:
-            loss = model.compute_contrastive_loss(batch, training=True)
+            loss = _loss(model, batch, training=True)
         optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         return loss
 
-    losses = [float(step()) for _ in range(15)]
-    assert losses[-1] < 0.8 * losses[0]
+    losses_ = [float(step()) for _ in range(15)]
+    assert losses_[-1] < 0.8 * losses_[0]
 
 
 def test_missing_turns_are_ignored_and_give_no_nan(tiny_bert_config):
@@ -165,18 +224,22 @@ def test_missing_turns_are_ignored_and_give_no_nan(tiny_bert_config):
     batch = _batch(tiny_bert_config.vocab_size)
     with tf.GradientTape() as tape:
         outputs = model(batch, training=True)
-        loss = tf.reduce_mean(outputs["per_example_loss"])
+        loss = tf.reduce_mean(losses.nt_xent_per_example_loss(_similarities(outputs), 0.1))
     gradients = tape.gradient(loss, model.trainable_variables)
-    assert np.isfinite(outputs["similarities"].numpy()).all()
+    assert np.isfinite(_similarities(outputs).numpy()).all()
     assert all(np.isfinite(np.asarray(g)).all() for g in gradients)
     # Example 2 has no valid turn: its context-aware embedding is zero, every cosine 0.
-    np.testing.assert_allclose(model(batch)["similarities"][2], 0.0, atol=1e-6)
+    outputs = model(batch)
+    np.testing.assert_array_equal(outputs["context_aware"][2], 0.0)
+    np.testing.assert_allclose(_similarities(outputs)[2], 0.0, atol=1e-6)
 
     # Whatever a missing turn holds, it does not move the result.
     garbage = {key: value.copy() for key, value in batch.items()}
     garbage["context_input_ids"][1, 2] = np.arange(L) + 5
     garbage["context_input_mask"][1, 2] = 1
-    np.testing.assert_allclose(model(garbage)["similarities"], model(batch)["similarities"], atol=1e-6)
+    moved = model(garbage)
+    for name in ("context_free", "context_aware"):
+        np.testing.assert_allclose(moved[name], outputs[name], atol=1e-6, err_msg=name)
 
 
 def test_mirrored_step_matches_a_single_device_step(tiny_bert_config):
@@ -188,8 +251,8 @@ def test_mirrored_step_matches_a_single_device_step(tiny_bert_config):
 
     def sgd_step(model, optimizer, inputs):
         with tf.GradientTape() as tape:
-            outputs = model(inputs, training=True)
-            loss = tf.nn.compute_average_loss(outputs["per_example_loss"], global_batch_size=B)
+            similarities = _similarities(model(inputs, training=True))
+            loss = losses.global_mean(losses.nt_xent_per_example_loss(similarities, 0.1), global_batch_size=B)
         optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         return loss
 
@@ -206,8 +269,8 @@ def test_mirrored_step_matches_a_single_device_step(tiny_bert_config):
 
     @tf.function
     def mirrored_step(inputs):
-        losses = strategy.run(sgd_step, args=(mirrored, mirrored_optimizer, inputs))
-        return strategy.reduce("SUM", losses, axis=None)
+        losses_ = strategy.run(sgd_step, args=(mirrored, mirrored_optimizer, inputs))
+        return strategy.reduce("SUM", losses_, axis=None)
 
     dataset = tf.data.Dataset.from_tensor_slices(batch).batch(B)
     mirrored_loss = mirrored_step(next(iter(strategy.experimental_distribute_dataset(dataset))))
@@ -220,17 +283,23 @@ def test_mirrored_step_matches_a_single_device_step(tiny_bert_config):
     assert any(np.abs(v.numpy() - w).max() > 1e-4 for v, w in zip(single.trainable_variables, initial))
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"temperature": 0.0}, {"num_frozen_layers": 3}, {"aggregation": "sum"}, {"num_length_buckets": 0}]
-)
+@pytest.mark.parametrize("kwargs", [
+    {"num_frozen_layers": 3}, {"aggregation": "sum"}, {"num_length_buckets": 0}, {"num_length_buckets": True},
+    {"aggregation": "attention", "attention_hidden_size": 0},
+])
 def test_rejects_bad_hyperparameters(tiny_bert_config, kwargs):
     with pytest.raises(ValueError):
-        DialogueCSEModel(tiny_bert_config, **{"num_frozen_layers": 1, **kwargs})
+        _model(tiny_bert_config, **kwargs)
 
 
-def test_accepts_the_config_as_a_dict(tiny_bert_config):
-    model = DialogueCSEModel(tiny_bert_config.to_dict(), num_frozen_layers=2)
-    assert model.bert_config == tiny_bert_config
+@pytest.mark.parametrize("temperature", [0.0, -0.1, True])
+def test_objective_rejects_a_non_positive_temperature(temperature):
+    with pytest.raises(ValueError, match="temperature"):
+        DialogueCSEOptions(temperature=temperature)
+
+
+def test_every_layer_frozen_leaves_nothing_to_train(tiny_bert_config):
+    model = _model(tiny_bert_config, num_frozen_layers=2)
     assert model.trainable_weights == []
     assert isinstance(model.matching, MatchingGuidedEmbedding)
     assert isinstance(model.turn_aggregation, TurnAggregation)
@@ -246,7 +315,7 @@ def test_length_buckets_give_the_same_loss_and_gradients(tiny_bert_config, graph
 
     def loss_and_gradients(model):
         with tf.GradientTape() as tape:
-            loss = model.compute_contrastive_loss(batch, training=True)
+            loss = _loss(model, batch, training=True)
         return loss, tape.gradient(loss, model.trainable_variables)
 
     run = tf.function(loss_and_gradients) if graph else loss_and_gradients
@@ -257,25 +326,3 @@ def test_length_buckets_give_the_same_loss_and_gradients(tiny_bert_config, graph
         np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-5)
     assert bucketed.get_config()["num_length_buckets"] == 4
 
-
-def test_length_buckets_cut_each_group_to_its_longest_sequence(tiny_bert_config, monkeypatch):
-    model = _model(tiny_bert_config, num_length_buckets=3)
-    ids = np.ones((6, L), np.int32)
-    mask = (np.arange(L) < np.array([[1], [8], [2], [3], [8], [4]])).astype(np.int32)
-    seen = []
-    backbone_call = model.backbone.call
-
-    def spy(inputs, *args, **kwargs):
-        seen.append(tuple(inputs["token_ids"].shape))
-        return backbone_call(inputs, *args, **kwargs)
-
-    monkeypatch.setattr(model.backbone, "call", spy)
-    encoded = model.encode_sequences(ids, mask).numpy()
-    assert seen == [(2, 2), (2, 4), (2, 8)]
-    assert encoded.shape == (6, L, tiny_bert_config.hidden_size)
-    group_lengths = np.array([2, 8, 2, 4, 8, 4])
-    beyond_group = np.arange(L) >= group_lengths[:, None]
-    assert not encoded[beyond_group].any() and np.abs(encoded[~beyond_group]).sum(-1).min() > 0
-    plain = _model(tiny_bert_config)
-    plain.set_weights(model.get_weights())
-    np.testing.assert_allclose(encoded[mask == 1], plain.encode_sequences(ids, mask).numpy()[mask == 1], atol=1e-5)

@@ -1,6 +1,5 @@
 """MultiWorkerMirroredStrategy: two worker processes on this host, through the real entry point."""
 
-import dataclasses
 import json
 import os
 import socket
@@ -14,13 +13,14 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT
 from dialoguecse_tf.checkpoints import load_checkpoint
-from dialoguecse_tf.finetuning import run_finetuning
-from test_finetuning import setup  # noqa: F401 (fixture: tiny records and a dropout-free init checkpoint)
+from dialoguecse_tf.stage import run_stage
+from test_finetuning import setup, stage  # noqa: F401 (fixture: tiny records and a dropout-free init checkpoint)
 
 WORKER_TIMEOUT_S = 240
 # Summing the gradient in two halves rounds differently from summing it at once, and Adam
-# divides each update by the root of its squared gradient (plus epsilon 1e-6), which
-# magnifies the rounding where a gradient nearly cancels out: up to ~1e-6 over random inits.
+# divides each update by the root of its squared gradient (plus epsilon: 1e-6 in BERT's AdamW,
+# 1e-8 in the released DialogueCSE's Adam), which magnifies the rounding where a gradient
+# nearly cancels out: up to ~3e-6 over random inits.
 # A step on a different batch moves weights by ~1e-3 (the learning rate).
 WEIGHT_TOLERANCE = 5e-5
 
@@ -56,20 +56,23 @@ def free_ports(count: int) -> list:
             sock.close()
 
 
-def run_workers(config, work_dir, num_workers: int = 2) -> tuple:
+def command_line(settings: dict) -> list:
+    """The flags that give `settings` (flat, as `stage.configure` takes them) on a command line."""
+    flags = []
+    for name, value in settings.items():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            flags.append(f"--{name}={item}")
+    return flags
+
+
+def run_workers(settings, work_dir, num_workers: int = 2) -> tuple:
     """Runs one worker process per task of a local cluster; fails (and kills all) if any fails.
 
     Returns each worker's final backbone weights and its output. Worker 0 is the chief: the
     cluster has no `chief` task.
     """
     os.makedirs(work_dir)
-    flags = [f"--train_file={config.train_file[0]}", f"--output_dir={config.output_dir}",
-             f"--init_checkpoint={config.init_checkpoint}", f"--max_seq_length={config.max_seq_length}",
-             f"--num_negatives={config.num_negatives}", f"--num_context_turns={config.num_context_turns}",
-             f"--num_frozen_layers={config.num_frozen_layers}", f"--train_batch_size={config.train_batch_size}",
-             f"--learning_rate={config.learning_rate}", f"--num_train_steps={config.num_train_steps}",
-             f"--save_checkpoints_steps={config.save_checkpoints_steps}", f"--log_steps={config.log_steps}",
-             f"--temperature={config.temperature}", "--distribution_strategy=multi_worker_mirrored"]
+    flags = [*command_line(settings), "--distribution_strategy=multi_worker_mirrored"]
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(num_workers)]}
     processes, logs = [], []
     try:
@@ -136,18 +139,26 @@ def roll_back(checkpoint_dir: str, step: int) -> None:
 
 
 def test_two_workers_train_and_resume_like_one_process(setup, tmp_path):
-    config = dataclasses.replace(setup, num_train_steps=5, save_checkpoints_steps=2, log_steps=1)
+    # The default contrastive objective: DialogueCSE as released (Adam, exponential decay, clip 3).
+    settings = {**setup, "num_train_steps": 5, "save_checkpoints_steps": 2, "log_steps": 1, "temperature": 0.1}
     single_losses = {}
-    run_finetuning(dataclasses.replace(config, output_dir=str(tmp_path / "single")),
-                   strategy=tf.distribute.OneDeviceStrategy("/cpu:0"), verbose=False,
-                   on_log=lambda step, logs: single_losses.update({step: logs["loss"]}))
+    objective, config = stage(settings, output_dir=str(tmp_path / "single"))
+    run_stage(objective, config, strategy=tf.distribute.OneDeviceStrategy("/cpu:0"), verbose=False,
+              on_log=lambda step, logs: single_losses.update({step: logs["loss"]}))
     single = load_checkpoint(str(tmp_path / "single" / "encoder"), 10).backbone.get_weights()
     initial = load_checkpoint(config.init_checkpoint, 10).backbone.get_weights()
     multi = tmp_path / "multi"
-    (chief, other), _ = run_workers(dataclasses.replace(config, output_dir=str(multi)), tmp_path / "workers")
+    settings["output_dir"] = str(multi)
+    (chief, other), _ = run_workers(settings, tmp_path / "workers")
 
     # Only the chief's outputs remain; the other worker's throwaway checkpoints are gone.
     assert sorted(os.listdir(multi)) == ["checkpoints", "config.json", "encoder", "tensorboard"]
+    # The command line's settings are the in-process run's: the same objective, options and config.
+    written = json.loads((multi / "config.json").read_text(encoding="utf-8"))
+    reference = json.loads((tmp_path / "single" / "config.json").read_text(encoding="utf-8"))
+    assert {**written, "output_dir": None, "distribution_strategy": None} == {
+        **reference, "output_dir": None, "distribution_strategy": None}
+    assert written["distribution_strategy"] == "multi_worker_mirrored"
     assert tf.train.latest_checkpoint(str(multi / "checkpoints")).endswith("ckpt-5")
     assert max_difference(load_checkpoint(str(multi / "encoder"), 10).backbone.get_weights(), chief) == 0.0
     between_workers = max_difference(chief, other)
@@ -166,8 +177,7 @@ def test_two_workers_train_and_resume_like_one_process(setup, tmp_path):
                                atol=1e-5)
 
     roll_back(str(multi / "checkpoints"), 2)
-    (resumed, resumed_other), outputs = run_workers(dataclasses.replace(config, output_dir=str(multi)),
-                                                    tmp_path / "resumed_workers")
+    (resumed, resumed_other), outputs = run_workers(settings, tmp_path / "resumed_workers")
     for output in outputs:
         assert f"resumed from {multi / 'checkpoints' / 'ckpt-2'} at step 2" in output
     print(f"resumed at step 2: worker 0 vs 1 {max_difference(resumed, resumed_other):.3g}, "

@@ -1,3 +1,5 @@
+import dataclasses
+import json
 import os
 
 import numpy as np
@@ -9,7 +11,9 @@ from dialoguecse_tf.training import create_strategy
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.data.mlm_records import write_mlm_records
-from dialoguecse_tf.pretraining import BertPretrainer, PretrainConfig, run_pretraining
+from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.models.mlm import BertPretrainer
+from dialoguecse_tf.stage import ENCODER_DIR, configure, run_stage
 from dialoguecse_tf.tokenization import Tokenizer
 from numpy_bert import bert_forward, layer_norm, gelu, random_bert_weights
 
@@ -21,6 +25,7 @@ SENTENCES = [
 
 @pytest.fixture
 def mlm_setup(tmp_path, tiny_vocab_file, tiny_bert_config):
+    """(the mlm objective, its TrainConfig) on tiny MLM records, from a dropout-free random init."""
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
     rng = np.random.default_rng(0)
     dialogues = [
@@ -31,8 +36,8 @@ def mlm_setup(tmp_path, tiny_vocab_file, tiny_bert_config):
     write_mlm_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=3, log=lambda _: None)
     config_file = tmp_path / "bert_config.json"
     tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0).to_json_file(str(config_file))
-    return PretrainConfig(
-        input_file=(str(tmp_path / "records" / "mlm-*"),), output_dir=str(tmp_path / "run"),
+    return configure(
+        "mlm", train_file=[str(tmp_path / "records" / "mlm-*")], output_dir=str(tmp_path / "run"),
         bert_config_file=str(config_file), vocab_file=tiny_vocab_file, max_seq_length=16,
         max_predictions_per_seq=3, train_batch_size=8, learning_rate=2e-3, num_train_steps=40,
         num_warmup_steps=4, save_checkpoints_steps=10, log_steps=1,
@@ -42,7 +47,7 @@ def mlm_setup(tmp_path, tiny_vocab_file, tiny_bert_config):
 def test_mlm_head_is_tied_and_matches_numpy(tiny_bert_config):
     config = tiny_bert_config.replace(hidden_dropout_prob=0.0)
     weights = random_bert_weights(config, seed=2, with_mlm_head=True)
-    model = BertPretrainer(config)
+    model = BertPretrainer(build_backbone(config), config)
     from dialoguecse_tf.checkpoints import assign_bert_variables
 
     assign_bert_variables(model.backbone, weights, "test")
@@ -63,27 +68,31 @@ def test_mlm_head_is_tied_and_matches_numpy(tiny_bert_config):
 
 
 def test_loss_falls_and_encoder_is_saved(mlm_setup):
+    objective, config = mlm_setup
     losses = []
-    run_pretraining(mlm_setup, verbose=False, on_log=lambda step, logs: losses.append(logs["loss"]))
+    run_stage(objective, config, verbose=False, on_log=lambda step, logs: losses.append(logs["loss"]))
     assert len(losses) == 40
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.5
-    encoder_dir = os.path.join(mlm_setup.output_dir, "encoder")
+    encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
     loaded = load_checkpoint(encoder_dir, max_seq_length=16)
     assert loaded.metadata["stage"] == "pretrain" and len(loaded.mlm_head) == 5
-    assert os.path.exists(os.path.join(mlm_setup.output_dir, "config.json"))
-    assert os.listdir(os.path.join(mlm_setup.output_dir, "tensorboard"))
+    assert loaded.metadata["objective"] == "mlm" and loaded.metadata["num_train_steps"] == 40
+    written = json.loads(open(os.path.join(config.output_dir, "config.json"), encoding="utf-8").read())
+    assert written["objective"] == "mlm" and written["options"] == {"max_predictions_per_seq": 3}
+    assert written["train_file"] == list(config.train_file) and written["train_batch_size"] == 8
+    assert os.listdir(os.path.join(config.output_dir, "tensorboard"))
     # Continued pretraining from the stage's own output reloads its MLM head.
-    again = mlm_setup.__class__(**{**mlm_setup.__dict__, "init_checkpoint": encoder_dir, "bert_config_file": None,
-                                   "output_dir": mlm_setup.output_dir + "-continued", "num_train_steps": 2})
-    run_pretraining(again, verbose=False)
+    again = dataclasses.replace(config, init_checkpoint=encoder_dir, bert_config_file=None,
+                                output_dir=config.output_dir + "-continued", num_train_steps=2)
+    run_stage(objective, again, verbose=False)
 
 
 def test_saved_encoder_gives_in_memory_outputs(tmp_path, tiny_bert_config, tiny_vocab_file):
-    model = BertPretrainer(tiny_bert_config)
+    model = BertPretrainer(build_backbone(tiny_bert_config), tiny_bert_config)
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=12)
     save_checkpoint(str(tmp_path / "enc"), model.backbone, tiny_bert_config, tokenizer, mlm_head=model.head_variables())
     loaded = load_checkpoint(str(tmp_path / "enc"), max_seq_length=12)
-    restored = BertPretrainer(loaded.config)
+    restored = BertPretrainer(build_backbone(loaded.config), loaded.config)
     restored.backbone.set_weights(loaded.backbone.get_weights())
     restored.assign_head(loaded.mlm_head, "test")
     inputs = tokenizer(["where is my order", "refund"])
@@ -93,14 +102,14 @@ def test_saved_encoder_gives_in_memory_outputs(tmp_path, tiny_bert_config, tiny_
 
 
 def test_mirrored_two_replicas_matches_one_device(mlm_setup):
-    from dataclasses import replace
-
+    objective, setup = mlm_setup
     results = {}
     for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
                            ("mirrored", create_strategy("mirrored"))):
         losses = []
-        config = replace(mlm_setup, output_dir=mlm_setup.output_dir + name, num_train_steps=5)
-        run_pretraining(config, strategy=strategy, verbose=False, on_log=lambda s, logs: losses.append(logs["loss"]))
+        config = dataclasses.replace(setup, output_dir=setup.output_dir + name, num_train_steps=5)
+        run_stage(objective, config, strategy=strategy, verbose=False,
+                  on_log=lambda s, logs: losses.append(logs["loss"]))
         results[name] = losses
     assert strategy.num_replicas_in_sync == 2
     # Step 1 is identical; later steps differ by summation order, which Adam amplifies a little.
@@ -113,8 +122,9 @@ def test_checkpoint_without_mlm_head_gets_a_fresh_one(mlm_setup, tmp_path, capsy
 
     weights = random_bert_weights(tiny_bert_config, seed=4)
     folder = write_hf_folder(tmp_path / "hf", weights, tiny_bert_config, tiny_vocab_file)
-    config = mlm_setup.__class__(**{**mlm_setup.__dict__, "init_checkpoint": str(folder), "bert_config_file": None,
-                                    "vocab_file": None, "output_dir": str(tmp_path / "from_hf"), "num_train_steps": 2})
-    run_pretraining(config, verbose=False)
+    objective, setup = mlm_setup
+    config = dataclasses.replace(setup, init_checkpoint=str(folder), bert_config_file=None, vocab_file=None,
+                                 output_dir=str(tmp_path / "from_hf"), num_train_steps=2)
+    run_stage(objective, config, verbose=False)
     assert "has no MLM head: a fresh one is initialised" in capsys.readouterr().out
     assert len(load_checkpoint(str(tmp_path / "from_hf" / "encoder"), 16).mlm_head) == 5

@@ -57,6 +57,7 @@ def tiny_setup(tmp_path, tiny_bert_config, tiny_vocab_file):
 def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     from dialoguecse_tf.data.sr_builder import read_select_file
     from dialoguecse_tf.evaluation.evaluate import evaluate_sr, evaluate_sts
+    from dialoguecse_tf.evaluation.results import file_sha256
     from dialoguecse_tf.evaluation.sts import read_sts_file
     from dialoguecse_tf.sentence_encoder import SentenceEncoder
 
@@ -73,16 +74,19 @@ def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     assert results["config"] == json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert results["config"]["baselines"] == ["avg", "flow"] and results["config"]["flow_steps"] == 3
     assert "created_utc" in results and "git_commit" in results
+    # Paths relative to the repository, checksums of the files read.
     assert results["datasets"][0] == {
         "name": "TOY",
-        "select_file": str(tmp_path / "select.txt"), "select_sha256": results["datasets"][0]["select_sha256"],
+        "select_file": os.path.relpath(tmp_path / "select.txt", REPO_ROOT),
+        "select_sha256": file_sha256(str(tmp_path / "select.txt")),
         "sr_queries": 12,
-        "sts_file": str(tmp_path / "sts.txt"), "sts_sha256": results["datasets"][0]["sts_sha256"],
+        "sts_file": os.path.relpath(tmp_path / "sts.txt", REPO_ROOT),
+        "sts_sha256": file_sha256(str(tmp_path / "sts.txt")),
         "sts_pairs": 6,
     }
     avg, flow = results["models"]
     assert (avg["display_name"], flow["display_name"]) == ("Tiny-avg", "Tiny-flow")
-    assert avg["checkpoint"] == checkpoint and avg["baseline"] == "avg"
+    assert avg["checkpoint"] == os.path.relpath(checkpoint, REPO_ROOT) and avg["baseline"] == "avg"
     assert flow["fit"]["steps"] == 3 and flow["fit"]["training_vectors"] == 60
     # The row's numbers are exactly what the library computes with `encode()`.
     encoder = SentenceEncoder.from_checkpoint(checkpoint, max_seq_length=12)
@@ -147,11 +151,30 @@ def test_config_datasets_from_parallel_lists(tmp_path):
         select_file=("e/select.txt", ""), sts_file=("e/sts.txt", "j/sts.txt"),
     )
     assert config.datasets() == [
-        DatasetFiles("ECD", "e/select.txt", "e/sts.txt"), DatasetFiles("JDDC", None, "j/sts.txt")
+        DatasetFiles("ECD", {"select_file": "e/select.txt", "sts_file": "e/sts.txt"}),
+        DatasetFiles("JDDC", {"select_file": None, "sts_file": "j/sts.txt"}),
     ]
     assert config.model_name == ("bert",)
     single = EvaluationConfig(checkpoint=("a",), output_dir="out", sts_file=("s.txt",))
-    assert single.datasets() == [DatasetFiles("dev", None, "s.txt")]
+    assert single.datasets() == [DatasetFiles("dev", {"select_file": None, "sts_file": "s.txt"})]
+
+
+def test_load_suite_reads_every_dataset_in_task_order(tiny_setup):
+    from dialoguecse_tf.evaluation.runner import load_suite
+    from dialoguecse_tf.evaluation.tasks.dsts import DStsEvaluator
+    from dialoguecse_tf.evaluation.tasks.sr import SrEvaluator
+
+    tmp_path, _ = tiny_setup
+    select, sts = str(tmp_path / "select.txt"), str(tmp_path / "sts.txt")
+    config = EvaluationConfig(checkpoint=("ckpt",), output_dir="out", dataset_name=("A", "B"),
+                              select_file=(select, ""), sts_file=(sts, sts))
+    suite = load_suite(config)
+    assert [dataset.name for dataset in suite.datasets] == ["A", "B"]
+    # D-STS first, as Table 2's columns; a dataset without a file has no evaluator for it.
+    assert [type(e) for e in suite.datasets[0].evaluators] == [DStsEvaluator, SrEvaluator]
+    assert [type(e) for e in suite.datasets[1].evaluators] == [DStsEvaluator]
+    assert [dataset.record()["name"] for dataset in suite.datasets] == ["A", "B"]
+    assert "select_file" not in suite.datasets[1].record() and suite.datasets[1].record()["sts_pairs"] == 6
 
 
 @pytest.mark.parametrize(
@@ -160,8 +183,8 @@ def test_config_datasets_from_parallel_lists(tmp_path):
         ({"dataset_name": ("ECD", "JDDC")}, "2 datasets but 1 select_file values"),
         ({"select_file": ("a", "b")}, "2 datasets: name each with dataset_name"),
         ({"dataset_name": ("ECD", "ECD"), "select_file": ("a", "b")}, "distinct"),
-        ({"select_file": ("",)}, "neither a select_file nor an sts_file"),
-        ({"select_file": ()}, "at least one select_file"),
+        ({"select_file": ("",)}, r"dataset 'dev' has no evaluation file \(none of sts_file, select_file\)"),
+        ({"select_file": ()}, "give at least one of sts_file, select_file"),
         ({"baselines": ("glove",)}, "unknown baseline 'glove'"),
         ({"baselines": ("flow",)}, "give train_text_file"),
         ({"model_name": ("A", "B")}, "one model_name per checkpoint"),

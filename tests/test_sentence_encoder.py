@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from dialoguecse_tf.checkpoints import assign_bert_variables
 from dialoguecse_tf.encoder import build_backbone
-from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches, trim_padding
+from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches
 from dialoguecse_tf.tokenization import Tokenizer
 from numpy_bert import bert_forward, random_bert_weights
 
@@ -51,15 +50,6 @@ def test_batching_normalize_and_cls(parts):
     assert encoder.encode([]).shape == (0, config.hidden_size)
     with pytest.raises(ValueError, match="batch_size"):
         encoder.encode(TEXTS, batch_size=0)
-
-
-def test_trim_padding_keeps_every_column_any_row_uses():
-    ids = tf.constant([[5, 6, 0, 0, 0], [7, 0, 8, 0, 0]])
-    mask = tf.constant([[1, 1, 0, 0, 0], [1, 0, 1, 0, 0]])
-    trimmed_ids, trimmed_mask = trim_padding(ids, mask)
-    np.testing.assert_array_equal(trimmed_ids.numpy(), [[5, 6, 0], [7, 0, 8]])
-    np.testing.assert_array_equal(trimmed_mask.numpy(), [[1, 1, 0], [1, 0, 1]])
-    assert trim_padding(ids, tf.zeros_like(mask))[1].shape == (2, 1)
 
 
 def test_fast_paths_give_the_plain_vectors_in_input_order(parts):

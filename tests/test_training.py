@@ -77,21 +77,25 @@ def test_mixed_precision_is_refused_without_a_gpu():
 
 def test_loss_scaled_mixed_precision_step_trains_dialoguecse(tiny_bert_config):
     """The mechanics the GPU path uses (float16 compute, float32 weights, loss scaling), run on CPU."""
-    from dialoguecse_tf.finetuning import contrastive_step
-    from dialoguecse_tf.models import DialogueCSEModel
-    from test_models_dialoguecse import _batch
+    from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
+    from test_models_dialoguecse import _batch, _model
+
+    objective = DialogueCSEObjective(DialogueCSEOptions(variant="paper_text"))
+
+    def step_fn(model, batch, training_):
+        return objective.compute_loss(model, batch, training_, global_batch_size=3)
 
     keras.mixed_precision.set_dtype_policy("mixed_float16")
     try:
         strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
         with strategy.scope():
-            model = DialogueCSEModel(tiny_bert_config, num_frozen_layers=0)
+            model = _model(tiny_bert_config, num_frozen_layers=0)
             optimizer = training.create_optimizer(1e-3, num_train_steps=10, num_warmup_steps=0, loss_scaling=True)
             optimizer.build(model.trainable_variables)
             step = tf.Variable(0, dtype=tf.int64)
         batch = _batch(tiny_bert_config.vocab_size)
         iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat()))
-        train_step = training.build_train_step(strategy, model, optimizer, contrastive_step(3), step)
+        train_step = training.build_train_step(strategy, model, optimizer, step_fn, step)
         before = [v.numpy() for v in model.trainable_variables]
         losses = [float(train_step(iterator)[0]) for _ in range(3)]
     finally:
