@@ -50,7 +50,19 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone") -> keras_hub
         layer._feedforward_layer_norm.epsilon = config.layer_norm_eps
     if config.initializer_range != 0.02:
         _reinitialize(backbone, config.initializer_range)
+    # keras-hub's own config lacks the numerics set above; models serialise the backbone by this.
+    backbone.bert_config = config
     return backbone
+
+
+def backbone_config(backbone) -> dict:
+    """What a model's `get_config` stores for its backbone: the full BertConfig."""
+    return {"bert_config": backbone.bert_config.to_dict(), "name": backbone.name}
+
+
+def backbone_from_config(config: dict):
+    """The backbone `backbone_config` describes (random weights, as every `from_config`)."""
+    return build_backbone(BertConfig.from_dict(config["bert_config"]), name=config["name"])
 
 
 def _reinitialize(backbone, stddev: float) -> None:

@@ -23,6 +23,9 @@ import pytest
 from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
 from test_data_prep import _write_corpus
 
+# Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
+pytestmark = pytest.mark.slow
+
 ENV = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
 # Run as `python -m dialoguecse_tf.cli.embed`, which calls `run()`, the console script's entry point.
 EMBED = "dialoguecse-embed"

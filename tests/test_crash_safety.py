@@ -21,6 +21,9 @@ import stage_runs
 from dialoguecse_tf.checkpoints import load_checkpoint, read_tf1_variables, find_tf1_checkpoint
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
 
+# Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
+pytestmark = pytest.mark.slow
+
 NUM_TRAIN_STEPS = 45
 SAVE_CHECKPOINTS_STEPS = 3
 NUM_KILLS = 3

@@ -5,12 +5,16 @@ every step to TensorBoard), the evaluation metrics and the final weights must be
 bit for bit, not merely close.
 """
 
+import pytest
 import json
 
 import numpy as np
 
 import stage_runs
 from dialoguecse_tf.checkpoints import find_tf1_checkpoint, read_tf1_variables
+
+# Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
+pytestmark = pytest.mark.slow
 
 NUM_TRAIN_STEPS = 20
 

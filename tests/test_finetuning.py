@@ -8,7 +8,6 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.training import create_strategy
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
@@ -91,12 +90,13 @@ def test_flatten_context_matches_python_reference():
     assert short_mask.numpy().sum() == 6
 
 
+# tests/test_objectives.py runs loss-falls, frozen-weights, mirrored and resume checks on every
+# objective and variant; these cases add the logged metrics, metadata and config.json.
 @pytest.mark.parametrize("objective_name, options", [
-    ("dialoguecse", {"variant": "paper_text", "aggregation": "mean", "temperature": 0.1}),
     ("dialoguecse", {"variant": "paper_text", "aggregation": "attention", "temperature": 0.1}),
     ("dialoguecse", {"variant": "released", "aggregation": "attention", "temperature": 0.1}),
-    ("siamese_s", {}), ("siamese_m", {}),
-], ids=["paper_text-mean", "paper_text-attention", "released-attention", "siamese_s", "siamese_m"])
+    ("siamese_m", {}),
+], ids=["paper_text-attention", "released-attention", "siamese_m"])
 def test_loss_falls_and_frozen_layers_stay_bit_identical(setup, objective_name, options):
     run_name = "-".join([objective_name, *map(str, options.values())])
     objective, config = stage(setup, objective_name, **options, output_dir=setup["output_dir"] + run_name)
@@ -125,21 +125,6 @@ def test_loss_falls_and_frozen_layers_stay_bit_identical(setup, objective_name, 
     assert written["objective"] == objective_name
     assert written["options"] == dataclasses.asdict(objective.options)
     assert written["options"]["num_frozen_layers"] == 1 and written["num_train_steps"] == 40
-
-
-@pytest.mark.parametrize("variant", ["released", "paper_text"])
-def test_mirrored_two_replicas_matches_one_device(setup, variant):
-    results = {}
-    for name, strategy in (("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
-                           ("mirrored", create_strategy("mirrored"))):
-        losses = []
-        objective, config = stage(setup, output_dir=setup["output_dir"] + name, num_train_steps=4, variant=variant)
-        run_stage(objective, config, strategy=strategy, verbose=False,
-                  on_log=lambda s, logs: losses.append(logs["loss"]))
-        results[name] = losses
-    assert strategy.num_replicas_in_sync == 2
-    assert results["mirrored"][0] == pytest.approx(results["one"][0], abs=1e-5)
-    np.testing.assert_allclose(results["mirrored"], results["one"], rtol=1e-3)
 
 
 @pytest.mark.parametrize("objective_name", ["dialoguecse", "siamese_m"])

@@ -31,6 +31,9 @@ import runpy, sys
 import numpy as np
 from dialoguecse_tf import training
 
+# Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
+pytestmark = pytest.mark.slow
+
 dump_path, script, *flags = sys.argv[1:]
 run_training_loop = training.run_training_loop
 

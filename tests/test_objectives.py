@@ -5,7 +5,6 @@ A new objective gets them the day it is registered: add a writer for its record 
 training sample by the project's own writers; the model is a tiny BERT.
 """
 
-import dataclasses
 import itertools
 import json
 import os
@@ -14,7 +13,6 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from conftest import REPO_ROOT
 from dialoguecse_tf import schema, stage

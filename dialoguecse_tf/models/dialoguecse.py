@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from dialoguecse_tf.encoder import check_num_length_buckets, encode_sequences
+from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
 from dialoguecse_tf.models.layers import (
     DEFAULT_ATTENTION_HIDDEN_SIZE,
     MatchingGuidedEmbedding,
@@ -121,7 +121,7 @@ class DialogueCSEModel(keras.Model):
     def get_config(self):
         return {
             **super().get_config(),
-            "backbone": keras.layers.serialize(self.backbone),
+            "backbone": backbone_config(self.backbone),
             "aggregation": self.aggregation,
             "attention_hidden_size": self.attention_hidden_size,
             "num_length_buckets": self.num_length_buckets,
@@ -131,7 +131,7 @@ class DialogueCSEModel(keras.Model):
     def from_config(cls, config):
         # As keras-hub's tasks: the backbone is rebuilt from its own config. keras.Model's
         # version would first probe the config for a functional-model layout.
-        config = {**config, "backbone": keras.layers.deserialize(config["backbone"])}
+        config = {**config, "backbone": backbone_from_config(config["backbone"])}
         return cls(**config)
 
 
@@ -218,7 +218,7 @@ class ReleasedDialogueCSEModel(keras.Model):
     def get_config(self):
         return {
             **super().get_config(),
-            "backbone": keras.layers.serialize(self.backbone),
+            "backbone": backbone_config(self.backbone),
             "aggregation": self.aggregation,
             "attention_size": self.attention_size,
             "num_length_buckets": self.num_length_buckets,
@@ -226,4 +226,4 @@ class ReleasedDialogueCSEModel(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        return cls(**{**config, "backbone": keras.layers.deserialize(config["backbone"])})
+        return cls(**{**config, "backbone": backbone_from_config(config["backbone"])})

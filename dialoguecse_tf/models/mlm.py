@@ -6,7 +6,7 @@ import numpy as np
 
 from dialoguecse_tf import schema
 from dialoguecse_tf.bert_config import BertConfig
-from dialoguecse_tf.encoder import activation_fn, run_backbone
+from dialoguecse_tf.encoder import activation_fn, backbone_config, backbone_from_config, run_backbone
 
 # Google's names for the MLM head, as `save_checkpoint` writes them and loaders return them.
 _HEAD_NAMES = {
@@ -47,12 +47,12 @@ class BertPretrainer(keras.Model):
         return self.mlm_head(outputs["sequence_output"], mask_positions=inputs[schema.MASKED_LM_POSITIONS])
 
     def get_config(self):
-        return {**super().get_config(), "backbone": keras.layers.serialize(self.backbone),
+        return {**super().get_config(), "backbone": backbone_config(self.backbone),
                 "bert_config": self.bert_config.to_dict()}
 
     @classmethod
     def from_config(cls, config):
-        return cls(**{**config, "backbone": keras.layers.deserialize(config["backbone"])})
+        return cls(**{**config, "backbone": backbone_from_config(config["backbone"])})
 
     def head_variables(self) -> dict:
         """The head's weights under Google's names (what `save_checkpoint` stores)."""

@@ -15,7 +15,7 @@ import tensorflow as tf
 from keras import ops
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.encoder import check_num_length_buckets, encode_sequences
+from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
 from dialoguecse_tf.pooling import masked_mean
 
 
@@ -88,7 +88,7 @@ class SiameseBertModel(keras.Model):
     def get_config(self):
         return {
             **super().get_config(),
-            "backbone": keras.layers.serialize(self.backbone),
+            "backbone": backbone_config(self.backbone),
             "matching_hidden_size": self.matching_hidden_size,
             "cls_id": self.cls_id,
             "num_length_buckets": self.num_length_buckets,
@@ -96,4 +96,4 @@ class SiameseBertModel(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        return cls(**{**config, "backbone": keras.layers.deserialize(config["backbone"])})
+        return cls(**{**config, "backbone": backbone_from_config(config["backbone"])})
