@@ -106,7 +106,7 @@ def _untimed_stats(directory):
 
 def test_same_seed_same_files_other_seed_differs(tmp_path):
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
-        dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(tmp_path / name), seed=seed, **SMALL), QUIET)
+        dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(tmp_path / name), random_seed=seed, **SMALL), QUIET)
     assert _outputs(tmp_path / "a") == _outputs(tmp_path / "b")
     assert _untimed_stats(tmp_path / "a") == _untimed_stats(tmp_path / "b")
     configs = [json.loads((tmp_path / name / "config.json").read_text()) for name in ("a", "b")]

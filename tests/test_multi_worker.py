@@ -26,13 +26,13 @@ WEIGHT_TOLERANCE = 5e-5
 
 # Runs finetune/run_finetuning.py as `python finetune/run_finetuning.py ...` would, and then
 # dumps the backbone weights this worker holds, which the non-chief writes nowhere else.
+# Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
+pytestmark = pytest.mark.slow
+
 LAUNCHER = """
 import runpy, sys
 import numpy as np
 from dialoguecse_tf import training
-
-# Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
-pytestmark = pytest.mark.slow
 
 dump_path, script, *flags = sys.argv[1:]
 run_training_loop = training.run_training_loop

@@ -161,7 +161,13 @@ def test_records_info_round_trip_and_mismatch(tmp_path):
 
 def test_spec_dict_round_trip_and_validation():
     assert schema.MlmRecordSpec.from_dict(MLM_SPEC.to_dict()) == MLM_SPEC
-    assert CONTRASTIVE_SPEC.to_dict() == {"max_seq_length": 8, "num_context_turns": 3, "num_negatives": 2}
+    assert CONTRASTIVE_SPEC.to_dict() == {"max_seq_length": 8, "num_context_turns": 3, "num_negatives": 2,
+                                          "context_layout": "nearest"}
+    # records_info.json files written before context_layout existed still read, as "nearest".
+    legacy = schema.ContrastiveRecordSpec.from_dict({"max_seq_length": 8, "num_context_turns": 3, "num_negatives": 2})
+    assert legacy == CONTRASTIVE_SPEC and legacy.num_context_slots == 3
+    sides = schema.ContrastiveRecordSpec(8, 3, 2, "sides")
+    assert sides.num_context_slots == 6 and schema.ContrastiveRecordSpec.from_dict(sides.to_dict()) == sides
     with pytest.raises(ValueError, match="num_negatives"):
         schema.ContrastiveRecordSpec.from_dict({"max_seq_length": 8, "num_context_turns": 3})
     with pytest.raises(ValueError, match="max_seq_length"):
