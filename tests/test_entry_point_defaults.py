@@ -1,0 +1,52 @@
+"""Every data-prep entry point's flag defaults equal its config dataclass's defaults, so a
+default is decided in one place (the training and evaluation flags are generated from their
+configs, `cli/flag_utils.define_config_flags`)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+# entry point -> (module, config class) whose fields its flags fill
+ENTRY_POINTS = {
+    "build_vocab.py": ("dialoguecse_tf.data.pipeline", "VocabConfig"),
+    "create_pretraining_data.py": ("dialoguecse_tf.data.pipeline", "MlmDataConfig"),
+    "create_contrastive_data.py": ("dialoguecse_tf.data.pipeline", "ContrastiveDataConfig"),
+    "build_sr_set.py": ("dialoguecse_tf.data.pipeline", "SrSetConfig"),
+    "generate_demo_corpus.py": ("dialoguecse_tf.data.demo_corpus", "DemoCorpusConfig"),
+}
+
+PROBE = """
+import dataclasses, importlib, json, runpy, sys
+from absl import flags
+script, module, name = sys.argv[1:]
+runpy.run_path(script, run_name="entry_point")
+config_class = getattr(importlib.import_module(module), name)
+pairs = {}
+def visit(cls):
+    for field in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(field.type) or isinstance(field.default_factory, type):
+            continue
+        if field.name in flags.FLAGS and field.default is not dataclasses.MISSING:
+            default = flags.FLAGS[field.name].default
+            pairs[field.name] = [None if default is None else (list(default) if isinstance(default, list) else default),
+                                 list(field.default) if isinstance(field.default, tuple) else field.default]
+visit(config_class)
+print(json.dumps(pairs))
+"""
+
+
+@pytest.mark.parametrize("script", sorted(ENTRY_POINTS))
+def test_flag_defaults_equal_config_defaults(script):
+    module, name = ENTRY_POINTS[script]
+    completed = subprocess.run([sys.executable, "-c", PROBE, str(REPO_ROOT / "data_prep" / script), module, name],
+                               capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    pairs = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert len(pairs) >= 3, pairs
+    differing = {field: values for field, values in pairs.items()
+                 if values[0] != values[1] and not (values[0] in (None, []) and values[1] in (None, []))}
+    assert not differing, f"{script}: flag default != config default: {differing}"
