@@ -21,10 +21,6 @@ def field(default=None, help: str = "", choices: tuple | None = None, flag: str 
     return dataclasses.field(default=default, metadata=metadata, **kwargs)
 
 
-def help_of(config_class, name: str) -> str:
-    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(config_class)}[name]
-
-
 def field_kind(config_class, name: str) -> tuple[type, bool]:
     """(base type, is a tuple of that type) of field `name`, with Optional unwrapped."""
     hint = typing.get_type_hints(config_class)[name]
@@ -39,8 +35,3 @@ def field_kind(config_class, name: str) -> tuple[type, bool]:
         return inner, False
     return hint, False
 
-
-def replace_known(config, values: dict):
-    """`dataclasses.replace` with only the keys that are fields of `config`."""
-    names = {f.name for f in dataclasses.fields(config)}
-    return dataclasses.replace(config, **{k: v for k, v in values.items() if k in names})

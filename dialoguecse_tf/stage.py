@@ -88,10 +88,6 @@ def load_stage_config(path: str):
     return configure(record["objective"], **record["options"], **values)
 
 
-def build_objective(name: str, options=None):
-    return get_objective_class(name)(options)
-
-
 def configure(objective_name: str, **values):
     """(objective, TrainConfig) from one flat set of settings, as a command line gives them:
     each key goes to the objective's options or to `TrainConfig`; an unknown key is an error."""
@@ -106,28 +102,28 @@ def configure(objective_name: str, **values):
     return objective_class(options), config
 
 
-def _evaluation_hook(config: TrainConfig, backbone, tokenizer, output_dir, bert_config, objective, num_train_steps):
+def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, objective, num_train_steps):
     """`step -> metrics` on the config's evaluation files, keeping the best encoder; or None."""
     files = {"select_file": config.eval_select_file, "sts_file": config.eval_sts_file}
     if not any(files.values()):
         return None
-    from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset
+    from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
 
     dataset = EvaluationDataset.from_files("dev", files)
-    primary = dataset.evaluators[0]
+    _, primary_metric, higher_is_better = EvaluationSuite([dataset]).primary()
     best = {}
 
     def evaluate(step):
         encoder = SentenceEncoder(backbone, tokenizer, pooling="mean")
         results = {key: float(value) for key, value in dataset(encoder.encode).items()}
-        value = results[primary.primary_metric]
+        value = results[primary_metric]
         previous = best.get("value")
-        if previous is None or (value > previous if primary.higher_is_better else value < previous):
+        if previous is None or (value > previous if higher_is_better else value < previous):
             best.update(step=step, value=value)
-            save_checkpoint(os.path.join(output_dir, BEST_ENCODER_DIR), backbone, bert_config, tokenizer,
+            save_checkpoint(os.path.join(config.output_dir, BEST_ENCODER_DIR), backbone, bert_config, tokenizer,
                             metadata={"stage": objective.stage_name, "objective": objective.name,
                                       **objective.metadata(), "num_train_steps": num_train_steps, "step": step,
-                                      "selected_by": primary.primary_metric, "eval": results})
+                                      "selected_by": primary_metric, "eval": results})
         return results
 
     return evaluate
@@ -186,8 +182,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
 
     loop = training.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps,
                                eval_steps=config.eval_steps, jit_compile=config.jit_compile)
-    evaluate = _evaluation_hook(config, backbone, start.tokenizer, config.output_dir, start.config, objective,
-                                num_train_steps)
+    evaluate = _evaluation_hook(config, backbone, start.tokenizer, start.config, objective, num_train_steps)
     logs = training.run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, loop, verbose, on_log, evaluate)
     encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
     if training.writes_final_encoder(strategy, logs, encoder_dir):

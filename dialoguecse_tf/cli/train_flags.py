@@ -33,11 +33,10 @@ def define_training_flags(flags, objectives=None, default_objective: str | None 
     _define_options_flags(flags, objectives)
 
 
-_OPTION_FLAGS = set()
-
-
 def _option_flag_names(flag_values) -> list:
-    return [name for name in _OPTION_FLAGS if name in flag_values]
+    """The objectives' option flags this command line defines."""
+    names = {f.name for name in objective_names() for f in dataclasses.fields(get_objective_class(name).options_class)}
+    return sorted(name for name in names if name in flag_values)
 
 
 def _define_options_flags(flags, objectives) -> None:
@@ -47,7 +46,6 @@ def _define_options_flags(flags, objectives) -> None:
         for option in dataclasses.fields(options_class):
             seen.setdefault(option.name, []).append((name, options_class, option))
     for option_name, owners in seen.items():
-        _OPTION_FLAGS.add(option_name)
         _, options_class, option = owners[0]
         defaults = ", ".join(f"{value!r} for {name}" for name, value in
                              dict.fromkeys((owner, o.default) for owner, _, o in owners))
