@@ -7,6 +7,7 @@ pipeline is deterministic for a seed, so a restarted run skips the batches alrea
 """
 
 import dataclasses
+import json
 import math
 import os
 import time
@@ -18,6 +19,9 @@ import tensorflow as tf
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 CHECKPOINT_DIR = "checkpoints"
 TENSORBOARD_DIR = "tensorboard"
+# The logged scalars as JSON Lines, one {"step": n, ...} per logging step and per evaluation:
+# TensorBoard's event files are not a format to commit or diff, this is.
+TRAIN_LOG_FILE = "train_log.jsonl"
 
 
 def create_strategy(distribution_strategy: str, tpu_address: str = "") -> tf.distribute.Strategy:
@@ -322,6 +326,28 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
     partial.restore(path).assert_existing_objects_matched()
 
 
+def _append_log(text_log, step: int, values: dict) -> None:
+    if text_log is not None:
+        text_log.write(json.dumps({"step": step, **values}) + "\n")
+        text_log.flush()
+
+
+def read_train_log(path: str) -> list[dict]:
+    """The entries of a `train_log.jsonl`; where a resumed run logged a step again, the last wins."""
+    entries: dict = {}
+    with open(path, encoding="utf-8") as reader:
+        for number, line in enumerate(reader, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                key = (int(entry["step"]), any(name.startswith("eval_") for name in entry))
+            except (ValueError, KeyError, TypeError) as error:
+                raise ValueError(f"{path}:{number}: not a train log entry ({error})") from None
+            entries[key] = entry
+    return [entries[key] for key in sorted(entries)]
+
+
 def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
                       verbose: bool = True, on_log=None, evaluate=None) -> dict:
     """Trains `model` to `config.num_train_steps`, resuming from the latest checkpoint.
@@ -375,8 +401,11 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
 
     if strategy.extended.should_save_summary:
         writer = tf.summary.create_file_writer(os.path.join(config.output_dir, TENSORBOARD_DIR))
+        # Appended: a resumed run adds the steps after its checkpoint.
+        text_log = open(os.path.join(config.output_dir, TRAIN_LOG_FILE), "a", encoding="utf-8")
     else:
         writer = tf.summary.create_noop_writer()
+        text_log = None
     progbar = None
     logs = {}
     started = time.perf_counter()
@@ -397,6 +426,7 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
             with writer.as_default(step=current):
                 for name, value in logs.items():
                     tf.summary.scalar(name, value)
+            _append_log(text_log, current, logs)
             if on_log is not None:
                 on_log(current, logs)
         if verbose and progbar is None:
@@ -415,8 +445,11 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
             with writer.as_default(step=current):
                 for name, value in results.items():
                     tf.summary.scalar(f"eval/{name}", value)
+            _append_log(text_log, current, {f"eval_{k}": v for k, v in results.items()})
             logs = {**logs, **{f"eval_{k}": v for k, v in results.items()}}
     writer.flush()
+    if text_log is not None:
+        text_log.close()
     if scratch_dir is not None:
         tf.io.gfile.rmtree(scratch_dir)
     return logs

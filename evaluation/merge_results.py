@@ -10,7 +10,7 @@ runs); conflicting numbers or one dataset name used for different files are erro
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import run
-from dialoguecse_tf.evaluation.results import merge_results, write_table
+from dialoguecse_tf.evaluation.results import aggregate_seeds, merge_results, write_table
 
 flags.DEFINE_multi_string("results", None, "A results.json to merge; repeat for each, in row order.")
 flags.DEFINE_string("output_dir", None, "Where <output_name>.md and <output_name>.json are written.")
@@ -21,7 +21,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    table = merge_results(FLAGS.results)
+    table = aggregate_seeds(merge_results(FLAGS.results))
     markdown_path, json_path = write_table(table, FLAGS.output_dir, FLAGS.output_name)
     print(table.to_markdown())
     print(f"wrote {markdown_path} and {json_path}")

@@ -7,6 +7,7 @@ import pytest
 
 from dialoguecse_tf.evaluation.results import (
     REPO_ROOT,
+    aggregate_seeds,
     dataset_file_record,
     file_sha256,
     git_commit,
@@ -16,6 +17,7 @@ from dialoguecse_tf.evaluation.results import (
     new_results,
     portable_path,
     read_results,
+    seed_row_name,
     table_columns,
     write_results,
     write_table,
@@ -110,6 +112,42 @@ def test_merge_refuses_conflicts(tmp_path):
     )
     with pytest.raises(ValueError, match="dataset 'ECD' means different sts_files"):
         merge_results([first, other_files])
+
+
+def test_seed_rows_fold_into_mean_and_sample_std(tmp_path):
+    models = ((seed_row_name("DialogueCSE_I2", 1), 50.0, 60.0, 70.0), ("BERT-avg", 40.0, 50.0, 60.0),
+              (seed_row_name("DialogueCSE_I2", 2), 52.0, 61.0, 70.0),
+              (seed_row_name("DialogueCSE_I2", 3), 57.0, 62.0, 70.0), (seed_row_name("Siamese", 7), 1.0, 2.0, 3.0))
+    path = write_results(make_results(tmp_path, "ECD", models), str(tmp_path / "r"))
+    table = aggregate_seeds(merge_results([path]))
+    assert [row.model for row in table.rows] == ["DialogueCSE_I2", "BERT-avg", "Siamese"]
+    folded = table.rows[0]
+    assert folded.seeds == [1, 2, 3]
+    assert folded.metrics["ECD"]["corr"] == pytest.approx(53.0)
+    # Sample standard deviation: squared deviations 9, 1, 16 over n - 1 = 2.
+    assert folded.spread["ECD"]["corr"] == pytest.approx((26 / 2) ** 0.5)
+    assert folded.spread["ECD"]["mrr"] == 0.0
+    assert [metrics["ECD"]["corr"] for metrics in folded.per_seed] == [50.0, 52.0, 57.0]
+    lines = table.to_markdown().splitlines()
+    assert lines[2] == "| DialogueCSE_I2 (3 seeds) | 53.00 ± 3.61 | 61.00 ± 1.00 | 70.00 ± 0.00 |"
+    assert lines[3] == "| BERT-avg | 40.00 | 50.00 | 60.00 |"
+    assert lines[4] == "| Siamese (1 seed) | 1.00 | 2.00 | 3.00 |"  # one seed: no spread, but marked
+    assert "sample standard deviation" in table.to_markdown()
+    saved = json.load(open(write_table(table, str(tmp_path / "t"))[1], encoding="utf-8"))["rows"][0]
+    assert saved["seeds"] == [1, 2, 3] and len(saved["per_seed"]) == 3
+
+
+def test_seed_folding_refuses_mismatched_or_repeated_seeds(tmp_path):
+    ecd = write_results(make_results(tmp_path, "ECD", ((seed_row_name("M", 1), 1.0, 2.0, 3.0),
+                                                       (seed_row_name("M", 2), 1.0, 2.0, 3.0))), str(tmp_path / "e"))
+    jddc = write_results(make_results(tmp_path, "JDDC", ((seed_row_name("M", 1), 1.0, 2.0, 3.0),)),
+                         str(tmp_path / "j"))
+    with pytest.raises(ValueError, match=r"M: its seeds \[1, 2\] report different datasets or metrics"):
+        aggregate_seeds(merge_results([ecd, jddc]))
+    table = merge_results([ecd])
+    table.rows[1].model = table.rows[0].model
+    with pytest.raises(ValueError, match="seed listed twice"):
+        aggregate_seeds(table)
 
 
 def test_read_results_rejects_other_json(tmp_path):

@@ -41,6 +41,36 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("ckpt-3")
 
 
+def test_logged_scalars_and_evaluations_go_to_a_json_lines_log_a_resumed_run_extends(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+
+    def step_fn(model, batch, training_):
+        output = model(batch)
+        return tf.reduce_mean(output ** 2), {"mean_output": tf.reduce_mean(output)}
+
+    def dataset_fn(skip):
+        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
+
+    def run(num_train_steps):
+        optimizer = training.create_optimizer(1e-2, num_train_steps=num_train_steps, num_warmup_steps=0)
+        config = training.LoopConfig(str(tmp_path), num_train_steps=num_train_steps, save_checkpoints_steps=2,
+                                     log_steps=2, eval_steps=4)
+        return training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn,
+                                          config, verbose=False, evaluate=lambda step: {"map": float(step)})
+
+    logs = run(4)
+    (tmp_path / training.TRAIN_LOG_FILE).open("a").write("\n")  # a blank line is tolerated
+    run(6)
+    entries = training.read_train_log(str(tmp_path / training.TRAIN_LOG_FILE))
+    assert [entry["step"] for entry in entries] == [2, 4, 4, 6, 6]
+    assert entries[1]["loss"] == logs["loss"] and entries[1]["mean_output"] == logs["mean_output"]
+    assert {"learning_rate", "steps_per_second"} <= set(entries[0])
+    assert entries[2] == {"step": 4, "eval_map": 4.0} and entries[4] == {"step": 6, "eval_map": 6.0}
+    (tmp_path / training.TRAIN_LOG_FILE).open("a").write("{broken\n")
+    with pytest.raises(ValueError, match=r"train_log.jsonl:\d+: not a train log entry"):
+        training.read_train_log(str(tmp_path / training.TRAIN_LOG_FILE))
+
+
 def test_xla_train_step_matches_the_plain_one():
     def run(jit_compile):
         keras.utils.set_random_seed(3)

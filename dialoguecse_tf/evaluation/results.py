@@ -25,6 +25,7 @@ import datetime
 import hashlib
 import os
 import re
+import statistics
 import subprocess
 
 from dialoguecse_tf.io_utils import atomic_open, read_json_object, write_json
@@ -33,6 +34,12 @@ RESULTS_FILE = "results.json"
 TABLE_FILE = "results.md"
 FORMAT_VERSION = 1
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# A row named "<model> [seed <n>]" is one training seed of <model>; `aggregate_seeds` folds them.
+SEED_SUFFIX = re.compile(r"^(?P<model>.+) \[seed (?P<seed>-?\d+)\]$")
+_SEED_NOTE = (
+    "Rows marked (n seeds) are the mean over n training seeds, ± the sample standard deviation "
+    "(n - 1 in the denominator) where n > 1; the seeds and each seed's numbers are in the JSON table."
+)
 _METRIC_NOTE = (
     "All numbers are percentages. Corr.: Spearman correlation between the D-STS gold scores and "
     "the cosine similarities of the sentence pairs. MAP, MRR: semantic retrieval (SR), each query's "
@@ -176,6 +183,9 @@ class TableRow:
     descriptions: list  # what the vectors are, one entry per distinct description among sources
     checkpoints: list
     sources: list  # the results.json files the row's numbers come from
+    spread: dict = dataclasses.field(default_factory=dict)  # {dataset: {metric: sample std over seeds}}
+    seeds: list = dataclasses.field(default_factory=list)  # training seeds averaged into this row
+    per_seed: list = dataclasses.field(default_factory=list)  # each seed's metrics, in `seeds` order
 
 
 @dataclasses.dataclass
@@ -203,12 +213,12 @@ class ResultsTable:
             "|:--|" + "--:|" * len(columns),
         ]
         for row in self.rows:
-            cells = [
-                "–" if key not in row.metrics.get(name, {}) else f"{row.metrics[name][key]:.2f}"
-                for name, key, _ in columns
-            ]
-            lines.append(f"| {_cell(row.model)} | " + " | ".join(cells) + " |")
-        lines += ["", _METRIC_NOTE, "", "Datasets:", ""]
+            cells = [_metric_cell(row, name, key) for name, key, _ in columns]
+            lines.append(f"| {_cell(_row_label(row))} | " + " | ".join(cells) + " |")
+        lines += ["", _METRIC_NOTE]
+        if any(row.seeds for row in self.rows):
+            lines += ["", _SEED_NOTE]
+        lines += ["", "Datasets:", ""]
         for dataset in self.datasets:
             parts = [f"{task_label} `{dataset[file_key]}` ({dataset[count_key]} {count_key.split('_')[-1]})"
                      for (file_key, _, count_key), task_label in zip(_file_kinds(), _task_labels())
@@ -238,6 +248,20 @@ def table_columns(dataset_names: list, row_metrics: list) -> list[tuple[str, str
         columns += [(name, key, label) for key, label in known if key in present]
         columns += [(name, key, key) for key in sorted(present - known_keys)]
     return columns
+
+
+def _metric_cell(row: TableRow, dataset: str, key: str) -> str:
+    if key not in row.metrics.get(dataset, {}):
+        return "–"
+    cell = f"{row.metrics[dataset][key]:.2f}"
+    spread = row.spread.get(dataset, {}).get(key)
+    return cell if spread is None else f"{cell} ± {spread:.2f}"
+
+
+def _row_label(row: TableRow) -> str:
+    if not row.seeds:
+        return row.model
+    return f"{row.model} ({len(row.seeds)} seed{'s' if len(row.seeds) > 1 else ''})"
 
 
 def _cell(text: str) -> str:
@@ -289,6 +313,54 @@ def results_table(sources: list[tuple[str, dict]]) -> ResultsTable:
                 if value not in getattr(row, field):
                     getattr(row, field).append(value)
     return ResultsTable(list(datasets.values()), list(rows.values()))
+
+
+def seed_row_name(model: str, seed: int) -> str:
+    """The display name of one training seed's row, which `aggregate_seeds` folds into `model`."""
+    return f"{model} [seed {seed}]"
+
+
+def aggregate_seeds(table: ResultsTable) -> ResultsTable:
+    """Folds the rows of one model's training seeds ("<model> [seed <n>]") into one row of
+    means, with the sample standard deviation in `spread` (n > 1) and every seed's numbers in
+    `per_seed`; the folded row takes the place of the model's first seed row. Raises ValueError
+    when the seeds of one model do not report the same metrics, or a seed appears twice."""
+    groups: dict[str, list] = {}
+    order: list = []
+    for row in table.rows:
+        match = SEED_SUFFIX.match(row.model)
+        key = match.group("model") if match else None
+        if key is None or key not in groups:
+            order.append((key, row))
+        if key is not None:
+            groups.setdefault(key, []).append((int(match.group("seed")), row))
+    rows = []
+    for key, row in order:
+        rows.append(row if key is None else _fold_seeds(key, groups[key]))
+    return ResultsTable(table.datasets, rows)
+
+
+def _fold_seeds(model: str, seed_rows: list) -> TableRow:
+    seeds = [seed for seed, _ in seed_rows]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{model}: seed listed twice among {seeds}")
+    shapes = {tuple(sorted((name, tuple(sorted(values))) for name, values in row.metrics.items()))
+              for _, row in seed_rows}
+    if len(shapes) != 1:
+        raise ValueError(f"{model}: its seeds {seeds} report different datasets or metrics")
+    folded = TableRow(model, {}, [], [], [], seeds=seeds, per_seed=[row.metrics for _, row in seed_rows])
+    for dataset, values in seed_rows[0][1].metrics.items():
+        for key in values:
+            numbers = [row.metrics[dataset][key] for _, row in seed_rows]
+            folded.metrics.setdefault(dataset, {})[key] = statistics.fmean(numbers)
+            if len(numbers) > 1:
+                folded.spread.setdefault(dataset, {})[key] = statistics.stdev(numbers)
+    for _, row in seed_rows:
+        for field in ("descriptions", "checkpoints", "sources"):
+            for value in getattr(row, field):
+                if value not in getattr(folded, field):
+                    getattr(folded, field).append(value)
+    return folded
 
 
 def merge_results(paths: list[str]) -> ResultsTable:
