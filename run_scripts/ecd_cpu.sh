@@ -22,6 +22,7 @@
 # to RESULTS_DIR (default results/ecd_cpu) with the command that made them.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/stage_lib.sh"
 cd "${REPO_ROOT}"
 
 INIT_CHECKPOINT=""
@@ -44,18 +45,6 @@ SEEDS="${SEEDS:-12345 23456 34567}"
 FIRST_SEED="${SEEDS%% *}"
 mkdir -p "${RUN}" "${RESULTS}/train_logs"
 timings="${RUN}/stage_seconds.tsv"; : > "${timings}"
-stage() {  # stage NAME OUTPUT COMMAND...: runs one stage unless OUTPUT exists, logging its wall time
-  local name="$1" output="$2"; shift 2
-  if [ -e "${output}" ]; then
-    echo "=== ${name}: reusing ${output}"
-    printf '%s\treused\n' "${name}" >> "${timings}"
-    return
-  fi
-  echo "=== [$(date +%H:%M:%S)] ${name}"
-  local start=${SECONDS}
-  "$@"
-  printf '%s\t%s\n' "${name}" "$((SECONDS - start))" >> "${timings}"
-}
 
 if [ -z "${INIT_CHECKPOINT}" ]; then
   stage vocab "${RUN}/vocab/vocab.txt" python data_prep/build_vocab.py --input_file="${TRAIN}" --input_format=authors \

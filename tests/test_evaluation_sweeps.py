@@ -7,10 +7,11 @@ from dialoguecse_tf.evaluation.results import model_record, new_results, write_r
 from dialoguecse_tf.evaluation.sweeps import collect_sweep, sweep_markdown, write_sweep
 
 
-def _results(tmp_path, name, corr, map_):
+def _results(tmp_path, name, corr, map_, models=("DialogueCSE_I2",)):
     results = new_results({}, [{"name": "ECD"}])
-    results["models"].append(model_record("DialogueCSE_I2", str(tmp_path), None, "mean", None,
-                                          {"ECD": {"corr": corr, "map": map_, "mrr": 70.0}}))
+    for offset, model in enumerate(models):
+        results["models"].append(model_record(model, str(tmp_path), None, "mean", None,
+                                              {"ECD": {"corr": corr + offset, "map": map_, "mrr": 70.0}}))
     folder = tmp_path / name
     folder.mkdir()
     return write_results(results, str(folder))
@@ -27,6 +28,18 @@ def test_sweep_table_and_plot(tmp_path):
     assert (tmp_path / "out" / "temperature.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((tmp_path / "out" / "temperature.json").read_text())["parameter"] == "temperature"
     assert len(paths) == 3
+
+
+def test_sweep_puts_two_models_side_by_side_at_every_point(tmp_path):
+    models = ("DialogueCSE_I2", "SiameseBERT_M")
+    points = [(f"{percent}%", _results(tmp_path, str(percent), 50.0 + percent / 10, 60.0, models))
+              for percent in (10, 100)]
+    sweep = collect_sweep("train_records", points)
+    assert [(row["value"], row["model"]) for row in sweep["rows"]] == [
+        ("10%", "DialogueCSE_I2"), ("10%", "SiameseBERT_M"), ("100%", "DialogueCSE_I2"), ("100%", "SiameseBERT_M")]
+    assert "| 100% | SiameseBERT_M | 61.00 | 60.00 | 70.00 |" in sweep_markdown(sweep)
+    write_sweep(sweep, str(tmp_path / "out"), "scale")
+    assert (tmp_path / "out" / "scale.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_plot_sweep_entry_point(tmp_path):

@@ -38,13 +38,23 @@ def _log_softmax(x):
     return x - np.log(np.exp(x).sum(-1, keepdims=True))
 
 
-def _released_reference(h_ctx, m_ctx, rounds_valid, h_rsp, m_rsp, w, b, u, attention):
+def _unit(x):
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    return np.where(norm > 0, x / np.maximum(norm, 1e-12), 0.0)
+
+
+def _released_reference(h_ctx, m_ctx, rounds_valid, h_rsp, m_rsp, w, b, u, attention, matching_side="context",
+                        normalize=False, fuse=False):
     """dse_cl_bert.py, literally: the [Lu, Lr] matching matrix, the unmasked round mean, the
-    -(2^32 - 1) round mask, (1 + alpha), a sum over rounds and sides, cos / 0.1."""
+    -(2^32 - 1) round mask, (1 + alpha), a sum over rounds and sides, cos / 0.1. The study
+    options, as matrices: M from unit token vectors; R_hat' = M^T U pooled over the candidate's
+    tokens; the rounds' R_hat rows summed, then pooled over the longest round."""
     h_ctx = h_ctx * m_ctx[..., None]  # l.90-91
     h_rsp = h_rsp * m_rsp[..., None]  # l.139-140
     r_bar = h_rsp.sum(2) / (m_rsp.sum(2)[..., None] + 1e-6)  # l.148-149
     r_tilde = np.zeros_like(r_bar)
+    fused = np.zeros((B, K, L, r_bar.shape[-1]))
+    match_ctx, match_rsp = (_unit(h_ctx), _unit(h_rsp)) if normalize else (h_ctx, h_rsp)
     for side in (slice(0, N), slice(N, 2 * N)):
         u_side, m_side, valid = h_ctx[:, side], m_ctx[:, side], rounds_valid[:, side]
         x = u_side.mean(axis=2)  # l.166-167: over all L positions
@@ -54,14 +64,22 @@ def _released_reference(h_ctx, m_ctx, rounds_valid, h_rsp, m_rsp, w, b, u, atten
         alpha = alpha / alpha.sum(-1, keepdims=True)
         for i in range(N):
             for a in range(K):
-                matching = 0.1 * np.einsum("bld,bmd->blm", u_side[:, i], h_rsp[:, a])  # l.58-61
+                weight = (1 + alpha[:, i]) if attention else np.ones(B)
+                matching = 0.1 * np.einsum("bld,bmd->blm", match_ctx[:, side][:, i], match_rsp[:, a])  # l.58-61
+                if matching_side == "response":
+                    refined = np.einsum("blm,bld->bmd", matching, u_side[:, i])  # rows: candidate tokens
+                    e = refined.sum(1) / np.maximum(m_rsp[:, a].sum(-1)[:, None], 1)
+                    r_tilde[:, a] += e * weight[:, None]
+                    continue
                 refined = np.einsum("blm,bmd->bld", matching, h_rsp[:, a])  # l.63
+                fused[:, a] += refined * weight[:, None, None]
                 count = m_side[:, i].sum(-1)[:, None]
                 # l.65-66 divides by the token count; an empty round (count 0) is where our
                 # records differ from the release's unreleased data code: it contributes 0.
                 e = np.where(count > 0, refined.sum(1) / np.maximum(count, 1), 0.0)
-                weight = (1 + alpha[:, i]) if attention else np.ones(B)
                 r_tilde[:, a] += e * weight[:, None]
+    if fuse and matching_side == "context":
+        r_tilde = fused.sum(2) / m_ctx.sum(-1).max(-1)[:, None, None]
     cos = (r_bar * r_tilde).sum(-1) / (np.linalg.norm(r_bar, axis=-1) * np.linalg.norm(r_tilde, axis=-1))
     logits = cos / 0.1  # l.36-47
     labels = np.zeros((B, K))
@@ -98,6 +116,47 @@ def test_released_model_matches_the_released_arithmetic(tiny_bert_config, aggreg
     np.testing.assert_allclose(similarities, cos, rtol=1e-4, atol=1e-5)
     ours = float(tf.reduce_mean(losses.released_nt_xent_per_example_loss(similarities, 0.1)))
     np.testing.assert_allclose(ours, loss, rtol=1e-4)
+
+
+@pytest.mark.parametrize("matching_side,normalize,fuse", [
+    ("response", False, False), ("context", True, False), ("context", False, True), ("response", True, True),
+])
+def test_study_readings_match_their_matrix_form(tiny_bert_config, matching_side, normalize, fuse):
+    config = tiny_bert_config.replace(max_position_embeddings=L, hidden_dropout_prob=0.0,
+                                      attention_probs_dropout_prob=0.0)
+    backbone = build_backbone(config)
+    model = ReleasedDialogueCSEModel(backbone, aggregation="attention", attention_size=16,
+                                     matching_side=matching_side, normalize_matching_tokens=normalize,
+                                     fuse_turns_before_pooling=fuse)
+    batch = _batch(config.vocab_size)
+    outputs = model(batch)
+    h_ctx = encode_sequences(backbone, tf.reshape(batch[schema.CONTEXT_INPUT_IDS], (-1, L)),
+                             tf.reshape(batch[schema.CONTEXT_INPUT_MASK], (-1, L)))
+    h_rsp = encode_sequences(backbone, tf.reshape(batch[schema.CANDIDATE_INPUT_IDS], (-1, L)),
+                             tf.reshape(batch[schema.CANDIDATE_INPUT_MASK], (-1, L)))
+    attention = model.round_attention
+    _, r_tilde, _, _ = _released_reference(
+        h_ctx.numpy().reshape(B, 2 * N, L, -1), batch[schema.CONTEXT_INPUT_MASK].numpy(),
+        batch[schema.CONTEXT_TURN_MASK].numpy(), h_rsp.numpy().reshape(B, K, L, -1),
+        batch[schema.CANDIDATE_INPUT_MASK].numpy(), attention.w.numpy(), attention.b.numpy(), attention.u.numpy(),
+        True, matching_side, normalize, fuse,
+    )
+    np.testing.assert_allclose(outputs["context_aware"], r_tilde, rtol=1e-4, atol=1e-5)
+    default = ReleasedDialogueCSEModel(backbone, aggregation="attention", attention_size=16)
+    default.round_attention.set_weights(attention.get_weights())
+    assert not np.allclose(default(batch)["context_aware"], outputs["context_aware"], rtol=1e-3)
+    restored = ReleasedDialogueCSEModel.from_config(model.get_config())
+    assert (restored.matching_side, restored.normalize_matching_tokens, restored.fuse_turns_before_pooling) == (
+        matching_side, normalize, fuse)
+
+
+def test_study_options_belong_to_the_released_variant():
+    from dialoguecse_tf.objectives.dialoguecse import DialogueCSEOptions
+
+    with pytest.raises(ValueError, match="study options of variant=released"):
+        DialogueCSEOptions(variant="paper_text", normalize_matching_tokens=True)
+    with pytest.raises(ValueError, match="matching_side must be one of"):
+        ReleasedDialogueCSEModel(None, matching_side="both")
 
 
 def test_round_attention_masks_invalid_rounds_and_is_uniform_without_any(tiny_bert_config):

@@ -143,6 +143,12 @@ def test_read_train_texts(tmp_path, shared_data):
         read_train_texts(str(path))
     sample = read_train_texts(str(shared_data / "ecd" / "train" / "train_data.txt.sample"), "authors")
     assert len(sample) == len(set(sample)) > 10000
+    sgd = shared_data / "sgd" / "train"
+    one, two = (read_train_texts(str(sgd / name), "sgd") for name in ("dialogues_001.json", "dialogues_002.json"))
+    both = read_train_texts(str(sgd / "dialogues_00[12].json"), "sgd")
+    assert both == list(dict.fromkeys(one + two)) and len(both) > len(one)
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        read_train_texts(str(sgd / "nothing_*.json"), "sgd")
 
 
 def test_config_datasets_from_parallel_lists(tmp_path):

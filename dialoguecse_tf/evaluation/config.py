@@ -95,7 +95,8 @@ class EvaluationConfig:
         None, "Unlabelled in-domain sentences the whitening and flow baselines are fitted on (never the "
         "evaluation files). Required by those baselines.")
     train_text_format: str = field(
-        "lines", "lines: one sentence per line; a corpus format: every utterance of a corpus in that format.",
+        "lines", "lines: one sentence per line; a corpus format: every utterance of a corpus in that format "
+        "(train_text_file may then be a glob).",
         choices=TRAIN_TEXT_FORMATS)
     pooling: str = field("mean", "Pooling of checkpoints evaluated without --baselines (mean: the paper's).",
                          choices=POOLING_MODES)

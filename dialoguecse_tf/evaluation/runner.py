@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 
@@ -21,9 +22,13 @@ def load_suite(config: EvaluationConfig) -> EvaluationSuite:
 def _corpus_sentences(path: str, text_format: str):
     # Not `data.pipeline.corpus_texts`: importing the pipeline loads Google's pretraining-data
     # module, whose import-time absl flags collide with the entry point's (max_seq_length).
-    for dialogue in read_corpus(path, text_format):
-        yield from (turn.text for turn in dialogue.turns)
-        yield from dialogue.candidates or ()
+    files = sorted(glob.glob(path)) if glob.has_magic(path) else [path]
+    if not files:
+        raise FileNotFoundError(f"train_text_file {path!r} matches no file")
+    for file in files:
+        for dialogue in read_corpus(file, text_format):
+            yield from (turn.text for turn in dialogue.turns)
+            yield from dialogue.candidates or ()
 
 
 def read_train_texts(path: str, text_format: str = "lines") -> list[str]:

@@ -58,7 +58,8 @@ def sweep_markdown(sweep: dict) -> str:
 
 
 def plot_sweep(sweep: dict, path: str) -> None:
-    """One line per dataset metric against the swept value (matplotlib: the `plot` extra)."""
+    """One panel per dataset metric, one line per model against the swept value, as the paper's
+    Figures 2 and 3 put DialogueCSE and SiameseBERT_M side by side (matplotlib: the `plot` extra)."""
     try:
         import matplotlib
 
@@ -67,20 +68,25 @@ def plot_sweep(sweep: dict, path: str) -> None:
     except ImportError:
         raise ImportError("plotting needs matplotlib: pip install 'dialoguecse_tf[plot]'") from None
     values = list(dict.fromkeys(str(row["value"]) for row in sweep["rows"]))
-    figure, axis = plt.subplots(figsize=(6, 4))
-    for model in dict.fromkeys(row["model"] for row in sweep["rows"]):
-        model_rows = {str(r["value"]): r for r in sweep["rows"] if r["model"] == model}
-        for dataset, key, label in _columns(sweep):
+    columns = _columns(sweep)
+    num_columns = min(3, len(columns))
+    num_rows = -(-len(columns) // num_columns)
+    figure, axes = plt.subplots(num_rows, num_columns, figsize=(3.6 * num_columns, 2.8 * num_rows), squeeze=False)
+    for axis, (dataset, key, label) in zip(axes.flat, columns):
+        for model in dict.fromkeys(row["model"] for row in sweep["rows"]):
+            model_rows = {str(r["value"]): r for r in sweep["rows"] if r["model"] == model}
             ys = [model_rows[v]["metrics"].get(dataset, {}).get(key) if v in model_rows else None for v in values]
-            axis.plot(values, [float("nan") if y is None else y for y in ys], marker="o",
-                      label=label if len(model_rows) == len(sweep["rows"]) else f"{model} {label}")
-    axis.set_xlabel(sweep["parameter"])
-    axis.set_ylabel("%")
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=8)
+            axis.plot(values, [float("nan") if y is None else y for y in ys], marker="o", label=model)
+        axis.set_title(label, fontsize=9)
+        axis.set_xlabel(sweep["parameter"], fontsize=8)
+        axis.tick_params(labelsize=7)
+        axis.grid(alpha=0.3)
+    for axis in list(axes.flat)[len(columns):]:
+        axis.set_visible(False)
+    axes.flat[0].legend(fontsize=7)
     figure.tight_layout()
     with atomic_open(path, "wb") as writer:
-        figure.savefig(writer, format="png", dpi=120)
+        figure.savefig(writer, format="png", dpi=110)
     plt.close(figure)
 
 

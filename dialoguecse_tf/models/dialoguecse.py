@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from dialoguecse_tf.losses import l2_normalize
 from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
 from dialoguecse_tf.models.layers import (
     DEFAULT_ATTENTION_HIDDEN_SIZE,
@@ -139,6 +140,9 @@ class DialogueCSEModel(keras.Model):
 # (l.61) where the paper divides by sqrt(d), and the round attention has 256 units (l.23).
 RELEASED_MATCHING_SCALE = 0.1
 RELEASED_ATTENTION_SIZE = 256
+# Which tokens index the rows of R_hat = M R before they are pooled: the context utterance's
+# (the release) or the candidate's (R_hat' = M^T U, a study variant).
+MATCHING_SIDES = ("context", "response")
 
 
 @keras.saving.register_keras_serializable(package="dialoguecse_tf")
@@ -173,16 +177,35 @@ class ReleasedDialogueCSEModel(keras.Model):
 
     Returns {"context_free": r_bar [B, K, D], "context_aware": R_tilde [B, K, D]}; the
     objective compares them by cosine / tau (`losses.released_nt_xent_per_example_loss`).
+
+    Three readings the paper's text leaves open, for ablation studies only (the defaults are
+    the release; none is the paper's stated method):
+      * `matching_side="response"`: R_hat' = M^T U_i, whose rows are the candidate's tokens,
+        pooled over them: e_{a,i} = 0.1 * sum_j (r_bar_a . u_ij) u_ij, the candidate re-expressed
+        in the context's tokens (the release pools M R_a over the context's tokens);
+      * `normalize_matching_tokens=True`: M built from L2-normalised token vectors (cosines
+        instead of dot products); R_hat still multiplies the raw vectors;
+      * `fuse_turns_before_pooling=True`: R_tilde summed over the rounds row by row as token
+        matrices, then pooled once over the longest round's length (the paper's order: eq. 5/7
+        fuse matrices, sim() pools), so a round weighs by its token count instead of equally.
+        With `matching_side="response"` every round's rows are the candidate's tokens and the
+        two orders give the same vector.
     """
 
     def __init__(self, backbone, aggregation: str = "attention", num_length_buckets: int = 1,
-                 attention_size: int = RELEASED_ATTENTION_SIZE, **kwargs):
+                 attention_size: int = RELEASED_ATTENTION_SIZE, matching_side: str = "context",
+                 normalize_matching_tokens: bool = False, fuse_turns_before_pooling: bool = False, **kwargs):
         super().__init__(**kwargs)
         if aggregation not in ("attention", "mean"):
             raise ValueError(f"aggregation must be 'attention' or 'mean', got {aggregation!r}")
+        if matching_side not in MATCHING_SIDES:
+            raise ValueError(f"matching_side must be one of {MATCHING_SIDES}, got {matching_side!r}")
         self.backbone = backbone
         self.aggregation = aggregation
         self.attention_size = attention_size
+        self.matching_side = matching_side
+        self.normalize_matching_tokens = bool(normalize_matching_tokens)
+        self.fuse_turns_before_pooling = bool(fuse_turns_before_pooling)
         self.num_length_buckets = check_num_length_buckets(num_length_buckets)
         self.round_attention = RoundAttention(attention_size, dtype="float32", name="round_attention")
         self.round_attention.build((None, None, backbone.hidden_dim))
@@ -198,9 +221,7 @@ class ReleasedDialogueCSEModel(keras.Model):
         candidate_tokens = candidate_tokens * ops.cast(candidate_mask, "float32")[..., None]
 
         context_free = masked_mean(candidate_tokens, candidate_mask)  # [B, K, D]
-        context_mean = masked_mean(context_tokens, context_mask)  # [B, 2N, D]
-        projections = ops.einsum("bsd,bkld->bksl", context_mean, candidate_tokens)
-        refined = RELEASED_MATCHING_SCALE * ops.einsum("bksl,bkld->bksd", projections, candidate_tokens)
+        refined = self._refined_rounds(context_tokens, context_mask, candidate_tokens, candidate_mask)  # [B, K, 2N, D]
         if self.aggregation == "attention":
             unmasked_mean = ops.sum(context_tokens, axis=2) / float(seq_length)  # [B, 2N, D]
             half = num_slots // 2
@@ -215,6 +236,28 @@ class ReleasedDialogueCSEModel(keras.Model):
         context_aware = ops.sum(refined * (weights * turn_mask)[:, None, :, None], axis=2)
         return {"context_free": context_free, "context_aware": context_aware}
 
+    def _refined_rounds(self, context_tokens, context_mask, candidate_tokens, candidate_mask):
+        """e_{a,i} for every candidate a and round i, [B, K, 2N, D]; token vectors already masked."""
+        match_context, match_candidates = context_tokens, candidate_tokens
+        if self.normalize_matching_tokens:
+            # Padding rows are zero and stay zero (the norm is floored, not divided by).
+            match_context = l2_normalize(context_tokens)
+            match_candidates = l2_normalize(candidate_tokens)
+        if self.matching_side == "response":
+            candidate_mean = masked_mean(match_candidates, candidate_mask)  # [B, K, D]
+            projections = ops.einsum("bkd,bsld->bksl", candidate_mean, match_context)
+            return RELEASED_MATCHING_SCALE * ops.einsum("bksl,bsld->bksd", projections, context_tokens)
+        if self.fuse_turns_before_pooling:
+            # Rows summed over rounds, then pooled over the longest round's rows: a per-example
+            # scale the cosine ignores, so each round counts by its token sum.
+            lengths = ops.sum(ops.cast(context_mask, "float32"), axis=2)  # [B, 2N]
+            longest = ops.maximum(ops.max(lengths, axis=1), 1.0)[:, None, None]
+            context_vectors = ops.sum(match_context, axis=2) / longest
+        else:
+            context_vectors = masked_mean(match_context, context_mask)  # [B, 2N, D]
+        projections = ops.einsum("bsd,bkld->bksl", context_vectors, match_candidates)
+        return RELEASED_MATCHING_SCALE * ops.einsum("bksl,bkld->bksd", projections, candidate_tokens)
+
     def get_config(self):
         return {
             **super().get_config(),
@@ -222,6 +265,9 @@ class ReleasedDialogueCSEModel(keras.Model):
             "aggregation": self.aggregation,
             "attention_size": self.attention_size,
             "num_length_buckets": self.num_length_buckets,
+            "matching_side": self.matching_side,
+            "normalize_matching_tokens": self.normalize_matching_tokens,
+            "fuse_turns_before_pooling": self.fuse_turns_before_pooling,
         }
 
     @classmethod

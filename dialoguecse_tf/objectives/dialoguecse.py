@@ -40,7 +40,7 @@ import dataclasses
 from dialoguecse_tf import losses, training
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
-from dialoguecse_tf.models.dialoguecse import DialogueCSEModel, ReleasedDialogueCSEModel
+from dialoguecse_tf.models.dialoguecse import MATCHING_SIDES, DialogueCSEModel, ReleasedDialogueCSEModel
 from dialoguecse_tf.models.layers import AGGREGATIONS, DEFAULT_ATTENTION_HIDDEN_SIZE
 from dialoguecse_tf.objectives.base import register
 from dialoguecse_tf.objectives.contrastive import ContrastiveObjective, ContrastiveOptions, candidate_metrics
@@ -64,10 +64,21 @@ class DialogueCSEOptions(ContrastiveOptions):
     lr_decay_steps: int = field(10000, "released: steps per lr_decay_rate factor.")
     min_learning_rate: float = field(1e-5, "released: floor of the decayed learning rate.")
     clip_norm: float = field(3.0, "released: global gradient-norm clip (paper_text clips at 1, as BERT).")
+    matching_side: str = field("context", "released, study only: pool R_hat over the context's tokens (the "
+                               "release) or R_hat' = M^T U over the candidate's tokens (response).",
+                               choices=MATCHING_SIDES)
+    normalize_matching_tokens: bool = field(False, "released, study only: build M from L2-normalised token "
+                                            "vectors.")
+    fuse_turns_before_pooling: bool = field(False, "released, study only: sum the rounds' R_hat matrices row by "
+                                            "row, then pool once (rounds weigh by token count).")
 
     def __post_init__(self):
         if isinstance(self.temperature, bool) or not self.temperature > 0:
             raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
+        study = (self.matching_side != "context", self.normalize_matching_tokens, self.fuse_turns_before_pooling)
+        if self.variant != "released" and any(study):
+            raise ValueError("matching_side, normalize_matching_tokens and fuse_turns_before_pooling are study "
+                             "options of variant=released")
 
 
 @register
@@ -93,7 +104,10 @@ class DialogueCSEObjective(ContrastiveObjective):
         if self.options.variant == "released":
             return ReleasedDialogueCSEModel(backbone, aggregation=self.options.aggregation,
                                             num_length_buckets=num_length_buckets,
-                                            attention_size=self.options.attention_hidden_size)
+                                            attention_size=self.options.attention_hidden_size,
+                                            matching_side=self.options.matching_side,
+                                            normalize_matching_tokens=self.options.normalize_matching_tokens,
+                                            fuse_turns_before_pooling=self.options.fuse_turns_before_pooling)
         return DialogueCSEModel(backbone, aggregation=self.options.aggregation,
                                 attention_hidden_size=self.options.attention_hidden_size,
                                 num_length_buckets=num_length_buckets)
