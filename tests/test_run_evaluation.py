@@ -151,6 +151,22 @@ def test_read_train_texts(tmp_path, shared_data):
         read_train_texts(str(sgd / "nothing_*.json"), "sgd")
 
 
+def test_training_texts_may_be_a_glob_or_a_folder_for_corpus_formats(tmp_path, shared_data):
+    select = tmp_path / "select.txt"
+    select.write_text("0\ta\t\t1\t\n", encoding="utf-8")
+
+    def config(path, text_format):
+        return EvaluationConfig(checkpoint=(str(tmp_path),), output_dir="out", select_file=(str(select),),
+                                baselines=("whitening",), train_text_file=str(path), train_text_format=text_format)
+
+    sgd = shared_data / "sgd" / "train"
+    config(sgd / "dialogues_00[12].json", "sgd").check_files()
+    config(sgd, "sgd").check_files()
+    for path, text_format in ((sgd / "nothing_*.json", "sgd"), (sgd, "lines")):
+        with pytest.raises(FileNotFoundError, match="train_text_file not found"):
+            config(path, text_format).check_files()
+
+
 def test_config_datasets_from_parallel_lists(tmp_path):
     config = EvaluationConfig(
         checkpoint=("a/bert",), output_dir="out", dataset_name=("ECD", "JDDC"),

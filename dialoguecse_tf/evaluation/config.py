@@ -8,6 +8,7 @@ a command line is checked before the slow imports start.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 
 from dialoguecse_tf.data.readers import READERS
@@ -203,13 +204,20 @@ class EvaluationConfig:
             datasets.append(DatasetFiles(name, files))
         return datasets
 
+    def _train_texts_exist(self) -> bool:
+        path = self.train_text_file
+        if self.train_text_format == "lines":
+            return os.path.isfile(path)
+        # A corpus format may name a glob, and the sgd reader a folder.
+        return bool(glob.glob(path)) if glob.has_magic(path) else os.path.exists(path)
+
     def check_files(self) -> None:
         """Raises FileNotFoundError for the first input file or checkpoint that does not exist."""
         for dataset in self.datasets():
             for kind, path in dataset.files.items():
                 if path is not None and not os.path.isfile(path):
                     raise FileNotFoundError(f"{kind} of dataset {dataset.name!r} not found: {path}")
-        if self.needs_train_texts and not os.path.isfile(self.train_text_file):
+        if self.needs_train_texts and not self._train_texts_exist():
             raise FileNotFoundError(f"train_text_file not found: {self.train_text_file}")
         for path in self.checkpoint:
             # A Google checkpoint may be named by its prefix (".../bert_model.ckpt").
