@@ -29,7 +29,7 @@ cd "${REPO_ROOT}"
 
 DATA="${DATA_DIR:-../shared/data}"
 TRAIN="${DATA}/sgd/train"
-SR_FILES="${SR_FILES:-dialogues_001.json dialogues_005.json dialogues_009.json dialogues_013.json dialogues_017.json}"
+SR_FILES="${SR_FILES:-dialogues_001.json dialogues_005.json dialogues_009.json dialogues_013.json dialogues_019.json}"
 FIT_FILES="${FIT_FILES:-dialogues_0?1.json}"
 RUN="${RUN_DIR:-runs/sgd_minilm}"
 RESULTS="${RESULTS_DIR:-results/sgd_minilm}"
