@@ -155,7 +155,7 @@ def test_two_workers_train_and_resume_like_one_process(setup, tmp_path):
     (chief, other), _ = run_workers(settings, tmp_path / "workers")
 
     # Only the chief's outputs remain; the other worker's throwaway checkpoints are gone.
-    assert sorted(os.listdir(multi)) == ["checkpoints", "config.json", "encoder", "tensorboard"]
+    assert sorted(os.listdir(multi)) == ["checkpoints", "config.json", "encoder", "tensorboard", "train_log.jsonl"]
     # The command line's settings are the in-process run's: the same objective, options and config.
     written = json.loads((multi / "config.json").read_text(encoding="utf-8"))
     reference = json.loads((tmp_path / "single" / "config.json").read_text(encoding="utf-8"))
