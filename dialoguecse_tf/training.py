@@ -326,6 +326,17 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
     partial.restore(path).assert_existing_objects_matched()
 
 
+def _open_train_log(path: str):
+    """Opens the log for appending: a resumed run adds the steps after its checkpoint. A run
+    killed mid-write leaves a partial last line, which is cut (its step is logged again)."""
+    if os.path.exists(path):
+        with open(path, "rb+") as handle:
+            content = handle.read()
+            if content and not content.endswith(b"\n"):
+                handle.truncate(content.rfind(b"\n") + 1)
+    return open(path, "a", encoding="utf-8")
+
+
 def _append_log(text_log, step: int, values: dict) -> None:
     if text_log is not None:
         text_log.write(json.dumps({"step": step, **values}) + "\n")
@@ -401,55 +412,56 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
 
     if strategy.extended.should_save_summary:
         writer = tf.summary.create_file_writer(os.path.join(config.output_dir, TENSORBOARD_DIR))
-        # Appended: a resumed run adds the steps after its checkpoint.
-        text_log = open(os.path.join(config.output_dir, TRAIN_LOG_FILE), "a", encoding="utf-8")
+        text_log = _open_train_log(os.path.join(config.output_dir, TRAIN_LOG_FILE))
     else:
         writer = tf.summary.create_noop_writer()
         text_log = None
     progbar = None
     logs = {}
     started = time.perf_counter()
-    while int(step.numpy()) < config.num_train_steps:
-        loss, metrics = train_step(iterator)
-        current = int(step.numpy())
-        loss_value = float(loss.numpy())
-        if not np.isfinite(loss_value):
-            raise NonFiniteLossError(
-                f"loss became {loss_value} at step {current}; stopped without saving, the last good "
-                f"checkpoint ({tf.train.latest_checkpoint(checkpoint_dir)}) stays the latest"
-            )
-        logs = {"loss": loss_value, **{k: float(v.numpy()) for k, v in metrics.items()}}
-        if current % config.log_steps == 0 or current == config.num_train_steps:
-            # Keras evaluates the schedule at its own iteration count: the rate of the next step.
-            logs["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
-            logs["steps_per_second"] = (current - start_step) / (time.perf_counter() - started)
-            with writer.as_default(step=current):
-                for name, value in logs.items():
-                    tf.summary.scalar(name, value)
-            _append_log(text_log, current, logs)
-            if on_log is not None:
-                on_log(current, logs)
-        if verbose and progbar is None:
-            # Stateful: show each step's values, not Progbar's running averages.
-            progbar = keras.utils.Progbar(config.num_train_steps, unit_name="step",
-                                          stateful_metrics=list(logs) + ["learning_rate"])
-        if progbar is not None:
-            progbar.update(current, [(k, v) for k, v in logs.items() if k != "steps_per_second"])
-        if current % config.save_checkpoints_steps == 0 or current == config.num_train_steps:
-            manager.save(checkpoint_number=current)
-        if evaluate is not None and strategy.extended.should_save_summary and (
-            current == config.num_train_steps or (config.eval_steps and current % config.eval_steps == 0)
-        ):
-            results = evaluate(current)
-            print(f"[eval] step {current}: " + ", ".join(f"{k}={v:.2f}" for k, v in results.items()))
-            with writer.as_default(step=current):
-                for name, value in results.items():
-                    tf.summary.scalar(f"eval/{name}", value)
-            _append_log(text_log, current, {f"eval_{k}": v for k, v in results.items()})
-            logs = {**logs, **{f"eval_{k}": v for k, v in results.items()}}
-    writer.flush()
-    if text_log is not None:
-        text_log.close()
+    try:
+        while int(step.numpy()) < config.num_train_steps:
+            loss, metrics = train_step(iterator)
+            current = int(step.numpy())
+            loss_value = float(loss.numpy())
+            if not np.isfinite(loss_value):
+                raise NonFiniteLossError(
+                    f"loss became {loss_value} at step {current}; stopped without saving, the last good "
+                    f"checkpoint ({tf.train.latest_checkpoint(checkpoint_dir)}) stays the latest"
+                )
+            logs = {"loss": loss_value, **{k: float(v.numpy()) for k, v in metrics.items()}}
+            if current % config.log_steps == 0 or current == config.num_train_steps:
+                # Keras evaluates the schedule at its own iteration count: the rate of the next step.
+                logs["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+                logs["steps_per_second"] = (current - start_step) / (time.perf_counter() - started)
+                with writer.as_default(step=current):
+                    for name, value in logs.items():
+                        tf.summary.scalar(name, value)
+                _append_log(text_log, current, logs)
+                if on_log is not None:
+                    on_log(current, logs)
+            if verbose and progbar is None:
+                # Stateful: show each step's values, not Progbar's running averages.
+                progbar = keras.utils.Progbar(config.num_train_steps, unit_name="step",
+                                              stateful_metrics=list(logs) + ["learning_rate"])
+            if progbar is not None:
+                progbar.update(current, [(k, v) for k, v in logs.items() if k != "steps_per_second"])
+            if current % config.save_checkpoints_steps == 0 or current == config.num_train_steps:
+                manager.save(checkpoint_number=current)
+            if evaluate is not None and strategy.extended.should_save_summary and (
+                current == config.num_train_steps or (config.eval_steps and current % config.eval_steps == 0)
+            ):
+                results = evaluate(current)
+                print(f"[eval] step {current}: " + ", ".join(f"{k}={v:.2f}" for k, v in results.items()))
+                with writer.as_default(step=current):
+                    for name, value in results.items():
+                        tf.summary.scalar(f"eval/{name}", value)
+                _append_log(text_log, current, {f"eval_{k}": v for k, v in results.items()})
+                logs = {**logs, **{f"eval_{k}": v for k, v in results.items()}}
+        writer.flush()
+    finally:
+        if text_log is not None:
+            text_log.close()
     if scratch_dir is not None:
         tf.io.gfile.rmtree(scratch_dir)
     return logs

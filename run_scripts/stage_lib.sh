@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Sourced by the multi-stage scripts. `stage NAME OUTPUT COMMAND...` runs one stage unless OUTPUT
-# already exists (a rerun after an interruption reuses the finished stages; delete the run folder
-# to start over) and appends "NAME<TAB>seconds" (or "reused") to ${timings}.
+# Sourced by the multi-stage scripts. `stage NAME OUTPUT COMMAND...` runs one stage unless it
+# finished before: OUTPUT exists and the stage left its marker (stage_done/NAME beside
+# ${timings}) after its command succeeded, so a stage killed half-way (e.g. an evaluation that
+# had written some rows) runs again. A rerun after an interruption thus reuses the finished
+# stages; delete the run folder to start over. Appends "NAME<TAB>seconds" (or "reused") to ${timings}.
 stage() {
   local name="$1" output="$2"; shift 2
-  if [ -e "${output}" ]; then
+  local done_dir
+  done_dir="$(dirname "${timings}")/stage_done"
+  if [ -e "${output}" ] && [ -e "${done_dir}/${name}" ]; then
     echo "=== ${name}: reusing ${output}"
     printf '%s\treused\n' "${name}" >> "${timings}"
     return
@@ -12,5 +16,7 @@ stage() {
   echo "=== [$(date +%H:%M:%S)] ${name}"
   local start=${SECONDS}
   "$@"
+  mkdir -p "${done_dir}"
+  touch "${done_dir}/${name}"
   printf '%s\t%s\n' "${name}" "$((SECONDS - start))" >> "${timings}"
 }

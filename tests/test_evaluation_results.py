@@ -148,6 +148,10 @@ def test_seed_folding_refuses_mismatched_or_repeated_seeds(tmp_path):
     table.rows[1].model = table.rows[0].model
     with pytest.raises(ValueError, match="seed listed twice"):
         aggregate_seeds(table)
+    table = merge_results([ecd])
+    table.rows[1].model = "M"
+    with pytest.raises(ValueError, match=r"\['M'\]: a row without a seed and seed rows share this name"):
+        aggregate_seeds(table)
 
 
 def test_read_results_rejects_other_json(tmp_path):

@@ -162,7 +162,7 @@ def test_training_texts_may_be_a_glob_or_a_folder_for_corpus_formats(tmp_path, s
     sgd = shared_data / "sgd" / "train"
     config(sgd / "dialogues_00[12].json", "sgd").check_files()
     config(sgd, "sgd").check_files()
-    for path, text_format in ((sgd / "nothing_*.json", "sgd"), (sgd, "lines")):
+    for path, text_format in ((sgd / "nothing_*.json", "sgd"), (sgd, "lines"), (sgd, "jsonl")):
         with pytest.raises(FileNotFoundError, match="train_text_file not found"):
             config(path, text_format).check_files()
 

@@ -1,3 +1,4 @@
+import json
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -59,16 +60,21 @@ def test_logged_scalars_and_evaluations_go_to_a_json_lines_log_a_resumed_run_ext
                                           config, verbose=False, evaluate=lambda step: {"map": float(step)})
 
     logs = run(4)
-    (tmp_path / training.TRAIN_LOG_FILE).open("a").write("\n")  # a blank line is tolerated
+    log_path = tmp_path / training.TRAIN_LOG_FILE
+    with log_path.open("a") as writer:
+        # A run that logged step 6 then died before its checkpoint: the resumed run logs step 6
+        # again, and the later entry wins. Then a blank line and a line cut mid-write.
+        writer.write(json.dumps({"step": 6, "loss": 999.0}) + "\n\n" + '{"step": 7, "lo')
     run(6)
-    entries = training.read_train_log(str(tmp_path / training.TRAIN_LOG_FILE))
+    entries = training.read_train_log(str(log_path))
     assert [entry["step"] for entry in entries] == [2, 4, 4, 6, 6]
+    assert entries[3]["loss"] != 999.0
     assert entries[1]["loss"] == logs["loss"] and entries[1]["mean_output"] == logs["mean_output"]
     assert {"learning_rate", "steps_per_second"} <= set(entries[0])
     assert entries[2] == {"step": 4, "eval_map": 4.0} and entries[4] == {"step": 6, "eval_map": 6.0}
-    (tmp_path / training.TRAIN_LOG_FILE).open("a").write("{broken\n")
+    log_path.open("a").write("{broken\n")
     with pytest.raises(ValueError, match=r"train_log.jsonl:\d+: not a train log entry"):
-        training.read_train_log(str(tmp_path / training.TRAIN_LOG_FILE))
+        training.read_train_log(str(log_path))
 
 
 def test_xla_train_step_matches_the_plain_one():

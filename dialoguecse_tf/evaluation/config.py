@@ -209,7 +209,9 @@ class EvaluationConfig:
         if self.train_text_format == "lines":
             return os.path.isfile(path)
         # A corpus format may name a glob, and the sgd reader a folder.
-        return bool(glob.glob(path)) if glob.has_magic(path) else os.path.exists(path)
+        if glob.has_magic(path):
+            return bool(glob.glob(path))
+        return os.path.isfile(path) or (self.train_text_format == "sgd" and os.path.isdir(path))
 
     def check_files(self) -> None:
         """Raises FileNotFoundError for the first input file or checkpoint that does not exist."""

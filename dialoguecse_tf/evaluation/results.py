@@ -334,6 +334,9 @@ def aggregate_seeds(table: ResultsTable) -> ResultsTable:
             order.append((key, row))
         if key is not None:
             groups.setdefault(key, []).append((int(match.group("seed")), row))
+    clashes = sorted({row.model for key, row in order if key is None} & set(groups))
+    if clashes:
+        raise ValueError(f"{clashes}: a row without a seed and seed rows share this name; rename one")
     rows = []
     for key, row in order:
         rows.append(row if key is None else _fold_seeds(key, groups[key]))
