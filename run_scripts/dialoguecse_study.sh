@@ -109,9 +109,5 @@ stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results
   --results="${RUN}/study/eval/results.json" --output_dir="${RESULTS}" --output_name=table
 python evaluation/plot_train_logs.py "${CURVES[@]}" --output_dir="${RESULTS}" --output_name=train_curves
 cp "${timings}" "${RESULTS}/stage_seconds.tsv"
-{
-  echo "# produced by:"
-  echo "TRACK=${TRACK} RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} SEED=${SEED} FINETUNE_STEPS=${STEPS} bash run_scripts/dialoguecse_study.sh ${ROWS[*]}"
-  echo "# commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
-} > "${RESULTS}/command.txt"
+write_command "${RESULTS}/command.txt" "TRACK=${TRACK} RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} SEED=${SEED} FINETUNE_STEPS=${STEPS} bash run_scripts/dialoguecse_study.sh ${ROWS[*]}"
 cat "${RESULTS}/table.md"

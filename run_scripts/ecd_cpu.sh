@@ -138,9 +138,5 @@ stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results
 # Loss and positive/negative cosine over the steps, first seed of each model.
 python evaluation/plot_train_logs.py "${CURVES[@]}" --output_dir="${RESULTS}" --output_name=train_curves
 cp "${timings}" "${RESULTS}/stage_seconds.tsv"
-{
-  echo "# produced by:"
-  echo "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} HIDDEN=${HIDDEN} LAYERS=${LAYERS} PRETRAIN_STEPS=${PRETRAIN_STEPS} FINETUNE_STEPS=${FINETUNE_STEPS} NUM_LENGTH_BUCKETS=${NUM_LENGTH_BUCKETS} VARIANTS='${VARIANTS}' SEEDS='${SEEDS}' bash run_scripts/ecd_cpu.sh $*"
-  echo "# commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
-} > "${RESULTS}/command.txt"
+write_command "${RESULTS}/command.txt" "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} HIDDEN=${HIDDEN} LAYERS=${LAYERS} PRETRAIN_STEPS=${PRETRAIN_STEPS} FINETUNE_STEPS=${FINETUNE_STEPS} NUM_LENGTH_BUCKETS=${NUM_LENGTH_BUCKETS} VARIANTS='${VARIANTS}' SEEDS='${SEEDS}' bash run_scripts/ecd_cpu.sh $*"
 cat "${RESULTS}/table.md"

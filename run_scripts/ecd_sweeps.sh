@@ -14,6 +14,7 @@
 # Usage: bash run_scripts/ecd_sweeps.sh [turns] [scale] [temperature] [negatives]   (default: all)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/stage_lib.sh"
 cd "${REPO_ROOT}"
 DATA="${DATA_DIR:-../shared/data}"
 RUN="${RUN_DIR:-runs/ecd_cpu}"
@@ -111,9 +112,5 @@ for sweep in "${SWEEPS[@]}"; do
     *) echo "unknown sweep ${sweep}; use turns, scale, temperature or negatives" >&2; exit 2 ;;
   esac
 done
-{
-  echo "# produced by:"
-  echo "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} FINETUNE_STEPS=${FINETUNE_STEPS} LAYERS=${LAYERS} VARIANT=${VARIANT} SEED=${SEED} bash run_scripts/ecd_sweeps.sh ${SWEEPS[*]}"
-  echo "# commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
-} > "${RESULTS}/command.txt"
+write_command "${RESULTS}/command.txt" "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} FINETUNE_STEPS=${FINETUNE_STEPS} LAYERS=${LAYERS} VARIANT=${VARIANT} SEED=${SEED} bash run_scripts/ecd_sweeps.sh ${SWEEPS[*]}"
 echo "sweep tables and plots in ${RESULTS}"

@@ -102,10 +102,6 @@ cp "${timings}" "${RESULTS}/stage_seconds.tsv"
 cp "${RUN}/sr/sr_prep_stats.json" "${RESULTS}/sr_prep_stats.json"
 cp "${RUN}/mlm_records/prep_stats.json" "${RESULTS}/mlm_prep_stats.json"
 cp "${RUN}/contrastive_records/prep_stats.json" "${RESULTS}/contrastive_prep_stats.json"
-{
-  echo "# produced by:"
-  echo "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} MLM_STEPS=${MLM_STEPS} FINETUNE_STEPS=${FINETUNE_STEPS} FROZEN=${FROZEN} SEEDS='${SEEDS}' SR_FILES='${SR_FILES}' FIT_FILES='${FIT_FILES}' bash run_scripts/sgd_minilm.sh"
-  echo "# commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
-  echo "# total wall seconds: ${SECONDS}"
-} > "${RESULTS}/command.txt"
+write_command "${RESULTS}/command.txt" "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} MLM_STEPS=${MLM_STEPS} FINETUNE_STEPS=${FINETUNE_STEPS} FROZEN=${FROZEN} SEEDS='${SEEDS}' SR_FILES='${SR_FILES}' FIT_FILES='${FIT_FILES}' bash run_scripts/sgd_minilm.sh" \
+  "total wall seconds: ${SECONDS}"
 cat "${RESULTS}/table.md"

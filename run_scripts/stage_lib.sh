@@ -20,3 +20,16 @@ stage() {
   touch "${done_dir}/${name}"
   printf '%s\t%s\n' "${name}" "$((SECONDS - start))" >> "${timings}"
 }
+
+# `write_command FILE COMMAND_LINE [NOTE...]`: what made a results folder and at which commit,
+# each NOTE as a further comment line.
+write_command() {
+  local file="$1" command_line="$2"; shift 2
+  {
+    echo "# produced by:"
+    echo "${command_line}"
+    echo "# commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+    local note
+    for note in "$@"; do echo "# ${note}"; done
+  } > "${file}"
+}
