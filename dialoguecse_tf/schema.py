@@ -3,7 +3,7 @@
 Every writer and reader imports its feature names, shapes, serializer and
 parser from here, so the two sides cannot drift apart.
 
-Two record types:
+Three record types:
 
 * ``MlmRecordSpec`` ("mlm"): masked-LM pretraining examples in Google BERT's
   exact schema, so the shards are also readable by Google's
@@ -11,6 +11,8 @@ Two record types:
 * ``ContrastiveRecordSpec`` ("contrastive"): one response with its
   bidirectional context and its candidates (true response first, then the
   negatives) for the DialogueCSE stage.
+* ``PairRecordSpec`` ("pairs"): two utterances that form a positive pair (DSE's
+  consecutive utterances, or an utterance with itself for the dropout baseline).
 
 Multi-dimensional features are stored flattened in row-major order (as
 TFRecord int64 lists are 1-D) and come back from ``parse`` in their real
@@ -49,8 +51,13 @@ CONTEXT_TURN_OFFSET = "context_turn_offset"
 CANDIDATE_INPUT_IDS = "candidate_input_ids"
 CANDIDATE_INPUT_MASK = "candidate_input_mask"
 
+# Pair (DSE) features: [2, max_seq_length], the anchor in row 0 and its positive in row 1.
+PAIR_INPUT_IDS = "pair_input_ids"
+PAIR_INPUT_MASK = "pair_input_mask"
+
 RECORD_TYPE_MLM = "mlm"
 RECORD_TYPE_CONTRASTIVE = "contrastive"
+RECORD_TYPE_PAIRS = "pairs"
 
 RECORDS_INFO_FILE = "records_info.json"
 
@@ -288,11 +295,42 @@ class ContrastiveRecordSpec(_RecordSpec):
         )
 
 
-RecordSpec = MlmRecordSpec | ContrastiveRecordSpec
+PAIRINGS = ("consecutive", "self")
 
-_SPEC_TYPES: dict[str, type[MlmRecordSpec] | type[ContrastiveRecordSpec]] = {
+
+@dataclasses.dataclass(frozen=True)
+class PairRecordSpec(_RecordSpec):
+    """Positive pairs of utterances: ``pair_*`` are ``[2, max_seq_length]``, row 0 the earlier
+    utterance and row 1 its positive. ``pairing`` says how the pairs were made:
+
+    * ``"consecutive"``: two adjacent turns of one dialogue (DSE);
+    * ``"self"``: an utterance with itself, the two views differing only by dropout (DSE-dropout,
+      i.e. unsupervised SimCSE).
+
+    Segment ids are all zero and are not stored.
+    """
+
+    record_type: ClassVar[str] = RECORD_TYPE_PAIRS
+
+    max_seq_length: int
+    pairing: str = "consecutive"
+
+    def __post_init__(self):
+        _check_positive_int("PairRecordSpec", "max_seq_length", self.max_seq_length, 1)
+        if self.pairing not in PAIRINGS:
+            raise ValueError(f"PairRecordSpec.pairing must be one of {PAIRINGS}, got {self.pairing!r}")
+
+    def _features(self) -> tuple[_Feature, ...]:
+        pair = (2, self.max_seq_length)
+        return (_Feature(PAIR_INPUT_IDS, tf.int64, pair), _Feature(PAIR_INPUT_MASK, tf.int64, pair))
+
+
+RecordSpec = MlmRecordSpec | ContrastiveRecordSpec | PairRecordSpec
+
+_SPEC_TYPES: dict[str, type] = {
     RECORD_TYPE_MLM: MlmRecordSpec,
     RECORD_TYPE_CONTRASTIVE: ContrastiveRecordSpec,
+    RECORD_TYPE_PAIRS: PairRecordSpec,
 }
 
 

@@ -166,6 +166,33 @@ def run_create_contrastive_data(config: ContrastiveDataConfig, log=print) -> Pre
 
 
 @dataclasses.dataclass(frozen=True)
+class PairDataConfig:
+    corpus: CorpusConfig
+    output_dir: str
+    vocab_file: str
+    do_lower_case: bool = True
+    max_seq_length: int = 32
+    pairing: str = "consecutive"
+    min_words: int = 3
+    num_shards: int = 1
+
+
+def run_create_pair_data(config: PairDataConfig, log=print) -> PrepStats:
+    stats = PrepStats()
+    dialogues = load_dialogues(config.corpus, stats, log)
+    from dialoguecse_tf import schema
+    from dialoguecse_tf.data.pair_records import write_pair_records
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    start = time.perf_counter()
+    tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
+    write_pair_records(dialogues, tokenizer, config.output_dir, schema.PairRecordSpec(config.max_seq_length,
+                       config.pairing), config.min_words, config.num_shards, stats, log)
+    _finish(config, stats, start, log)
+    return stats
+
+
+@dataclasses.dataclass(frozen=True)
 class SrSetConfig:
     corpus: CorpusConfig
     output_file: str

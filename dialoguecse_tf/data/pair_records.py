@@ -1,0 +1,116 @@
+"""Positive-pair records for DSE (Zhou et al., NAACL 2022, section 3).
+
+`pairing="consecutive"` (DSE): every two adjacent turns (u_i, u_i+1) of a dialogue, the
+earlier one first, as the authors' `data/process_pretrain.py` makes them (l.25-29): the
+pairs are formed first and then kept only when BOTH sides have more than `min_words` words,
+so a short utterance removes its two pairs and its neighbours are not paired with each
+other. Pairs are not de-duplicated, and pairs of one dialogue may later share a batch,
+as in the release.
+
+`pairing="self"` (DSE-dropout, i.e. unsupervised SimCSE): each distinct utterance with more
+than `min_words` words, paired with itself; the two views then differ only by dropout. The
+paper counts "879185 unique sentences" for it (L899), so repeats are dropped here.
+
+Words: the release counts `len(u.split())`, which is meaningless for Chinese, written
+without spaces. Here a word is a whitespace-separated run of non-CJK characters, and each
+CJK character (BERT's CJK ranges and kana) counts as one word: for English the release's
+rule, for Chinese a character count (our choice; the paper has no Chinese corpus).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, in_ranges
+from dialoguecse_tf.data.preprocessing import PrepStats
+
+DEFAULT_MIN_WORDS = 3
+_CHUNK = 512
+_PROGRESS_EVERY = 50000
+_WORD_RANGES = BERT_CJK_RANGES + (KANA_RANGE,)
+
+
+def count_words(text: str) -> int:
+    """Whitespace-separated words, each CJK character counting as a word of its own."""
+    count, in_word = 0, False
+    for char in text:
+        if in_ranges(char, _WORD_RANGES):
+            count += 1
+            in_word = False
+        elif char.isspace():
+            in_word = False
+        elif not in_word:
+            count += 1
+            in_word = True
+    return count
+
+
+def iter_pairs(dialogues, pairing: str, min_words: int, stats: PrepStats):
+    """(first, second) texts of the positive pairs of `dialogues`, in corpus order."""
+    if pairing not in schema.PAIRINGS:
+        raise ValueError(f"pairing must be one of {schema.PAIRINGS}, got {pairing!r}")
+    seen = set()
+    for dialogue in dialogues:
+        texts = [turn.text for turn in dialogue.turns]
+        long_enough = [count_words(text) > min_words for text in texts]
+        if pairing == "consecutive":
+            for i in range(len(texts) - 1):
+                if long_enough[i] and long_enough[i + 1]:
+                    yield texts[i], texts[i + 1]
+                else:
+                    stats.drop("pair_with_short_utterance")
+            continue
+        for text, keep in zip(texts, long_enough):
+            if not keep:
+                stats.drop("short_utterance")
+            elif text in seen:
+                stats.drop("repeated_utterance")
+            else:
+                seen.add(text)
+                yield text, text
+
+
+def encode_pairs(pairs, tokenizer, spec: schema.PairRecordSpec, stats: PrepStats) -> list:
+    """Tokenizes a chunk of pairs in one tokenizer call; returns feature dicts."""
+    texts = [text for pair in pairs for text in pair]
+    length = spec.max_seq_length
+    packed = tokenizer(texts, max_seq_length=length)
+    ids = packed["token_ids"].numpy().reshape(len(pairs), 2, length).astype(np.int64)
+    mask = packed["padding_mask"].numpy().reshape(len(pairs), 2, length).astype(np.int64)
+    word_pieces = tokenizer.tokenize(texts).row_lengths().numpy()
+    stats.increment("tokens_truncated", int(np.maximum(word_pieces - (length - 2), 0).sum()))
+    return [{schema.PAIR_INPUT_IDS: ids[row], schema.PAIR_INPUT_MASK: mask[row]} for row in range(len(pairs))]
+
+
+def write_pair_records(dialogues, tokenizer, output_dir: str, spec: schema.PairRecordSpec,
+                       min_words: int = DEFAULT_MIN_WORDS, num_shards: int = 1, stats: PrepStats | None = None,
+                       log=print) -> PrepStats:
+    """Writes sharded pair records (`pairs-*.tfrecord`) and `records_info.json` into `output_dir`."""
+    stats = stats if stats is not None else PrepStats()
+    os.makedirs(output_dir, exist_ok=True)
+    with schema.ShardedRecordWriter(os.path.join(output_dir, "pairs"), num_shards) as writer:
+        chunk = []
+        for pair in iter_pairs(dialogues, spec.pairing, min_words, stats):
+            chunk.append(pair)
+            if len(chunk) == _CHUNK:
+                _write_chunk(writer, chunk, tokenizer, spec, stats, log)
+                chunk = []
+        if chunk:
+            _write_chunk(writer, chunk, tokenizer, spec, stats, log)
+        if writer.num_written == 0:
+            raise ValueError(f"no {spec.pairing} pair with more than {min_words} words per side in the input dialogues")
+    stats.increment("samples_written", writer.num_written)
+    schema.write_records_info(output_dir, spec, {**stats.to_dict(), "min_words": min_words})
+    log(f"[pairs] {writer.num_written} {spec.pairing} pairs -> {output_dir}")
+    return stats
+
+
+def _write_chunk(writer, chunk, tokenizer, spec, stats, log):
+    before = writer.num_written
+    for example in encode_pairs(chunk, tokenizer, spec, stats):
+        writer.write(spec.serialize(example))
+    if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
+        log(f"[pairs] {writer.num_written} pairs written")
