@@ -102,3 +102,64 @@ def gather_across_replicas(tensor):
     before = gathered[:offset]
     after = gathered[offset + tf.shape(tensor)[0]:]
     return tf.concat([before, tensor, after], axis=0), offset
+
+
+CONTRAST_TYPES = ("HardNeg", "Orig")
+# Logit given to the masked-out entries (self and partner): exp() of it is exactly 0.
+_MASKED_LOGIT = -1e9
+
+
+def dse_per_anchor_loss(first, second, temperature: float, contrast_type: str = "HardNeg"):
+    """DSE's loss (the released `pretrain/utils/contrastive_utils.py`, `HardConLoss`) of N pairs.
+
+    `first`, `second`: [N, D] L2-normalised projections of the pairs' two sides. The 2N
+    texts f = [first; second] are anchors in turn; anchor a's positive is its partner, its
+    negatives the other 2N - 2 texts. With l_ab = f_a . f_b / tau:
+
+    * Orig: -log(exp(l_a,p) / (exp(l_a,p) + sum_b exp(l_ab))), symmetric NT-Xent;
+    * HardNeg: the negatives' sum replaced by sum_b alpha_ab exp(l_ab), alpha_ab =
+      exp(l_ab) / mean_b' exp(l_ab') (l.46-51). alpha is NOT stopped from the gradient
+      (the release's `neg.log().exp()` is a differentiable identity); the weight multiplies
+      exp(l) outside the exponent, whereas the paper's eq. 1 puts alpha inside it
+      (exp(alpha sim / tau)) and normalises over k != i+ only; the code is followed.
+
+    Computed in log space (log sum_b alpha_ab exp(l_ab) = logsumexp(2 l) - logmeanexp(l)),
+    which is the release's plain exp/log arithmetic without its overflow risk. Returns the
+    [2N] per-anchor losses; the release's loss is their mean.
+    """
+    _check_temperature(temperature)
+    if contrast_type not in CONTRAST_TYPES:
+        raise ValueError(f"contrast_type must be one of {CONTRAST_TYPES}, got {contrast_type!r}")
+    num_pairs = tf.shape(first)[0]
+    texts = tf.concat([first, second], axis=0)
+    logits = tf.matmul(texts, texts, transpose_b=True) / temperature
+    partner = tf.concat([tf.range(num_pairs, 2 * num_pairs), tf.range(num_pairs)], axis=0)
+    positive = tf.gather(logits, partner, batch_dims=1)
+    excluded = tf.logical_or(tf.eye(2 * num_pairs, dtype=tf.bool),
+                             tf.cast(tf.one_hot(partner, 2 * num_pairs), tf.bool))
+    negatives = tf.where(excluded, _MASKED_LOGIT, logits)
+    if contrast_type == "Orig":
+        log_negative_mass = tf.reduce_logsumexp(negatives, axis=-1)
+    else:
+        num_negatives = tf.cast(2 * num_pairs - 2, logits.dtype)
+        log_negative_mass = (tf.reduce_logsumexp(2.0 * negatives, axis=-1)
+                             - (tf.reduce_logsumexp(negatives, axis=-1) - tf.math.log(num_negatives)))
+    return tf.math.reduce_logsumexp(tf.stack([positive, log_negative_mass], axis=-1), axis=-1) - positive
+
+
+def replica_share_of_global_loss(global_loss):
+    """This replica's share of a loss every replica computes in full over the global batch.
+
+    In-batch losses whose negatives are the whole global batch (DSE, SimCSE) are computed by
+    each replica on `gather_across_replicas` outputs, whose local rows alone carry gradients.
+    Returning `global_loss` / R would make the replicas' summed gradients 1/R of one
+    device's; returning `global_loss` would make the logged loss R times too large. The share
+    has the value global_loss / R (the replicas add up to the global loss) and the gradient
+    of the full `global_loss` with respect to the local rows, so the replicas' summed
+    gradients equal one device's exactly.
+    """
+    context = tf.distribute.get_replica_context()
+    replicas = 1 if context is None else context.num_replicas_in_sync
+    if replicas == 1:
+        return global_loss
+    return global_loss - tf.stop_gradient(global_loss) * (1.0 - 1.0 / replicas)

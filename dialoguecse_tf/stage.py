@@ -166,7 +166,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
         if start.backbone is not None:
             backbone.set_weights(start.backbone.get_weights())
         objective.initialize_from(model, start)
-        optimizer = objective.create_optimizer(config, num_train_steps)
+        optimizer = objective.create_optimizer(config, num_train_steps, model)
 
     def dataset_fn(skip_batches):
         dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf.losses import (
+    dse_per_anchor_loss,
     gather_across_replicas,
     global_mean,
     global_weighted_mean,
@@ -13,6 +14,7 @@ from dialoguecse_tf.losses import (
     nt_xent_per_example_loss,
     pair_similarities,
     ranking_per_example_loss,
+    replica_share_of_global_loss,
 )
 
 
@@ -170,3 +172,102 @@ def test_gather_across_replicas_puts_every_replica_in_order_and_keeps_local_grad
     assert [int(offset) for offset in strategy.experimental_local_results(offsets)] == [0, 2]
     np.testing.assert_array_equal(strategy.experimental_local_results(gradients)[0], [[1.0], [10.0]])
     np.testing.assert_array_equal(strategy.experimental_local_results(gradients)[1], [[100.0], [1000.0]])
+
+
+def _numpy_dse_loss(first, second, temperature, contrast_type):
+    """The release's HardConLoss (contrastive_utils.py), line by line, in float64."""
+    batch = first.shape[0]
+    features = np.concatenate([first, second], axis=0)
+    mask = ~np.tile(np.eye(batch, dtype=bool), (2, 2))
+    pos = np.exp(np.sum(first * second, axis=-1) / temperature)
+    pos = np.concatenate([pos, pos])
+    neg = np.exp(features @ features.T / temperature)[mask].reshape(2 * batch, -1)
+    if contrast_type == "Orig":
+        negative_mass = neg.sum(axis=-1)
+    else:
+        imp = neg  # neg.log().exp()
+        negative_mass = (imp * neg).sum(axis=-1) / imp.mean(axis=-1)
+    return -np.log(pos / (negative_mass + pos))
+
+
+def _unit_rows(rng, n, d):
+    x = rng.normal(size=(n, d))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("contrast_type", ["HardNeg", "Orig"])
+def test_dse_loss_matches_the_released_arithmetic_in_value_and_gradient(contrast_type):
+    rng = np.random.default_rng(3)
+    first, second = _unit_rows(rng, 5, 8), _unit_rows(rng, 5, 8)
+    temperature = 0.3
+    expected = _numpy_dse_loss(first, second, temperature, contrast_type)
+    a, b = tf.constant(first), tf.constant(second)
+    with tf.GradientTape() as tape:
+        tape.watch([a, b])
+        per_anchor = dse_per_anchor_loss(a, b, temperature, contrast_type)
+        loss = tf.reduce_mean(per_anchor)
+    np.testing.assert_allclose(per_anchor.numpy(), expected, rtol=1e-10)
+    # Central differences of the NumPy loss: alpha is differentiated through, as in the release.
+    grad_first, _ = tape.gradient(loss, [a, b])
+    numeric = np.zeros_like(first)
+    for index in np.ndindex(first.shape):
+        step = np.zeros_like(first)
+        step[index] = 1e-6
+        numeric[index] = (_numpy_dse_loss(first + step, second, temperature, contrast_type).mean()
+                          - _numpy_dse_loss(first - step, second, temperature, contrast_type).mean()) / 2e-6
+    np.testing.assert_allclose(grad_first.numpy(), numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_hard_negative_loss_bounds_the_plain_one_and_stays_finite_at_dse_temperature():
+    rng = np.random.default_rng(4)
+    # Near-identical texts at tau 0.05: exp(2 * 20) is where the release's plain exp is closest to overflow.
+    first = _unit_rows(rng, 6, 4) * 0.01 + np.array([1.0, 0, 0, 0])
+    first /= np.linalg.norm(first, axis=-1, keepdims=True)
+    second = first[::-1].copy()
+    hard = dse_per_anchor_loss(tf.constant(first, tf.float32), tf.constant(second, tf.float32), 0.05, "HardNeg")
+    plain = dse_per_anchor_loss(tf.constant(first, tf.float32), tf.constant(second, tf.float32), 0.05, "Orig")
+    assert np.isfinite(hard.numpy()).all()
+    # Cauchy-Schwarz: sum(n^2) / mean(n) >= sum(n).
+    assert (hard.numpy() >= plain.numpy() - 1e-5).all()
+    np.testing.assert_allclose(hard.numpy(), _numpy_dse_loss(first, second, 0.05, "HardNeg"), rtol=1e-4)
+
+
+def test_dse_loss_rejects_bad_settings():
+    pair = tf.constant([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="contrast_type"):
+        dse_per_anchor_loss(pair, pair, 0.05, "hardneg")
+    with pytest.raises(ValueError, match="temperature"):
+        dse_per_anchor_loss(pair, pair, 0.0)
+
+
+def test_replica_shares_of_a_gathered_in_batch_loss_give_one_device_value_and_gradients():
+    rng = np.random.default_rng(5)
+    first, second = _unit_rows(rng, 4, 6).astype(np.float32), _unit_rows(rng, 4, 6).astype(np.float32)
+    a, b = tf.constant(first), tf.constant(second)
+    with tf.GradientTape() as tape:
+        tape.watch([a, b])
+        loss = tf.reduce_mean(dse_per_anchor_loss(a, b, 0.1))
+    expected_gradients = tape.gradient(loss, [a, b])
+    assert replica_share_of_global_loss(loss) is loss
+
+    strategy = _two_replicas()
+
+    @tf.function
+    def shares(local_first, local_second):
+        def replica_fn(local_first, local_second):
+            with tf.GradientTape() as tape:
+                tape.watch([local_first, local_second])
+                gathered_first, _ = gather_across_replicas(local_first)
+                gathered_second, _ = gather_across_replicas(local_second)
+                share = replica_share_of_global_loss(
+                    tf.reduce_mean(dse_per_anchor_loss(gathered_first, gathered_second, 0.1)))
+            return share, tape.gradient(share, [local_first, local_second])
+
+        return strategy.run(replica_fn, args=(local_first, local_second))
+
+    share, gradients = shares(_per_replica(strategy, (first[:2], first[2:])),
+                              _per_replica(strategy, (second[:2], second[2:])))
+    assert float(strategy.reduce("SUM", share, axis=None)) == pytest.approx(float(loss), rel=1e-6)
+    for side in range(2):
+        local = [g.numpy() for g in strategy.experimental_local_results(gradients[side])]
+        np.testing.assert_allclose(np.concatenate(local), expected_gradients[side].numpy(), rtol=1e-5, atol=1e-7)

@@ -22,6 +22,7 @@ from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.data.mlm_records import write_mlm_records
+from dialoguecse_tf.data.pair_records import write_pair_records
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.objectives import get_objective_class, objective_names
@@ -33,6 +34,7 @@ STEPS = 24
 # Every registered objective with its defaults, and each further variant an objective offers.
 CASES = {name: (name, {}) for name in objective_names()}
 CASES["dialoguecse-paper_text"] = ("dialoguecse", {"variant": "paper_text"})
+CASES["dse-Orig"] = ("dse", {"contrast_type": "Orig"})
 
 
 def _write_mlm(dialogues, tokenizer, folder):
@@ -50,9 +52,18 @@ def _write_contrastive(dialogues, tokenizer, folder):
     return {"num_context_turns": 3, "num_negatives": 4, "num_frozen_layers": 0}
 
 
+def _write_pairs(dialogues, tokenizer, folder):
+    write_pair_records(dialogues, tokenizer, folder, schema.PairRecordSpec(MAX_SEQ_LENGTH), log=lambda _: None)
+    # The harness's learning rate (5e-3) is already a head-sized rate; DSE's x100 on top of it
+    # would throw the head around. test_objectives_dse.py checks the two rates.
+    return {"head_learning_rate_scale": 1.0}
+
+
 # record type -> writer(dialogues, tokenizer, folder) -> options that fit the records
-RECORD_WRITERS = {schema.RECORD_TYPE_MLM: _write_mlm, schema.RECORD_TYPE_CONTRASTIVE: _write_contrastive}
-RECORD_GLOBS = {schema.RECORD_TYPE_MLM: "mlm-*", schema.RECORD_TYPE_CONTRASTIVE: "contrastive-*"}
+RECORD_WRITERS = {schema.RECORD_TYPE_MLM: _write_mlm, schema.RECORD_TYPE_CONTRASTIVE: _write_contrastive,
+                  schema.RECORD_TYPE_PAIRS: _write_pairs}
+RECORD_GLOBS = {schema.RECORD_TYPE_MLM: "mlm-*", schema.RECORD_TYPE_CONTRASTIVE: "contrastive-*",
+                schema.RECORD_TYPE_PAIRS: "pairs-*"}
 
 
 @pytest.fixture(scope="session")

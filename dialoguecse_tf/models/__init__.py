@@ -1,8 +1,9 @@
 """The training models, each built around a BERT backbone it is given: DialogueCSE (MGE layer,
-turn aggregation), the SiameseBERT baselines and the MLM pretrainer. Their losses are in
+turn aggregation), the SiameseBERT baselines, DSE's pair model and the MLM pretrainer. Their losses are in
 `dialoguecse_tf.losses`, applied by the objectives."""
 
 from dialoguecse_tf.models.dialoguecse import DialogueCSEModel
+from dialoguecse_tf.models.dse import DSEModel
 from dialoguecse_tf.models.layers import (
     AGGREGATIONS,
     DEFAULT_ATTENTION_HIDDEN_SIZE,
@@ -16,6 +17,7 @@ __all__ = [
     "AGGREGATIONS",
     "DEFAULT_ATTENTION_HIDDEN_SIZE",
     "BertPretrainer",
+    "DSEModel",
     "DialogueCSEModel",
     "MatchingGuidedEmbedding",
     "SiameseBertModel",

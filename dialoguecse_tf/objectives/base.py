@@ -61,8 +61,9 @@ class Objective:
     def initialize_from(self, model, start) -> None:
         """Copies weights beyond the backbone's from the start checkpoint (`LoadedCheckpoint`)."""
 
-    def create_optimizer(self, config, num_train_steps: int):
-        """The optimizer (built in the strategy scope); BERT's AdamW with warmup and linear decay."""
+    def create_optimizer(self, config, num_train_steps: int, model):
+        """The optimizer of `model` (built in the strategy scope); BERT's AdamW with warmup and
+        linear decay."""
         from dialoguecse_tf import training
 
         return training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,

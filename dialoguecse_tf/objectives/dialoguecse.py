@@ -112,9 +112,9 @@ class DialogueCSEObjective(ContrastiveObjective):
                                 attention_hidden_size=self.options.attention_hidden_size,
                                 num_length_buckets=num_length_buckets)
 
-    def create_optimizer(self, config, num_train_steps: int):
+    def create_optimizer(self, config, num_train_steps: int, model):
         if self.options.variant == "paper_text":
-            return super().create_optimizer(config, num_train_steps)
+            return super().create_optimizer(config, num_train_steps, model)
         if config.num_warmup_steps:
             print(f"[train] variant released: the release has no warmup; num_warmup_steps="
                   f"{config.num_warmup_steps} is ignored")

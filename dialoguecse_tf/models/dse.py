@@ -1,0 +1,64 @@
+"""DSE's training model (Zhou et al., NAACL 2022, section 3): a BERT backbone, mean pooling and
+a projection head.
+
+As the authors' released `pretrain/models/Transformers.py` (PSCBert, l.19-22, 53-64): the
+sentence embedding is the masked mean of BERT's last layer over every non-pad token (special
+tokens included); the head is Linear(d, d, no bias) -> ReLU -> Linear(d, 128, no bias)
+(the paper, L913-915, says "two-layer MLP with size (d x d, d x 128)" and does not mention
+that the layers have no bias), and its output is L2-normalised by the loss. The head serves
+training only: the written encoder is the backbone, evaluated with mean pooling.
+
+Both sides of every pair are encoded in one backbone call of 2B sequences; dropout draws an
+independent mask per sequence either way, so this is the release's two calls (l.51-52) in one.
+"""
+
+import keras
+from keras import ops
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
+from dialoguecse_tf.pooling import masked_mean
+
+DEFAULT_PROJECTION_SIZE = 128
+HEAD_NAME = "dse_head"
+
+
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class DSEModel(keras.Model):
+    """Batched pair records ([B, 2, L]) -> `embeddings` [B, 2, D] (mean-pooled BERT) and
+    `projections` [B, 2, projection_size] (the head's output, not normalised)."""
+
+    def __init__(self, backbone, projection_size: int = DEFAULT_PROJECTION_SIZE, num_length_buckets: int = 1,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.backbone = backbone
+        self.projection_size = projection_size
+        self.num_length_buckets = check_num_length_buckets(num_length_buckets)
+        self.head = keras.Sequential([
+            keras.layers.Dense(backbone.hidden_dim, activation="relu", use_bias=False, name="hidden"),
+            keras.layers.Dense(projection_size, use_bias=False, name="projection"),
+        ], name=HEAD_NAME)
+        self.head.build((None, backbone.hidden_dim))
+
+    def call(self, inputs, training=False):
+        ids = ops.cast(inputs[schema.PAIR_INPUT_IDS], "int32")
+        mask = ops.cast(inputs[schema.PAIR_INPUT_MASK], "int32")
+        seq_length = ids.shape[2]
+        flat_mask = ops.reshape(mask, (-1, seq_length))
+        outputs = encode_sequences(self.backbone, ops.reshape(ids, (-1, seq_length)), flat_mask, training,
+                                   self.num_length_buckets)
+        embeddings = masked_mean(outputs, flat_mask)
+        projections = self.head(embeddings)
+        return {"embeddings": ops.reshape(embeddings, (-1, 2, embeddings.shape[-1])),
+                "projections": ops.reshape(projections, (-1, 2, self.projection_size))}
+
+    def head_variables(self) -> list:
+        return list(self.head.trainable_variables)
+
+    def get_config(self):
+        return {**super().get_config(), "backbone": backbone_config(self.backbone),
+                "projection_size": self.projection_size, "num_length_buckets": self.num_length_buckets}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**{**config, "backbone": backbone_from_config(config["backbone"])})

@@ -1,0 +1,126 @@
+"""DSE (Zhou et al., NAACL 2022, "Learning Dialogue Representations from Consecutive
+Utterances") as a registered objective, as the authors' released PyTorch code computes it
+(amazon-research/dse; the code index holds it as amazon-science/dse):
+
+* records: positive pairs (`schema.PairRecordSpec`): consecutive utterances, or an utterance
+  with itself for DSE-dropout / unsupervised SimCSE (`data_prep/create_pair_data.py`);
+* model: mean-pooled BERT -> Linear(d, d, no bias) -> ReLU -> Linear(d, 128, no bias)
+  (`models/dse.py`), L2-normalised;
+* loss: `losses.dse_per_anchor_loss` over the 2M texts of the GLOBAL batch (every replica's
+  rows gathered, as the release's DataParallel gathers its GPUs' features), mean over the
+  2M anchors; `contrast_type` HardNeg (default, main.py:76) or Orig; tau 0.05 (main.py:80);
+* optimiser: Adam (PyTorch defaults: beta 0.9 / 0.999, epsilon 1e-8, no weight decay), the
+  encoder at `learning_rate` and the head at `learning_rate * head_learning_rate_scale`
+  (3e-6 and 3e-4 in the paper and README; utils/optimizer.py:13-27); constant rate, no
+  warmup, no gradient clipping (training.py:131-139). Every layer trains.
+
+The head is dropped afterwards: the written encoder is the backbone, whose mean-pooled output
+is the sentence embedding (the release's evaluation loads the encoder alone).
+"""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from dialoguecse_tf import losses, schema
+from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.models.dse import DEFAULT_PROJECTION_SIZE, DSEModel
+from dialoguecse_tf.objectives.base import Objective, register
+
+
+@dataclasses.dataclass(frozen=True)
+class DSEOptions:
+    contrast_type: str = field("HardNeg", "HardNeg: DSE's hard-negative weighted loss (the release's default); Orig: "
+                               "plain symmetric NT-Xent.", choices=losses.CONTRAST_TYPES)
+    temperature: float = field(0.05, "Temperature tau (DSE: 0.05).")
+    head_learning_rate_scale: float = field(100.0, "The projection head's learning rate over the encoder's (DSE: "
+                                            "3e-4 / 3e-6 = 100).")
+    projection_size: int = field(DEFAULT_PROJECTION_SIZE, "Output width of the projection head (DSE: 128).")
+    num_frozen_layers: int = field(0, "Bottom BERT layers kept frozen, with the embeddings (DSE trains all: 0).")
+
+    def __post_init__(self):
+        if isinstance(self.temperature, bool) or not self.temperature > 0:
+            raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
+        if not self.head_learning_rate_scale > 0:
+            raise ValueError(f"head_learning_rate_scale must be positive, got {self.head_learning_rate_scale!r}")
+        if self.contrast_type not in losses.CONTRAST_TYPES:
+            raise ValueError(f"contrast_type must be one of {losses.CONTRAST_TYPES}, got {self.contrast_type!r}")
+
+
+class TwoRateAdam(keras.optimizers.Adam):
+    """Adam with a second learning rate, `learning_rate * head_scale`, for `head_variables`
+    (the release's two parameter groups)."""
+
+    def __init__(self, head_variables, head_scale: float, **kwargs):
+        super().__init__(**kwargs)
+        self.head_scale = head_scale
+        self._head_keys = {self._var_key(variable) for variable in head_variables}
+
+    def update_step(self, gradient, variable, learning_rate):
+        if self._var_key(variable) in self._head_keys:
+            learning_rate = tf.cast(learning_rate, variable.dtype) * self.head_scale
+        super().update_step(gradient, variable, learning_rate)
+
+
+def pair_metrics(first, second) -> dict:
+    """Per-step logs of N normalised pairs, over the 2N texts as the loss sees them: how often
+    an anchor's partner is its most similar text, and the mean cosine of positives, of
+    negatives (every other text but self and partner) and their gap."""
+    num_pairs = tf.shape(first)[0]
+    texts = tf.concat([first, second], axis=0)
+    cosines = tf.matmul(texts, texts, transpose_b=True)
+    partner = tf.concat([tf.range(num_pairs, 2 * num_pairs), tf.range(num_pairs)], axis=0)
+    positive = tf.gather(cosines, partner, batch_dims=1)
+    is_self = tf.eye(2 * num_pairs, dtype=tf.bool)
+    is_negative = tf.logical_not(tf.logical_or(is_self, tf.cast(tf.one_hot(partner, 2 * num_pairs), tf.bool)))
+    negative = tf.reduce_sum(tf.where(is_negative, cosines, 0.0)) / tf.reduce_sum(tf.cast(is_negative, tf.float32))
+    best_other = tf.argmax(tf.where(is_self, -2.0, cosines), axis=-1, output_type=tf.int32)
+    return {
+        "positive_ranked_first": tf.reduce_mean(tf.cast(tf.equal(best_other, partner), tf.float32)),
+        "positive_cosine": tf.reduce_mean(positive),
+        "negative_cosine": negative,
+        "cosine_gap": tf.reduce_mean(positive) - negative,
+    }
+
+
+@register
+class DSEObjective(Objective):
+    """In-batch contrastive learning on positive pairs (see the module docstring)."""
+
+    name = "dse"
+    summary = "DSE: consecutive-utterance pairs, in-batch (hard-negative) contrastive loss"
+    record_type = schema.RECORD_TYPE_PAIRS
+    options_class = DSEOptions
+    # The paper's: batch 1,024 pairs, encoder lr 3e-6 (App. A.2).
+    training_defaults = {"train_batch_size": 1024, "learning_rate": 3e-6}
+
+    def check_records(self, spec, records_dir: str) -> None:
+        self._pairing = spec.pairing
+
+    def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
+        freeze_bottom_layers(backbone, self.options.num_frozen_layers)
+        # Mean pooling never reads BERT's [CLS] pooler.
+        freeze_pooler(backbone)
+        return DSEModel(backbone, self.options.projection_size, num_length_buckets)
+
+    def create_optimizer(self, config, num_train_steps: int, model):
+        if config.num_warmup_steps:
+            print(f"[train] dse: the release trains at a constant rate; num_warmup_steps={config.num_warmup_steps} "
+                  "is ignored")
+        if config.mixed_precision:
+            raise ValueError("dse: mixed precision is not supported (the release trains in float32)")
+        return TwoRateAdam(model.head_variables(), self.options.head_learning_rate_scale,
+                           learning_rate=config.learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
+
+    def compute_loss(self, model, batch, training, global_batch_size):
+        projections = model(batch, training=training)["projections"]
+        first, _ = losses.gather_across_replicas(losses.l2_normalize(projections[:, 0]))
+        second, _ = losses.gather_across_replicas(losses.l2_normalize(projections[:, 1]))
+        per_anchor = losses.dse_per_anchor_loss(first, second, self.options.temperature, self.options.contrast_type)
+        loss = losses.replica_share_of_global_loss(tf.reduce_mean(per_anchor))
+        return loss, pair_metrics(first, second)
+
+    def metadata(self) -> dict:
+        return {**dataclasses.asdict(self.options), "pairing": getattr(self, "_pairing", None)}

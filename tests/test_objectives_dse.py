@@ -1,0 +1,112 @@
+"""DSE beyond the shared objective harness: its pair records, its model and its two learning rates."""
+
+import itertools
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.data.pair_records import count_words, iter_pairs, write_pair_records
+from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.data.readers import read_corpus
+from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.models import DSEModel
+from dialoguecse_tf.objectives.dse import TwoRateAdam, pair_metrics
+from dialoguecse_tf.sentence_encoder import SentenceEncoder
+from dialoguecse_tf.tokenization import Tokenizer
+
+
+def test_words_are_whitespace_runs_and_cjk_characters():
+    assert count_words("I want a refund") == 4
+    assert count_words("  where's my   order? ") == 3
+    assert count_words("我想要退货") == 5
+    assert count_words("订单 123ok") == 3
+    assert count_words("") == 0
+
+
+def _dialogue(*texts):
+    return Dialogue("d", tuple(Turn(str(i % 2), text) for i, text in enumerate(texts)))
+
+
+def test_consecutive_pairs_are_filtered_after_pairing_as_in_the_release():
+    stats = PrepStats()
+    dialogue = _dialogue("one two three four", "too short", "five six seven eight", "nine ten eleven twelve",
+                         "five six seven eight")
+    pairs = list(iter_pairs([dialogue], "consecutive", 3, stats))
+    # The short turn removes both of its pairs; its neighbours are not paired with each other.
+    assert pairs == [("five six seven eight", "nine ten eleven twelve"),
+                     ("nine ten eleven twelve", "five six seven eight")]
+    assert stats.dropped == {"pair_with_short_utterance": 2}
+    stats = PrepStats()
+    singles = list(iter_pairs([dialogue, dialogue], "self", 3, stats))
+    assert singles == [(t, t) for t in ("one two three four", "five six seven eight", "nine ten eleven twelve")]
+    assert stats.dropped == {"short_utterance": 2, "repeated_utterance": 5}
+    with pytest.raises(ValueError, match="pairing"):
+        list(iter_pairs([dialogue], "adjacent", 3, stats))
+
+
+def test_pair_records_round_trip_on_real_sgd_dialogues(shared_data, tiny_vocab_file, tmp_path):
+    dialogues = list(itertools.islice(read_corpus(str(shared_data / "sgd" / "train"), "sgd"), 5))
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
+    spec = schema.PairRecordSpec(16)
+    stats = write_pair_records(dialogues, tokenizer, str(tmp_path), spec, log=lambda _: None)
+    expected = list(iter_pairs(dialogues, "consecutive", 3, PrepStats()))
+    assert stats["samples_written"] == len(expected) > 10
+    info_spec, info_stats = schema.read_records_info(str(tmp_path), schema.RECORD_TYPE_PAIRS)
+    assert info_spec == spec and info_stats["min_words"] == 3
+    files, _, _ = schema.resolve_records([str(tmp_path / "pairs-*")], schema.RECORD_TYPE_PAIRS)
+    first = next(iter(schema.read_dataset(files, spec)))
+    packed = tokenizer(list(expected[0]), max_seq_length=16)
+    np.testing.assert_array_equal(first[schema.PAIR_INPUT_IDS], packed["token_ids"])
+    np.testing.assert_array_equal(first[schema.PAIR_INPUT_MASK], packed["padding_mask"])
+    with pytest.raises(ValueError, match="no consecutive pair with more than 50 words"):
+        write_pair_records(dialogues, tokenizer, str(tmp_path / "none"), spec, min_words=50, log=lambda _: None)
+
+
+def test_model_embeds_with_the_evaluation_pooling_and_projects_without_bias(tiny_bert_config, tiny_vocab_file):
+    keras.utils.set_random_seed(0)
+    backbone = build_backbone(tiny_bert_config)
+    model = DSEModel(backbone, projection_size=8, num_length_buckets=2)
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=12)
+    texts = ["where is my order", "i want a refund please", "hello", "track package"]
+    packed = tokenizer(texts, max_seq_length=12)
+    batch = {schema.PAIR_INPUT_IDS: tf.reshape(packed["token_ids"], (2, 2, 12)),
+             schema.PAIR_INPUT_MASK: tf.reshape(packed["padding_mask"], (2, 2, 12))}
+    outputs = model(batch)
+    assert outputs["embeddings"].shape == (2, 2, tiny_bert_config.hidden_size)
+    assert outputs["projections"].shape == (2, 2, 8)
+    # The sentence embedding DSE trains is the one evaluation and export compute.
+    encoded = SentenceEncoder(backbone, tokenizer, pooling="mean").encode(texts)
+    np.testing.assert_allclose(np.reshape(outputs["embeddings"], (4, -1)), encoded, atol=1e-5)
+    assert [tuple(v.shape) for v in model.head_variables()] == [(32, 32), (32, 8)]
+    hidden = np.maximum(np.reshape(outputs["embeddings"], (4, -1)) @ model.head_variables()[0].numpy(), 0)
+    np.testing.assert_allclose(np.reshape(outputs["projections"], (4, -1)), hidden @ model.head_variables()[1].numpy(),
+                               atol=1e-5)
+
+
+def test_the_head_learns_at_its_own_rate():
+    encoder_weight, head_weight = keras.Variable(np.zeros(3, np.float32)), keras.Variable(np.zeros(3, np.float32))
+    optimizer = TwoRateAdam([head_weight], 100.0, learning_rate=1e-3)
+    gradient = tf.constant([1.0, -2.0, 0.5])
+    optimizer.apply_gradients([(gradient, encoder_weight), (gradient, head_weight)])
+    # Adam's first step moves each weight by the learning rate against the gradient's sign.
+    np.testing.assert_allclose(encoder_weight.numpy(), -1e-3 * np.sign(gradient), rtol=1e-4)
+    np.testing.assert_allclose(head_weight.numpy(), -1e-1 * np.sign(gradient), rtol=1e-4)
+
+
+def test_pair_metrics_by_hand():
+    first = tf.constant([[1.0, 0.0], [0.0, 1.0]])
+    second = tf.constant([[1.0, 0.0], [0.6, 0.8]])
+    metrics = {k: float(v) for k, v in pair_metrics(first, second).items()}
+    # Texts a0, a1, b0, b1; positives (a0, b0) = 1.0 and (a1, b1) = 0.8; each anchor's negatives
+    # are the two texts that are neither itself nor its partner.
+    cos = np.array([[1, 0, 1, 0.6], [0, 1, 0, 0.8], [1, 0, 1, 0.6], [0.6, 0.8, 0.6, 1]])
+    negatives = [cos[0, 1], cos[0, 3], cos[1, 0], cos[1, 2], cos[2, 1], cos[2, 3], cos[3, 0], cos[3, 2]]
+    assert metrics["positive_cosine"] == pytest.approx(0.9)
+    assert metrics["negative_cosine"] == pytest.approx(np.mean(negatives))
+    assert metrics["cosine_gap"] == pytest.approx(0.9 - np.mean(negatives))
+    # b1's partner a1 (0.8) beats a0 and b0 (0.6): every anchor ranks its partner first.
+    assert metrics["positive_ranked_first"] == pytest.approx(1.0)
