@@ -1,4 +1,5 @@
-"""Evaluates checkpoints and Table 2 baselines on SR (MAP, MRR) and D-STS (Spearman).
+"""Evaluates checkpoints and Table 2 baselines on SR (MAP, MRR) and D-STS (Spearman), and on
+DSE's few-shot intent classification and out-of-scope detection (accuracies).
 
   python evaluation/run_evaluation.py --checkpoint=runs/dialoguecse/ckpt --model_name=DialogueCSE \
     --dataset_name=ECD --select_file=../shared/data/ecd/dev/select.txt \
@@ -9,6 +10,12 @@ Several datasets: repeat --dataset_name/--select_file/--sts_file once per datase
 
   --checkpoint=chinese_L-12_H-768_A-12,runs/pretrain/ckpt --model_name='BERT,BERT(adapt)' \
   --baselines=avg_token_embeddings,cls,avg,flow,whitening --train_text_file=sentences.txt
+
+DSE's evaluations (Banking77, CLINC150 and its out-of-scope queries):
+
+  --dataset_name=Banking77 --dataset_name=CLINC150 --intent_file=../shared/data/intent/banking77 \
+  --intent_file=../shared/data/intent/clinc150/data_full.json --oos_file='' \
+  --oos_file=../shared/data/intent/clinc150/data_full.json
 
 Writes config.json, results.json and results.md into --output_dir.
 """
@@ -22,10 +29,10 @@ from dialoguecse_tf.evaluation.config import EvaluationConfig
 define_config_flags(flags, EvaluationConfig)
 flags.DEFINE_alias("seed", "random_seed")
 flags.mark_flags_as_required(["checkpoint", "output_dir"])
+_TASK_FLAGS = ["select_file", "sts_file", "intent_file", "oos_file"]
 flags.register_multi_flags_validator(
-    ["select_file", "sts_file"],
-    lambda values: bool(values["select_file"] or values["sts_file"]),
-    message="give at least one --select_file (SR) or --sts_file (D-STS)",
+    _TASK_FLAGS, lambda values: any(values[name] for name in _TASK_FLAGS),
+    message="give at least one --select_file (SR), --sts_file (D-STS), --intent_file or --oos_file",
 )
 FLAGS = flags.FLAGS
 

@@ -559,11 +559,12 @@ def _sgd_dialogue(obj: object, index: int, source: str, line_number: int) -> Dia
                     services=services)
 
 
-def _json_list_items(path: PathLike, text: str) -> Iterator[tuple[int, object]]:
+def json_list_items(path: PathLike, text: str, what: str = "SGD dialogues") -> Iterator[tuple[int, object]]:
     """Yields (1-based line where it starts, value) for each item of the JSON list `text`.
 
-    Decoding item by item is what lets an error in one dialogue name its line. Anything that
-    is not a well-formed list raises `DataFormatError` (reason "bad_json").
+    Decoding item by item is what lets an error in one item name its line. Anything that
+    is not a well-formed list (of `what`, for the messages) raises `DataFormatError` (reason
+    "bad_json").
     """
     decoder = json.JSONDecoder()
     position, line_number = 0, 1
@@ -581,7 +582,7 @@ def _json_list_items(path: PathLike, text: str) -> Iterator[tuple[int, object]]:
 
     skip_whitespace()
     if not text.startswith("[", position):
-        raise fail("expected a JSON list of SGD dialogues")
+        raise fail(f"expected a JSON list of {what}")
     position += 1
     skip_whitespace()
     if text.startswith("]", position):
@@ -605,12 +606,12 @@ def _json_list_items(path: PathLike, text: str) -> Iterator[tuple[int, object]]:
                 position += 1
                 break
             if not text.startswith(",", position):
-                raise fail("expected ',' or ']' after a dialogue")
+                raise fail("expected ',' or ']' after an item")
             position += 1
             skip_whitespace()
     skip_whitespace()
     if position != len(text):
-        raise fail("unexpected text after the list of dialogues")
+        raise fail(f"unexpected text after the list of {what}")
 
 
 def _read_sgd_file(path: PathLike, skip_malformed: bool, stats: PrepStats) -> Iterator[Dialogue]:
@@ -623,7 +624,7 @@ def _read_sgd_file(path: PathLike, skip_malformed: bool, stats: PrepStats) -> It
                               reason="invalid_utf8") from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    for index, (line_number, obj) in enumerate(_json_list_items(path, text), start=1):
+    for index, (line_number, obj) in enumerate(json_list_items(path, text), start=1):
         try:
             dialogue = _sgd_dialogue(obj, index, str(path), line_number)
         except _LineError as error:

@@ -67,7 +67,8 @@ class DatasetFiles:
 class EvaluationConfig:
     """Which checkpoints and baselines to evaluate on which datasets, and how.
 
-    Datasets: `dataset_name`, `select_file` and `sts_file` are parallel lists, entry i of each
+    Datasets: `dataset_name` and the task files (`select_file`, `sts_file`, `intent_file`,
+    `oos_file`) are parallel lists, entry i of each
     describing dataset i; an empty string means "this dataset has no such file". With a single
     dataset the name may be omitted (it is then "dev").
 
@@ -83,6 +84,12 @@ class EvaluationConfig:
     output_dir: str | None = field(None, "Where config.json, results.json and results.md are written.")
     select_file: tuple[str, ...] = field((), "SR file (select.txt) of a dataset; repeat once per dataset, '' for none.")
     sts_file: tuple[str, ...] = field((), "D-STS file (sts.txt) of a dataset; repeat once per dataset, '' for none.")
+    intent_file: tuple[str, ...] = field(
+        (), "Few-shot intent set of a dataset (a folder with train.json and test.json, a JSON object with 'train' "
+        "and 'test', or one JSON list split 85/15 per label); repeat once per dataset, '' for none.")
+    oos_file: tuple[str, ...] = field(
+        (), "Out-of-scope detection set of a dataset (CLINC150's data_full.json); repeat once per dataset, '' for "
+        "none.")
     dataset_name: tuple[str, ...] = field(
         (), "Column name of a dataset (e.g. ECD, JDDC); repeat once per dataset. Optional with one dataset "
         "(default 'dev').")
@@ -112,7 +119,8 @@ class EvaluationConfig:
     random_seed: int = field(FlowConfig.seed, "Seed of the flow's initialisation and batch order.")
 
     def __post_init__(self):
-        for name in ("checkpoint", "select_file", "sts_file", "dataset_name", "model_name", "baselines"):
+        for name in ("checkpoint", "select_file", "sts_file", "intent_file", "oos_file", "dataset_name", "model_name",
+                     "baselines"):
             object.__setattr__(self, name, tuple(getattr(self, name) or ()))
         if not self.checkpoint:
             raise ValueError("give at least one checkpoint to evaluate")
@@ -217,7 +225,8 @@ class EvaluationConfig:
         """Raises FileNotFoundError for the first input file or checkpoint that does not exist."""
         for dataset in self.datasets():
             for kind, path in dataset.files.items():
-                if path is not None and not os.path.isfile(path):
+                # An intent set may be a folder (train.json and test.json).
+                if path is not None and not (os.path.isfile(path) or (kind == "intent_file" and os.path.isdir(path))):
                     raise FileNotFoundError(f"{kind} of dataset {dataset.name!r} not found: {path}")
         if self.needs_train_texts and not self._train_texts_exist():
             raise FileNotFoundError(f"train_text_file not found: {self.train_text_file}")

@@ -64,10 +64,19 @@ def utc_now() -> str:
 
 
 def file_sha256(path: str) -> str:
+    """The file's SHA-256; for a folder (an intent set's train.json and test.json), that of its
+    files' names and contents in name order."""
     digest = hashlib.sha256()
-    with open(path, "rb") as reader:
-        for block in iter(lambda: reader.read(1 << 20), b""):
-            digest.update(block)
+    files = [path]
+    if os.path.isdir(path):
+        files = [os.path.join(path, name) for name in sorted(os.listdir(path))
+                 if os.path.isfile(os.path.join(path, name))]
+    for file in files:
+        if file != path:
+            digest.update(os.path.basename(file).encode("utf-8") + b"\0")
+        with open(file, "rb") as reader:
+            for block in iter(lambda: reader.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()
 
 

@@ -1,3 +1,5 @@
 """Evaluation tasks: one module per task, registered in table-column order."""
 
-from dialoguecse_tf.evaluation.tasks import dsts, sr  # noqa: F401 (registration, D-STS first as in Table 2)
+# Registration order is table-column order: D-STS first as in DialogueCSE's Table 2, then DSE's tasks.
+from dialoguecse_tf.evaluation.tasks import dsts, sr  # noqa: F401  isort: skip
+from dialoguecse_tf.evaluation.tasks import intent, oos  # noqa: F401  isort: skip

@@ -1,0 +1,63 @@
+"""Few-shot intent classification by nearest class prototype (DSE, section 4.2.2 and Table 2):
+accuracy at 1 and 5 shots, mean and standard deviation over 10 sampled support sets."""
+
+import numpy as np
+
+from dialoguecse_tf.data.intent import read_intent_dataset
+from dialoguecse_tf.evaluation.evaluate import embed_unique
+from dialoguecse_tf.evaluation.prototypes import NUM_RUNS, SHOTS, class_scores, prototypes, sample_support
+from dialoguecse_tf.evaluation.tasks.base import Evaluator, register_task
+
+
+def few_shot_accuracies(dataset, encode, shots: int, num_runs: int = NUM_RUNS) -> list:
+    """Accuracy (percent) of each run's `shots`-shot prototypes on the test items."""
+    labels = dataset.labels
+    label_index = {label: i for i, label in enumerate(labels)}
+    unseen = sorted({label for _, label in dataset.test} - set(labels))
+    if unseen:
+        raise ValueError(f"{dataset.path}: test labels never seen in training: {unseen[:5]}")
+    supports = [sample_support(dataset.train, labels, shots, run, dataset.path) for run in range(num_runs)]
+    texts = [text for text, _ in dataset.test] + [dataset.train[i][0] for support in supports for i in support]
+    vectors, row = embed_unique(encode, texts)
+    query_vectors = vectors[[row[text] for text, _ in dataset.test]]
+    gold = np.array([label_index[label] for _, label in dataset.test])
+    accuracies = []
+    for support in supports:
+        support_vectors = vectors[[row[dataset.train[i][0]] for i in support]]
+        support_labels = np.array([label_index[dataset.train[i][1]] for i in support])
+        scores = class_scores(query_vectors, prototypes(support_vectors, support_labels, len(labels)))
+        accuracies.append(100.0 * float(np.mean(scores.argmax(axis=1) == gold)))
+    return accuracies
+
+
+@register_task
+class IntentEvaluator(Evaluator):
+    task = "intent"
+    label = "Intent"
+    count_key = "intent_test_items"
+    description = ("few-shot intent classification: nearest prototype of k sampled utterances per intent, "
+                   "k = 1 and 5, 10 runs")
+    file_flag = "intent_file"
+    metrics = tuple(column for k in SHOTS for column in ((f"acc_{k}shot", f"{k}-shot acc."),
+                                                          (f"acc_{k}shot_std", f"{k}-shot std")))
+    primary_metric = f"acc_{SHOTS[0]}shot"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.dataset = read_intent_dataset(path)
+
+    @property
+    def size(self) -> int:
+        return len(self.dataset.test)
+
+    def record(self) -> dict:
+        return {**super().record(), f"{self.task}_split": self.dataset.split,
+                f"{self.task}_skipped_blank": self.dataset.skipped_blank}
+
+    def __call__(self, encode) -> dict:
+        metrics = {}
+        for shots in SHOTS:
+            accuracies = few_shot_accuracies(self.dataset, encode, shots)
+            metrics[f"acc_{shots}shot"] = float(np.mean(accuracies))
+            metrics[f"acc_{shots}shot_std"] = float(np.std(accuracies, ddof=1))
+        return metrics

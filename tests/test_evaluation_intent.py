@@ -1,0 +1,148 @@
+"""DSE's intent and out-of-scope evaluations: readers on the real intent sets, the release's
+sampling and prototype arithmetic against hand computations, and bad input."""
+
+import json
+import math
+import zlib
+
+import numpy as np
+import pytest
+
+from dialoguecse_tf.data.dialogue import DataFormatError
+from dialoguecse_tf.data.intent import OOS_LABEL, read_intent_dataset
+from dialoguecse_tf.evaluation.prototypes import (
+    class_scores,
+    oos_metrics,
+    oos_predictions,
+    prototypes,
+    sample_support,
+)
+from dialoguecse_tf.evaluation.tasks.intent import IntentEvaluator, few_shot_accuracies
+from dialoguecse_tf.evaluation.tasks.oos import OosEvaluator
+
+
+def test_readers_take_each_layout_of_the_real_sets(shared_data):
+    banking = read_intent_dataset(str(shared_data / "intent" / "banking77"))
+    assert (len(banking.train), len(banking.test), len(banking.labels)) == (10003, 3080, 77)
+    clinc = read_intent_dataset(str(shared_data / "intent" / "clinc150" / "data_full.json"))
+    assert (len(clinc.train), len(clinc.test), len(clinc.oos_train), len(clinc.oos_test)) == (15000, 4500, 100, 1000)
+    assert len(clinc.labels) == 150 and OOS_LABEL not in clinc.labels
+    assert {label for _, label in clinc.oos_test} == {OOS_LABEL}
+    hwu = read_intent_dataset(str(shared_data / "intent" / "hwu64" / "all.json"))
+    # 4,898 items of all.json (most of them general_* intents) have a blank text: skipped and
+    # counted; 4 of the 64 intents have no other item, so 60 remain.
+    assert hwu.skipped_blank == 4898 and banking.skipped_blank == clinc.skipped_blank == 0
+    assert len(hwu.train) + len(hwu.test) == 25716 - 4898 and len(hwu.labels) == 60
+    # The seeded split is the same every time, and keeps 85 % (rounded up) of every label.
+    assert read_intent_dataset(str(shared_data / "intent" / "hwu64" / "all.json")) == hwu
+    for label in hwu.labels:
+        total = sum(1 for _, l in hwu.train + hwu.test if l == label)
+        assert sum(1 for _, l in hwu.train if l == label) == math.ceil(0.85 * total)
+
+
+def test_a_bad_item_names_its_file_and_line(tmp_path):
+    path = tmp_path / "all.json"
+    path.write_text('[\n ["book a table", "restaurant"],\n ["no label"],\n ["hi", "greet"]\n]', encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"all\.json:3: expected a \[text, label\] pair"):
+        read_intent_dataset(str(path))
+    path.write_text(json.dumps({"train": [["book a table", "restaurant"], ["  ", "restaurant"]],
+                                "test": [["a table", "restaurant"]]}), encoding="utf-8")
+    assert read_intent_dataset(str(path)).skipped_blank == 1
+    path.write_text(json.dumps({"train": [["a b", "x"]], "test": [["a", ""]]}), encoding="utf-8")
+    with pytest.raises(DataFormatError, match="'test' item 0"):
+        read_intent_dataset(str(path))
+    path.write_text('[["a", "x"],', encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"all\.json:1: invalid JSON"):
+        read_intent_dataset(str(path))
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(FileNotFoundError, match="train.json and test.json"):
+        read_intent_dataset(str(tmp_path / "folder"))
+
+
+def _items(counts):
+    return tuple((f"{label} {i}", label) for label, n in counts.items() for i in range(n))
+
+
+def test_support_sets_follow_the_release_sampling():
+    train = _items({"a": 12, "b": 7, "c": 1})
+    # a: 2k = 10 drawn, first 5 kept; b: all 7 drawn, ceil(7 / 2) = 4 kept; c has fewer than k.
+    with pytest.raises(ValueError, match="intent 'c' has 1 training examples, fewer than k=5"):
+        sample_support(train, ["a", "b", "c"], 5, run=3, source="x")
+    support = sample_support(train, ["a", "b"], 5, run=3, source="x")
+    labels = [train[i][1] for i in support]
+    assert labels.count("a") == 5 and labels.count("b") == 4 and len(set(support)) == 9
+    # Run r is Python's random seeded with r, as the release's `random.seed(run)`.
+    import random
+    rng = random.Random(3)
+    assert support[:5] == rng.sample(range(12), 10)[:5]
+    assert sample_support(train, ["a", "b"], 5, run=3, source="x") == support
+    assert sample_support(train, ["a", "b"], 5, run=4, source="x") != support
+    assert len(sample_support(train, ["a", "b", "c"], 1, run=0, source="x")) == 3
+
+
+def test_prototypes_are_means_of_unit_vectors_and_scores_are_not_renormalised():
+    vectors = np.array([[2.0, 0.0], [0.0, 3.0], [0.0, -1.0]])
+    protos = prototypes(vectors, np.array([0, 0, 1]), 2)
+    np.testing.assert_allclose(protos, [[0.5, 0.5], [0.0, -1.0]])
+    np.testing.assert_allclose(class_scores(np.array([[4.0, 0.0]]), protos), [[0.5, 0.0]])
+
+
+def test_oos_rule_and_metrics_by_hand():
+    # Three in-scope classes and oos (index 3); best normalised scores 0.9, 0.6, 0.95, 0.5.
+    scores = np.array([[0.9, 0.3, 0.3, 0.0], [0.6, 0.8, 0.0, 0.0], [0.1, 0.1, 0.99, 0.0], [0.5, 0.5, 0.5, 0.5]])
+    predicted, threshold = oos_predictions(scores, 3)
+    best = (scores / np.linalg.norm(scores, axis=1, keepdims=True)).max(axis=1)
+    assert threshold == pytest.approx(best.mean() - best.std())
+    expected = np.where(best > threshold, np.argmax(scores, axis=1), 3)
+    np.testing.assert_array_equal(predicted, expected)
+    metrics = oos_metrics(np.array([0, 3, 2, 3, 1]), np.array([0, 1, 2, 3, 3]), 3)
+    assert metrics == pytest.approx({"acc": 60.0, "in_acc": 200 / 3, "oos_acc": 60.0, "oos_recall": 50.0})
+
+
+def _label_encoder(dimension=64):
+    """Embeds a text by hashing its words: items sharing words look alike."""
+    def encode(texts):
+        vectors = np.zeros((len(texts), dimension))
+        for row, text in enumerate(texts):
+            for word in text.split():
+                vectors[row, zlib.crc32(word.encode()) % dimension] += 1.0
+        return vectors + 1e-3
+    return encode
+
+
+def test_few_shot_accuracy_separates_an_informative_encoder_from_chance(tmp_path):
+    rng = np.random.default_rng(0)
+    words = {label: [f"{label}{i}" for i in range(3)] for label in "abcdef"}
+    items = [[f"{' '.join(rng.choice(words[l], 2))} filler{rng.integers(50)}", l] for l in "abcdef" for _ in range(20)]
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps({"train": items[::2], "test": items[1::2]}), encoding="utf-8")
+    evaluator = IntentEvaluator(str(path))
+    metrics = evaluator(_label_encoder())
+    assert set(metrics) == {key for key, _ in IntentEvaluator.metrics}
+    assert metrics["acc_5shot"] > 75.0 and metrics["acc_1shot"] > 40.0
+    assert metrics["acc_5shot"] > metrics["acc_1shot"]
+    constant = evaluator(lambda texts: np.ones((len(texts), 4)))
+    assert constant["acc_5shot"] == pytest.approx(100.0 / 6)  # every score ties: argmax picks the first intent
+    noisy = few_shot_accuracies(evaluator.dataset, lambda texts: rng.normal(size=(len(texts), 16)), 1)
+    assert len(noisy) == 10 and np.mean(noisy) < 40.0
+
+
+def test_unseen_test_labels_and_sets_without_oos_are_refused(tmp_path):
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps({"train": [["x y", "a"], ["x z", "a"]], "test": [["q", "b"]]}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"test labels never seen in training: \['b'\]"):
+        IntentEvaluator(str(path))(_label_encoder())
+    with pytest.raises(ValueError, match="needs 'oos_train' and 'oos_test'"):
+        OosEvaluator(str(path))
+
+
+def test_oos_on_real_clinc150_with_a_bag_of_words_encoder(shared_data):
+    evaluator = OosEvaluator(str(shared_data / "intent" / "clinc150" / "data_full.json"))
+    assert evaluator.size == 5500
+    metrics = evaluator(_label_encoder(512))
+    assert set(metrics) == {key for key, _ in OosEvaluator.metrics}
+    for shots in (1, 5):
+        assert 0.0 < metrics[f"oos_{shots}shot_in_acc"] < 100.0
+        # Chance in-scope accuracy is 1/150; hashed words already do far better.
+        assert metrics[f"oos_{shots}shot_in_acc"] > 5.0
+    assert metrics["oos_5shot_in_acc"] > metrics["oos_1shot_in_acc"]
