@@ -19,6 +19,7 @@ flags.DEFINE_enum("pairing", "consecutive", ["consecutive", "self"],
                   "unsupervised SimCSE).")
 flags.DEFINE_integer("min_words", 3, "Keep only utterances with more words than this (DSE: 3; a CJK character "
                      "counts as a word).")
+flags.DEFINE_integer("random_seed", 24, "Seed of the shuffle of all pairs before writing (DSE's release: 24).")
 flags.DEFINE_integer("num_shards", 1, "Number of output files.")
 flags.mark_flags_as_required(["output_dir", "vocab_file"])
 FLAGS = flags.FLAGS

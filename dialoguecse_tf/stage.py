@@ -144,9 +144,12 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     schema.check_compatible(spec, max_seq_length=config.max_seq_length, **objective.record_requirements())
     objective.check_records(spec, os.path.dirname(files[0]))
     num_examples = int(stats["samples_written"])
+    num_used = min(num_examples, config.max_train_examples or num_examples)
+    if objective.in_batch_negatives and num_used < config.train_batch_size:
+        raise ValueError(f"{os.path.dirname(files[0])}: {objective.name} takes its negatives from the batch, but the "
+                         f"records give {num_used} examples, fewer than one batch of {config.train_batch_size}")
     num_train_steps = training.resolve_num_train_steps(
-        config.num_train_steps, config.num_train_epochs, min(num_examples, config.max_train_examples or num_examples),
-        config.train_batch_size,
+        config.num_train_steps, config.num_train_epochs, num_used, config.train_batch_size,
     )
     keras.utils.set_random_seed(config.random_seed)
     os.makedirs(config.output_dir, exist_ok=True)
@@ -174,7 +177,8 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
             # A fixed subset for the training-data-scale study (Figure 3): cached, so every
             # epoch sees the same examples.
             dataset = dataset.take(config.max_train_examples).cache()
-        batches = training.make_dataset(dataset, config.train_batch_size, config.random_seed, skip_batches)
+        batches = training.make_dataset(dataset, config.train_batch_size, config.random_seed, skip_batches,
+                                        distinct_batches=objective.in_batch_negatives)
         return batches.map(objective.prepare_batch)
 
     def step_fn(model, batch, is_training):

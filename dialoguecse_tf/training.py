@@ -191,13 +191,22 @@ def resolve_num_train_steps(num_train_steps: int | None, num_train_epochs: float
 
 
 def make_dataset(dataset: tf.data.Dataset, global_batch_size: int, seed: int,
-                 skip_batches: int = 0, shuffle_buffer: int = 10000, prefetch: bool = True) -> tf.data.Dataset:
+                 skip_batches: int = 0, shuffle_buffer: int = 10000, prefetch: bool = True,
+                 distinct_batches: bool = False) -> tf.data.Dataset:
     """Repeats, shuffles (seeded), batches and skips the batches a resumed run has seen.
 
+    `distinct_batches` batches each epoch on its own (its last partial batch dropped) before
+    repeating, so no batch holds one record twice, which objectives with in-batch negatives
+    need; by default the stream is repeated first and a batch may straddle two epochs.
     `prefetch` prepares the next batches while a step runs.
     """
-    dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(global_batch_size, drop_remainder=True).skip(skip_batches)
+    if distinct_batches:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.batch(global_batch_size, drop_remainder=True).repeat()
+    else:
+        dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.batch(global_batch_size, drop_remainder=True)
+    dataset = dataset.skip(skip_batches)
     return dataset.prefetch(tf.data.AUTOTUNE) if prefetch else dataset
 
 

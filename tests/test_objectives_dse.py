@@ -1,6 +1,7 @@
 """DSE beyond the shared objective harness: its pair records, its model and its two learning rates."""
 
 import itertools
+import random
 
 import keras
 import numpy as np
@@ -56,12 +57,16 @@ def test_pair_records_round_trip_on_real_sgd_dialogues(shared_data, tiny_vocab_f
     expected = list(iter_pairs(dialogues, "consecutive", 3, PrepStats()))
     assert stats["samples_written"] == len(expected) > 10
     info_spec, info_stats = schema.read_records_info(str(tmp_path), schema.RECORD_TYPE_PAIRS)
-    assert info_spec == spec and info_stats["min_words"] == 3
+    assert info_spec == spec and info_stats["min_words"] == 3 and info_stats["shuffle_seed"] == 24
     files, _, _ = schema.resolve_records([str(tmp_path / "pairs-*")], schema.RECORD_TYPE_PAIRS)
-    first = next(iter(schema.read_dataset(files, spec)))
-    packed = tokenizer(list(expected[0]), max_seq_length=16)
-    np.testing.assert_array_equal(first[schema.PAIR_INPUT_IDS], packed["token_ids"])
-    np.testing.assert_array_equal(first[schema.PAIR_INPUT_MASK], packed["padding_mask"])
+    written = [(record[schema.PAIR_INPUT_IDS].numpy(), record[schema.PAIR_INPUT_MASK].numpy())
+               for record in schema.read_dataset(files, spec)]
+    # Every pair once, in the release's shuffled order (random.Random(24).shuffle of the list).
+    random.Random(24).shuffle(expected)
+    packed = tokenizer([text for pair in expected for text in pair], max_seq_length=16)
+    np.testing.assert_array_equal(np.stack([ids for ids, _ in written]), np.reshape(packed["token_ids"], (-1, 2, 16)))
+    np.testing.assert_array_equal(np.stack([mask for _, mask in written]),
+                                  np.reshape(packed["padding_mask"], (-1, 2, 16)))
     with pytest.raises(ValueError, match="no consecutive pair with more than 50 words"):
         write_pair_records(dialogues, tokenizer, str(tmp_path / "none"), spec, min_words=50, log=lambda _: None)
 
@@ -110,3 +115,32 @@ def test_pair_metrics_by_hand():
     assert metrics["cosine_gap"] == pytest.approx(0.9 - np.mean(negatives))
     # b1's partner a1 (0.8) beats a0 and b0 (0.6): every anchor ranks its partner first.
     assert metrics["positive_ranked_first"] == pytest.approx(1.0)
+
+
+def test_records_smaller_than_one_batch_are_refused(tiny_vocab_file, tmp_path):
+    from dialoguecse_tf import stage
+
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
+    dialogue = _dialogue("where is my order please", "i want a refund please", "track my package please")
+    write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), schema.PairRecordSpec(16), log=lambda _: None)
+    objective, config = stage.configure("dse", train_file=(str(tmp_path / "pairs" / "pairs-*"),),
+                                        output_dir=str(tmp_path / "run"), max_seq_length=16, train_batch_size=4,
+                                        num_train_steps=1)
+    with pytest.raises(ValueError, match=r"pairs: dse takes its negatives from the batch, but the records give 2 "
+                                         r"examples, fewer than one batch of 4"):
+        stage.run_stage(objective, config, verbose=False)
+
+
+def test_in_batch_negative_batches_never_repeat_a_record():
+    from dialoguecse_tf import training
+
+    records = tf.data.Dataset.range(10)
+    batches = list(training.make_dataset(records, 4, seed=1, distinct_batches=True, prefetch=False).take(12))
+    for batch in batches:
+        assert len(set(batch.numpy())) == 4
+    # Two full batches per epoch (the remainder of 2 dropped), reshuffled every epoch.
+    assert len({tuple(sorted(np.concatenate(batches[i:i + 2]))) for i in range(0, 12, 2)}) > 1
+    resumed = list(training.make_dataset(records, 4, seed=1, skip_batches=5, distinct_batches=True,
+                                         prefetch=False).take(7))
+    for a, b in zip(resumed, batches[5:]):
+        np.testing.assert_array_equal(a, b)

@@ -5,7 +5,9 @@ earlier one first, as the authors' `data/process_pretrain.py` makes them (l.25-2
 pairs are formed first and then kept only when BOTH sides have more than `min_words` words,
 so a short utterance removes its two pairs and its neighbours are not paired with each
 other. Pairs are not de-duplicated, and pairs of one dialogue may later share a batch,
-as in the release.
+as in the release. The pairs of the whole corpus are shuffled with a seed before writing
+(the release: `random.seed(24)`, `random.shuffle`, l.8 and 31), so a training stream's
+shuffle buffer does not keep a dialogue's pairs together.
 
 `pairing="self"` (DSE-dropout, i.e. unsupervised SimCSE): each distinct utterance with more
 than `min_words` words, paired with itself; the two views then differ only by dropout. The
@@ -20,6 +22,7 @@ rule, for Chinese a character count (our choice; the paper has no Chinese corpus
 from __future__ import annotations
 
 import os
+import random
 
 import numpy as np
 
@@ -28,6 +31,7 @@ from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, in_ranges
 from dialoguecse_tf.data.preprocessing import PrepStats
 
 DEFAULT_MIN_WORDS = 3
+DEFAULT_SHUFFLE_SEED = 24  # the release's
 _CHUNK = 512
 _PROGRESS_EVERY = 50000
 _WORD_RANGES = BERT_CJK_RANGES + (KANA_RANGE,)
@@ -87,23 +91,21 @@ def encode_pairs(pairs, tokenizer, spec: schema.PairRecordSpec, stats: PrepStats
 
 def write_pair_records(dialogues, tokenizer, output_dir: str, spec: schema.PairRecordSpec,
                        min_words: int = DEFAULT_MIN_WORDS, num_shards: int = 1, stats: PrepStats | None = None,
-                       log=print) -> PrepStats:
-    """Writes sharded pair records (`pairs-*.tfrecord`) and `records_info.json` into `output_dir`."""
+                       log=print, random_seed: int = DEFAULT_SHUFFLE_SEED) -> PrepStats:
+    """Writes the pairs, shuffled with `random_seed`, as sharded records (`pairs-*.tfrecord`)
+    and `records_info.json` into `output_dir`."""
     stats = stats if stats is not None else PrepStats()
+    pairs = list(iter_pairs(dialogues, spec.pairing, min_words, stats))
+    if not pairs:
+        raise ValueError(f"no {spec.pairing} pair with more than {min_words} words per side in the input dialogues")
+    random.Random(random_seed).shuffle(pairs)
     os.makedirs(output_dir, exist_ok=True)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "pairs"), num_shards) as writer:
-        chunk = []
-        for pair in iter_pairs(dialogues, spec.pairing, min_words, stats):
-            chunk.append(pair)
-            if len(chunk) == _CHUNK:
-                _write_chunk(writer, chunk, tokenizer, spec, stats, log)
-                chunk = []
-        if chunk:
-            _write_chunk(writer, chunk, tokenizer, spec, stats, log)
-        if writer.num_written == 0:
-            raise ValueError(f"no {spec.pairing} pair with more than {min_words} words per side in the input dialogues")
+        for start in range(0, len(pairs), _CHUNK):
+            _write_chunk(writer, pairs[start:start + _CHUNK], tokenizer, spec, stats, log)
     stats.increment("samples_written", writer.num_written)
-    schema.write_records_info(output_dir, spec, {**stats.to_dict(), "min_words": min_words})
+    schema.write_records_info(output_dir, spec, {**stats.to_dict(), "min_words": min_words,
+                                                 "shuffle_seed": random_seed})
     log(f"[pairs] {writer.num_written} {spec.pairing} pairs -> {output_dir}")
     return stats
 

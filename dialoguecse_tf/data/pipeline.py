@@ -174,6 +174,7 @@ class PairDataConfig:
     max_seq_length: int = 32
     pairing: str = "consecutive"
     min_words: int = 3
+    random_seed: int = 24
     num_shards: int = 1
 
 
@@ -187,7 +188,7 @@ def run_create_pair_data(config: PairDataConfig, log=print) -> PrepStats:
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
     write_pair_records(dialogues, tokenizer, config.output_dir, schema.PairRecordSpec(config.max_seq_length,
-                       config.pairing), config.min_words, config.num_shards, stats, log)
+                       config.pairing), config.min_words, config.num_shards, stats, log, config.random_seed)
     _finish(config, stats, start, log)
     return stats
 

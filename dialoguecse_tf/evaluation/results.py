@@ -40,11 +40,6 @@ _SEED_NOTE = (
     "Rows marked (n seeds) are the mean over n training seeds, ± the sample standard deviation "
     "(n - 1 in the denominator) where n > 1; the seeds and each seed's numbers are in the JSON table."
 )
-_METRIC_NOTE = (
-    "All numbers are percentages. Corr.: Spearman correlation between the D-STS gold scores and "
-    "the cosine similarities of the sentence pairs. MAP, MRR: semantic retrieval (SR), each query's "
-    "candidates ranked by cosine similarity."
-)
 
 
 def git_commit() -> str | None:
@@ -224,7 +219,9 @@ class ResultsTable:
         for row in self.rows:
             cells = [_metric_cell(row, name, key) for name, key, _ in columns]
             lines.append(f"| {_cell(_row_label(row))} | " + " | ".join(cells) + " |")
-        lines += ["", _METRIC_NOTE]
+        lines += ["", "All numbers are percentages."]
+        lines += [f"- {task.label} ({', '.join(header for _, header in task.metrics)}): {task.description}."
+                  for task in _task_classes() if any(f"{task.task}_file" in dataset for dataset in self.datasets)]
         if any(row.seeds for row in self.rows):
             lines += ["", _SEED_NOTE]
         lines += ["", "Datasets:", ""]
@@ -240,10 +237,14 @@ class ResultsTable:
         return "\n".join(lines) + "\n"
 
 
-def _task_labels() -> tuple:
+def _task_classes() -> tuple:
     from dialoguecse_tf.evaluation.tasks.base import task_classes
 
-    return tuple(task.label for task in task_classes())
+    return task_classes()
+
+
+def _task_labels() -> tuple:
+    return tuple(task.label for task in _task_classes())
 
 
 def table_columns(dataset_names: list, row_metrics: list) -> list[tuple[str, str, str]]:

@@ -32,6 +32,9 @@ class Objective:
       training_defaults: defaults of shared training settings that differ by objective
         (e.g. batch size, learning rate): the paper's values for this objective.
       stage_name: what the written encoder's metadata calls the stage ("pretrain", "finetune").
+      in_batch_negatives: the other examples of a batch are the negatives, so a batch must not
+        repeat an example: the stage refuses records holding fewer examples than one batch
+        (repeating them to fill it would make an example its own negative).
     """
 
     name: ClassVar[str]
@@ -40,6 +43,7 @@ class Objective:
     options_class: ClassVar[type] = NoOptions
     training_defaults: ClassVar[dict] = {}
     stage_name: ClassVar[str] = "finetune"
+    in_batch_negatives: ClassVar[bool] = False
 
     def __init__(self, options=None):
         self.options = self.options_class() if options is None else options

@@ -95,6 +95,7 @@ class DSEObjective(Objective):
     options_class = DSEOptions
     # The paper's: batch 1,024 pairs, encoder lr 3e-6 (App. A.2).
     training_defaults = {"train_batch_size": 1024, "learning_rate": 3e-6}
+    in_batch_negatives = True
 
     def check_records(self, spec, records_dir: str) -> None:
         self._pairing = spec.pairing

@@ -10,7 +10,7 @@ class DStsEvaluator(Evaluator):
     task = "sts"
     label = "D-STS"
     count_key = "sts_pairs"
-    description = "D-STS: Spearman correlation between gold 1..5 scores and cosine similarities"
+    description = "Spearman correlation between the gold 1..5 scores of sentence pairs and their cosine similarities"
     file_flag = "sts_file"
     metrics = (("corr", "Corr."),)
     primary_metric = "corr"

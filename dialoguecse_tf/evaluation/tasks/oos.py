@@ -52,7 +52,7 @@ class OosEvaluator(Evaluator):
     count_key = "oos_test_items"
     description = "out-of-scope detection: prototypes with an oos class, mean - std threshold, k = 1 and 5, 10 runs"
     file_flag = "oos_file"
-    metrics = tuple((f"oos_{k}shot_{key}", f"{k}-shot {header}") for k in SHOTS for key, header in OOS_METRICS)
+    metrics = tuple((f"oos_{k}shot_{key}", f"OOS {k}-shot {header}") for k in SHOTS for key, header in OOS_METRICS)
     primary_metric = f"oos_{SHOTS[0]}shot_acc"
 
     def __init__(self, path: str):
