@@ -10,7 +10,7 @@ class SrEvaluator(Evaluator):
     task = "select"
     label = "SR"
     count_key = "sr_queries"
-    description = "SR: candidates ranked by cosine similarity to the query"
+    description = "semantic retrieval, each query's candidates ranked by cosine similarity to it"
     file_flag = "select_file"
     metrics = (("map", "MAP"), ("mrr", "MRR"))
     primary_metric = "map"
