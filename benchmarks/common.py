@@ -105,6 +105,19 @@ def _format(value) -> str:
     return str(value)
 
 
+def _portable(value):
+    """Absolute paths as the repository-relative paths results files hold."""
+    from dialoguecse_tf.evaluation.results import portable_path
+
+    if isinstance(value, dict):
+        return {key: _portable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_portable(item) for item in value]
+    if isinstance(value, str) and os.path.isabs(value) and os.path.exists(value):
+        return portable_path(value)
+    return value
+
+
 def write_results(path: str, payload: dict) -> None:
-    write_json(path, {"environment": environment(), **payload})
+    write_json(path, {"environment": environment(), **_portable(payload)})
     print(f"\nwrote {path}")

@@ -61,6 +61,7 @@ def records_pairs(pattern, batch_size, length):
 
 
 def dse_step(strategy_name, loaded, config, batch):
+    import keras
     import tensorflow as tf
 
     from dialoguecse_tf import training
@@ -69,6 +70,8 @@ def dse_step(strategy_name, loaded, config, batch):
 
     objective, _ = configure("dse", head_learning_rate_scale=10.0, temperature=0.05, num_frozen_layers=0)
     strategy = training.create_strategy(strategy_name)
+    # The same random projection head for both strategies.
+    keras.utils.set_random_seed(FLAGS.random_seed)
     with strategy.scope():
         backbone = build_backbone(config)
         model = objective.build_model(backbone, config, loaded.tokenizer, FLAGS.num_length_buckets)
