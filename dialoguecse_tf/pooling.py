@@ -48,3 +48,15 @@ class SentencePooling(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "pooling": self.pooling}
+
+
+DIALOGUE_POOLING_MODES = ("interlocutor", "mean")
+
+
+def interlocutor_mean(embeddings, mask, roles):
+    """dial2vec's dialogue embedding ("interlocutor-level pooling", its Table 5; the release's
+    `mean_by_role`, network.py:139-140): the masked mean of role 0's token embeddings plus the
+    masked mean of role 1's. `embeddings` [..., L, D], `mask` and `roles` [..., L]."""
+    mask = ops.cast(mask, "int32")
+    roles = ops.cast(roles, "int32")
+    return sum(masked_mean(embeddings, mask * ops.cast(ops.equal(roles, role), "int32")) for role in (0, 1))

@@ -3,7 +3,7 @@
 Every writer and reader imports its feature names, shapes, serializer and
 parser from here, so the two sides cannot drift apart.
 
-Three record types:
+Four record types:
 
 * ``MlmRecordSpec`` ("mlm"): masked-LM pretraining examples in Google BERT's
   exact schema, so the shards are also readable by Google's
@@ -13,6 +13,8 @@ Three record types:
   negatives) for the DialogueCSE stage.
 * ``PairRecordSpec`` ("pairs"): two utterances that form a positive pair (DSE's
   consecutive utterances, or an utterance with itself for the dropout baseline).
+* ``DialogueRecordSpec`` ("dialogues"): a whole dialogue and its negatives as token
+  sequences with each token's role and turn (dial2vec).
 
 Multi-dimensional features are stored flattened in row-major order (as
 TFRecord int64 lists are 1-D) and come back from ``parse`` in their real
@@ -55,9 +57,17 @@ CANDIDATE_INPUT_MASK = "candidate_input_mask"
 PAIR_INPUT_IDS = "pair_input_ids"
 PAIR_INPUT_MASK = "pair_input_mask"
 
+# Dialogue (dial2vec) features: [1 + num_negatives, max_seq_length], the dialogue itself in
+# row 0; `dialogue_packing` says what each holds.
+DIALOGUE_INPUT_IDS = "dialogue_input_ids"
+DIALOGUE_INPUT_MASK = "dialogue_input_mask"
+DIALOGUE_ROLE_IDS = "dialogue_role_ids"
+DIALOGUE_TURN_IDS = "dialogue_turn_ids"
+
 RECORD_TYPE_MLM = "mlm"
 RECORD_TYPE_CONTRASTIVE = "contrastive"
 RECORD_TYPE_PAIRS = "pairs"
+RECORD_TYPE_DIALOGUES = "dialogues"
 
 RECORDS_INFO_FILE = "records_info.json"
 
@@ -325,12 +335,39 @@ class PairRecordSpec(_RecordSpec):
         return (_Feature(PAIR_INPUT_IDS, tf.int64, pair), _Feature(PAIR_INPUT_MASK, tf.int64, pair))
 
 
-RecordSpec = MlmRecordSpec | ContrastiveRecordSpec | PairRecordSpec
+@dataclasses.dataclass(frozen=True)
+class DialogueRecordSpec(_RecordSpec):
+    """A dialogue (row 0) and its ``num_negatives`` negatives, each one packed sequence
+    (``dialogue_packing``): ``dialogue_input_ids``/``_mask``, ``dialogue_role_ids`` (0/1 per
+    token, the segment ids) and ``dialogue_turn_ids`` (the token's turn), all
+    ``[1 + num_negatives, max_seq_length]``."""
+
+    record_type: ClassVar[str] = RECORD_TYPE_DIALOGUES
+
+    max_seq_length: int
+    num_negatives: int
+
+    def __post_init__(self):
+        _check_positive_int("DialogueRecordSpec", "max_seq_length", self.max_seq_length, 4)
+        _check_positive_int("DialogueRecordSpec", "num_negatives", self.num_negatives, 1)
+
+    @property
+    def num_samples(self) -> int:
+        return 1 + self.num_negatives
+
+    def _features(self) -> tuple[_Feature, ...]:
+        shape = (self.num_samples, self.max_seq_length)
+        return tuple(_Feature(name, tf.int64, shape) for name in (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK,
+                                                                   DIALOGUE_ROLE_IDS, DIALOGUE_TURN_IDS))
+
+
+RecordSpec = MlmRecordSpec | ContrastiveRecordSpec | PairRecordSpec | DialogueRecordSpec
 
 _SPEC_TYPES: dict[str, type] = {
     RECORD_TYPE_MLM: MlmRecordSpec,
     RECORD_TYPE_CONTRASTIVE: ContrastiveRecordSpec,
     RECORD_TYPE_PAIRS: PairRecordSpec,
+    RECORD_TYPE_DIALOGUES: DialogueRecordSpec,
 }
 
 

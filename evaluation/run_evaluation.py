@@ -17,6 +17,11 @@ DSE's evaluations (Banking77, CLINC150 and its out-of-scope queries):
   --intent_file=../shared/data/intent/clinc150/data_full.json --oos_file='' \
   --oos_file=../shared/data/intent/clinc150/data_full.json
 
+dial2vec's dialogue-level evaluations (clustering, relatedness, retrieval) of SGD dev's
+single-service dialogues, labelled by service:
+
+  --dataset_name=SGD-dev --dialogue_file=../shared/data/sgd/dev --dialogue_pooling=interlocutor
+
 Writes config.json, results.json and results.md into --output_dir.
 """
 
@@ -29,10 +34,10 @@ from dialoguecse_tf.evaluation.config import EvaluationConfig
 define_config_flags(flags, EvaluationConfig)
 flags.DEFINE_alias("seed", "random_seed")
 flags.mark_flags_as_required(["checkpoint", "output_dir"])
-_TASK_FLAGS = ["select_file", "sts_file", "intent_file", "oos_file"]
+_TASK_FLAGS = ["select_file", "sts_file", "intent_file", "oos_file", "dialogue_file"]
 flags.register_multi_flags_validator(
     _TASK_FLAGS, lambda values: any(values[name] for name in _TASK_FLAGS),
-    message="give at least one --select_file (SR), --sts_file (D-STS), --intent_file or --oos_file",
+    message="give at least one --select_file (SR), --sts_file (D-STS), --intent_file, --oos_file or --dialogue_file",
 )
 FLAGS = flags.FLAGS
 

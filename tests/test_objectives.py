@@ -21,6 +21,7 @@ from dialoguecse_tf import schema, stage
 from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.contrastive_records import write_contrastive_records
+from dialoguecse_tf.data.dialogue_records import write_dialogue_records
 from dialoguecse_tf.data.mlm_records import write_mlm_records
 from dialoguecse_tf.data.pair_records import write_pair_records
 from dialoguecse_tf.data.readers import read_corpus
@@ -59,11 +60,18 @@ def _write_pairs(dialogues, tokenizer, folder):
     return {"head_learning_rate_scale": 1.0}
 
 
+def _write_dialogues(dialogues, tokenizer, folder):
+    # The sample's lines hold 2-8 turns; 3 keeps enough of them.
+    write_dialogue_records(dialogues, tokenizer, folder, schema.DialogueRecordSpec(MAX_SEQ_LENGTH, 4), min_turns=3,
+                           random_seed=1, log=lambda _: None)
+    return {"num_negatives": 4, "num_frozen_layers": 0}
+
+
 # record type -> writer(dialogues, tokenizer, folder) -> options that fit the records
 RECORD_WRITERS = {schema.RECORD_TYPE_MLM: _write_mlm, schema.RECORD_TYPE_CONTRASTIVE: _write_contrastive,
-                  schema.RECORD_TYPE_PAIRS: _write_pairs}
+                  schema.RECORD_TYPE_PAIRS: _write_pairs, schema.RECORD_TYPE_DIALOGUES: _write_dialogues}
 RECORD_GLOBS = {schema.RECORD_TYPE_MLM: "mlm-*", schema.RECORD_TYPE_CONTRASTIVE: "contrastive-*",
-                schema.RECORD_TYPE_PAIRS: "pairs-*"}
+                schema.RECORD_TYPE_PAIRS: "pairs-*", schema.RECORD_TYPE_DIALOGUES: "dialogues-*"}
 
 
 @pytest.fixture(scope="session")

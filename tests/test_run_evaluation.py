@@ -110,7 +110,7 @@ def test_missing_required_flags_fail_with_a_clear_message(tmp_path):
     assert completed.returncode != 0 and "--checkpoint must have a value" in completed.stderr
     completed = run(RUN_EVALUATION, f"--checkpoint={tmp_path}", f"--output_dir={tmp_path}")
     assert completed.returncode != 0
-    assert "give at least one --select_file (SR), --sts_file (D-STS), --intent_file or --oos_file" in completed.stderr
+    assert "give at least one --select_file (SR), --sts_file (D-STS), --intent_file, --oos_file or --dialogue_file" in completed.stderr
     completed = run(MERGE_RESULTS, f"--output_dir={tmp_path}")
     assert completed.returncode != 0 and "--results must have a value" in completed.stderr
 
@@ -174,13 +174,14 @@ def test_config_datasets_from_parallel_lists(tmp_path):
     )
     assert config.datasets() == [
         DatasetFiles("ECD", {"select_file": "e/select.txt", "sts_file": "e/sts.txt", "intent_file": None,
-                             "oos_file": None}),
-        DatasetFiles("JDDC", {"select_file": None, "sts_file": "j/sts.txt", "intent_file": None, "oos_file": None}),
+                             "oos_file": None, "dialogue_file": None}),
+        DatasetFiles("JDDC", {"select_file": None, "sts_file": "j/sts.txt", "intent_file": None, "oos_file": None,
+                              "dialogue_file": None}),
     ]
     assert config.model_name == ("bert",)
     single = EvaluationConfig(checkpoint=("a",), output_dir="out", sts_file=("s.txt",))
     assert single.datasets() == [DatasetFiles("dev", {"select_file": None, "sts_file": "s.txt", "intent_file": None,
-                                                      "oos_file": None})]
+                                                      "oos_file": None, "dialogue_file": None})]
 
 
 def test_load_suite_reads_every_dataset_in_task_order(tiny_setup):
@@ -207,7 +208,7 @@ def test_load_suite_reads_every_dataset_in_task_order(tiny_setup):
         ({"dataset_name": ("ECD", "JDDC")}, "2 datasets but 1 select_file values"),
         ({"select_file": ("a", "b")}, "2 datasets: name each with dataset_name"),
         ({"dataset_name": ("ECD", "ECD"), "select_file": ("a", "b")}, "distinct"),
-        ({"select_file": ("",)}, r"dataset 'dev' has no evaluation file \(none of sts_file, select_file, intent_file, oos_file\)"),
+        ({"select_file": ("",)}, r"dataset 'dev' has no evaluation file \(none of sts_file, select_file, intent_file, oos_file, dialogue_file\)"),
         ({"select_file": ()}, "give at least one of sts_file, select_file"),
         ({"baselines": ("glove",)}, "unknown baseline 'glove'"),
         ({"baselines": ("flow",)}, "give train_text_file"),

@@ -194,6 +194,36 @@ def run_create_pair_data(config: PairDataConfig, log=print) -> PrepStats:
 
 
 @dataclasses.dataclass(frozen=True)
+class DialogueDataConfig:
+    corpus: CorpusConfig
+    output_dir: str
+    vocab_file: str
+    do_lower_case: bool = True
+    max_seq_length: int = 512
+    num_negatives: int = 9
+    keep_role: str = "random"
+    min_dialogue_turns: int = 5
+    random_seed: int = 12345
+    num_shards: int = 1
+
+
+def run_create_dialogue_data(config: DialogueDataConfig, log=print) -> PrepStats:
+    stats = PrepStats()
+    dialogues = load_dialogues(config.corpus, stats, log)
+    from dialoguecse_tf import schema
+    from dialoguecse_tf.data.dialogue_records import write_dialogue_records
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    start = time.perf_counter()
+    tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
+    write_dialogue_records(dialogues, tokenizer, config.output_dir,
+                           schema.DialogueRecordSpec(config.max_seq_length, config.num_negatives), config.keep_role,
+                           config.min_dialogue_turns, config.random_seed, config.num_shards, stats, log)
+    _finish(config, stats, start, log)
+    return stats
+
+
+@dataclasses.dataclass(frozen=True)
 class SrSetConfig:
     corpus: CorpusConfig
     output_file: str

@@ -101,6 +101,16 @@ class CheckpointEmbedders:
     def token_average(self) -> CachedEmbedder:
         return self._cached("token_average", lambda: TokenEmbeddingAverager(self.backbone, self.tokenizer))
 
+    def dialogues(self, pooling: str, max_seq_length: int) -> CachedEmbedder:
+        """Whole dialogues through `DialogueEncoder` (`pooling` "interlocutor" or "mean")."""
+        from dialoguecse_tf.dialogue_encoder import DialogueEncoder
+
+        key = f"dialogues:{pooling}:{max_seq_length}"
+        if key not in self._cache:
+            encoder = DialogueEncoder(self.backbone, self.tokenizer, max_seq_length, pooling)
+            self._cache[key] = CachedEmbedder(encoder.encode_dialogues)
+        return self._cache[key]
+
 
 @dataclasses.dataclass(frozen=True)
 class CentredLinearMap:

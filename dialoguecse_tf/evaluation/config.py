@@ -13,12 +13,14 @@ import os
 
 from dialoguecse_tf.data.readers import READERS
 from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.evaluation.dialogue_sets import DIALOGUE_LABELS
 from dialoguecse_tf.evaluation.registry import BASELINES, display_name, get_baseline
 from dialoguecse_tf.evaluation.tasks.base import task_classes
 
-# `dialoguecse_tf.pooling.POOLING_MODES`, repeated so that this module loads without TensorFlow
-# (a test keeps the two equal).
+# `dialoguecse_tf.pooling.POOLING_MODES` and `DIALOGUE_POOLING_MODES`, repeated so that this
+# module loads without TensorFlow (a test keeps them equal).
 POOLING_MODES = ("mean", "cls")
+DIALOGUE_POOLING_MODES = ("interlocutor", "mean")
 
 # "lines": one sentence per line; the others are the corpus readers' formats, whose
 # utterances (and candidate responses) become the training sentences.
@@ -90,6 +92,15 @@ class EvaluationConfig:
     oos_file: tuple[str, ...] = field(
         (), "Out-of-scope detection set of a dataset (CLINC150's data_full.json); repeat once per dataset, '' for "
         "none.")
+    dialogue_file: tuple[str, ...] = field(
+        (), "Labelled dialogues of a dataset for dial2vec's clustering, relatedness and retrieval (an SGD folder or "
+        "dialogues_*.json, or a .jsonl corpus with services; single-service dialogues are used); repeat once per "
+        "dataset, '' for none.")
+    dialogue_label: str = field("service", "Label of a dialogue: its service (e.g. Restaurants_2, as dial2vec) or "
+                                "its domain (Restaurants).", choices=DIALOGUE_LABELS)
+    dialogue_pooling: str = field("interlocutor", "Dialogue embedding: interlocutor (the two roles' token means "
+                                  "summed, dial2vec) or mean (over all tokens).", choices=DIALOGUE_POOLING_MODES)
+    dialogue_max_seq_length: int = field(512, "Tokens per dialogue; the most recent turns are kept.")
     dataset_name: tuple[str, ...] = field(
         (), "Column name of a dataset (e.g. ECD, JDDC); repeat once per dataset. Optional with one dataset "
         "(default 'dev').")
@@ -119,8 +130,8 @@ class EvaluationConfig:
     random_seed: int = field(FlowConfig.seed, "Seed of the flow's initialisation and batch order.")
 
     def __post_init__(self):
-        for name in ("checkpoint", "select_file", "sts_file", "intent_file", "oos_file", "dataset_name", "model_name",
-                     "baselines"):
+        for name in ("checkpoint", "select_file", "sts_file", "intent_file", "oos_file", "dialogue_file",
+                     "dataset_name", "model_name", "baselines"):
             object.__setattr__(self, name, tuple(getattr(self, name) or ()))
         if not self.checkpoint:
             raise ValueError("give at least one checkpoint to evaluate")
@@ -145,7 +156,10 @@ class EvaluationConfig:
                 f"baselines {[b for b in self.baselines if get_baseline(b).needs_train_texts]} are fitted on "
                 "unlabelled training sentences: give train_text_file"
             )
-        for name in ("max_seq_length", "batch_size"):
+        if self.baselines and any(self.dialogue_file):
+            raise ValueError("the dialogue tasks evaluate checkpoints as they are (with --dialogue_pooling); the "
+                             "baselines are sentence embeddings: evaluate them in a separate run")
+        for name in ("max_seq_length", "batch_size", "dialogue_max_seq_length"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.whitening_dim is not None and self.whitening_dim < 1:
@@ -188,7 +202,7 @@ class EvaluationConfig:
 
     def datasets(self) -> list[DatasetFiles]:
         """The parallel dataset lists as `DatasetFiles`, checked for consistency."""
-        file_fields = [task.file_flag for task in task_classes()]
+        file_fields = list(dict.fromkeys(task.file_flag for task in task_classes()))
         per_task = {name: getattr(self, name) for name in file_fields}
         count = max([len(self.dataset_name)] + [len(values) for values in per_task.values()])
         if count == 0:
@@ -225,8 +239,9 @@ class EvaluationConfig:
         """Raises FileNotFoundError for the first input file or checkpoint that does not exist."""
         for dataset in self.datasets():
             for kind, path in dataset.files.items():
-                # An intent set may be a folder (train.json and test.json).
-                if path is not None and not (os.path.isfile(path) or (kind == "intent_file" and os.path.isdir(path))):
+                # An intent set (train.json and test.json) or SGD dialogues may be a folder.
+                folder_ok = kind in ("intent_file", "dialogue_file") and os.path.isdir(path or "")
+                if path is not None and not (os.path.isfile(path) or folder_ok):
                     raise FileNotFoundError(f"{kind} of dataset {dataset.name!r} not found: {path}")
         if self.needs_train_texts and not self._train_texts_exist():
             raise FileNotFoundError(f"train_text_file not found: {self.train_text_file}")

@@ -16,7 +16,9 @@ from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationS
 
 def load_suite(config: EvaluationConfig) -> EvaluationSuite:
     """Reads and validates every dataset's files (`DataFormatError` names file and line)."""
-    return EvaluationSuite([EvaluationDataset.from_files(files.name, files.files) for files in config.datasets()])
+    options = {"dialogue_label": config.dialogue_label}
+    return EvaluationSuite([EvaluationDataset.from_files(files.name, files.files, options)
+                            for files in config.datasets()])
 
 
 def _corpus_sentences(path: str, text_format: str):
@@ -74,7 +76,10 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
                 if baseline is None
                 else build_baseline(baseline, embedders, train_texts, options)
             )
-            metrics = suite(built.embed_fn)
+            encode_dialogues = None
+            if "dialogues" in suite.input_kinds:
+                encode_dialogues = embedders.dialogues(config.dialogue_pooling, config.dialogue_max_seq_length)
+            metrics = suite(built.embed_fn, encode_dialogues)
             results["models"].append(model_record(name, checkpoint, baseline, built.description, built.fit, metrics))
             write_results(results, config.output_dir)
             summary = "; ".join(

@@ -1,10 +1,12 @@
 """The interface every evaluation task implements, and the registry tables read their columns from.
 
 An evaluator is built from one input file of its task (`file_flag` names the evaluation
-config field and flag holding it), reads and checks it at once, and is then called with an
-encoder: `evaluator(encode) -> {metric: value}`. For `input_kind` "sentences", `encode` is
-any `list[str] -> [N, D]` callable (`SentenceEncoder.encode`, or a baseline's embed
-function); later dialogue tasks take a dialogue encoder. Metrics are percentages. Adding a
+config field and flag holding it; `option_names` further config fields it takes), reads and
+checks it at once, and is then called with an encoder: `evaluator(encode) -> {metric: value}`.
+For `input_kind` "sentences", `encode` is any `list[str] -> [N, D]` callable
+(`SentenceEncoder.encode`, or a baseline's embed function); for "dialogues" a
+`list[Dialogue] -> [N, D]` callable (`DialogueEncoder.encode_dialogues`). Metric keys are
+distinct across tasks (a dataset's results are one dict). Metrics are percentages. Adding a
 task is one module with a registered subclass, plus its file field in `EvaluationConfig`.
 """
 
@@ -26,7 +28,8 @@ class Evaluator:
     metrics: ClassVar[tuple]  # ((key, table header), ...) in table order
     primary_metric: ClassVar[str]
     higher_is_better: ClassVar[bool] = True
-    input_kind: ClassVar[str] = "sentences"
+    input_kind: ClassVar[str] = "sentences"  # or "dialogues": called with a dialogue encoder
+    option_names: ClassVar[tuple] = ()  # EvaluationConfig fields passed to the constructor
 
     def __init__(self, path: str):
         self.path = path

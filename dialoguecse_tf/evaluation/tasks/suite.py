@@ -16,12 +16,15 @@ class EvaluationDataset:
     evaluators: list
 
     @classmethod
-    def from_files(cls, name: str, files: dict) -> "EvaluationDataset":
-        """`files` maps a task's `file_flag` to its path (None: the dataset lacks the task).
+    def from_files(cls, name: str, files: dict, options: dict | None = None) -> "EvaluationDataset":
+        """`files` maps a task's `file_flag` to its path (None: the dataset lacks the task);
+        `options` holds the values of the tasks' `option_names`.
 
         Evaluators come in table-column order, each file read and checked now.
         """
-        evaluators = [task(files[task.file_flag]) for task in task_classes() if files.get(task.file_flag)]
+        options = options or {}
+        evaluators = [task(files[task.file_flag], **{key: options[key] for key in task.option_names if key in options})
+                      for task in task_classes() if files.get(task.file_flag)]
         if not evaluators:
             raise ValueError(f"dataset {name!r} has no evaluation file")
         return cls(name, evaluators)
@@ -32,10 +35,20 @@ class EvaluationDataset:
             record.update(evaluator.record())
         return record
 
-    def __call__(self, encode) -> dict:
+    @property
+    def input_kinds(self) -> set:
+        return {evaluator.input_kind for evaluator in self.evaluators}
+
+    def __call__(self, encode, encode_dialogues=None) -> dict:
+        """`encode` embeds sentences, `encode_dialogues` dialogues (needed by dialogue tasks)."""
         metrics = {}
         for evaluator in self.evaluators:
-            metrics.update(evaluator(encode))
+            if evaluator.input_kind == "dialogues":
+                if encode_dialogues is None:
+                    raise ValueError(f"dataset {self.name!r}: {evaluator.label} needs a dialogue encoder")
+                metrics.update(evaluator(encode_dialogues))
+            else:
+                metrics.update(evaluator(encode))
         return metrics
 
 
@@ -48,8 +61,12 @@ class EvaluationSuite:
             raise ValueError(f"dataset names must be distinct, got {names}")
         self.datasets = list(datasets)
 
-    def __call__(self, encode) -> dict:
-        return {dataset.name: dataset(encode) for dataset in self.datasets}
+    @property
+    def input_kinds(self) -> set:
+        return set().union(*(dataset.input_kinds for dataset in self.datasets))
+
+    def __call__(self, encode, encode_dialogues=None) -> dict:
+        return {dataset.name: dataset(encode, encode_dialogues) for dataset in self.datasets}
 
     def primary(self) -> tuple[str, str, bool]:
         """(dataset, metric, higher is better) selecting the best checkpoint: the first

@@ -1,0 +1,36 @@
+"""Writes dial2vec's training TFRecords: each dialogue with negatives that keep one
+interlocutor's turns and replace the other's with that role's utterances from the corpus.
+
+  python data_prep/create_dialogue_data.py --input_file=../shared/data/sgd/train --input_format=sgd \
+    --vocab_file=VOCAB --output_dir=runs/dialogues --max_seq_length=512
+"""
+
+from absl import flags
+
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
+from dialoguecse_tf.data.pipeline import DialogueDataConfig, run_create_dialogue_data
+
+define_corpus_flags(flags)
+flags.DEFINE_string("output_dir", None, "Folder for the dialogues-*.tfrecord shards, records_info.json, config and "
+                    "stats.")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary of the encoder to train.")
+flags.DEFINE_bool("do_lower_case", True, "Must match the vocabulary.")
+flags.DEFINE_integer("max_seq_length", 512, "Tokens per dialogue; the most recent turns are kept (dial2vec: 512).")
+flags.DEFINE_integer("num_negatives", 9, "Negatives per dialogue (dial2vec: 9).")
+flags.DEFINE_enum("keep_role", "random", ["random", "released"],
+                  "Which interlocutor a negative keeps: random per negative (the paper) or always the second "
+                  "speaker (the released code's role 1).")
+flags.DEFINE_integer("min_dialogue_turns", 5, "Drop dialogues with fewer turns (dial2vec: 5).")
+flags.DEFINE_integer("random_seed", 12345, "Seed of the negatives.")
+flags.DEFINE_integer("num_shards", 1, "Number of output files.")
+flags.mark_flags_as_required(["output_dir", "vocab_file"])
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    run_create_dialogue_data(config_from_flags(DialogueDataConfig, FLAGS))
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,100 @@
+"""dial2vec's training samples (Liu et al., EMNLP 2022, section 3.2; the authors'
+`data/generate_training.py`): a dialogue and `num_negatives` negatives made from it.
+
+A negative keeps one interlocutor's turns and replaces every turn of the other with an
+utterance of that other role drawn uniformly, turn by turn, from all such utterances of the
+corpus (the release draws each replaced turn independently, l.72-73, from a pool that may
+include the dialogue's own utterances, as here). Which interlocutor is kept:
+* `keep_role="random"` (the default, the paper's text, L65): chosen at random per negative;
+* `keep_role="released"`: always role 1 (the release keeps role "1" and replaces role "0",
+  l.11-12, 63-73), here the dialogue's second speaker.
+
+Dialogues need at least `min_turns` turns (the release: 5, l.15, 47-50) and exactly two
+interlocutors (roles 0/1 by order of first appearance); others are dropped and counted.
+Each sequence is packed by `dialogue_packing` (most recent turns kept); dialogues whose
+turns did not all fit are counted (`dialogues_truncated`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.dialogue_packing import NUM_ROLES, pack_dialogues, ragged_dialogues
+
+KEEP_ROLES = ("random", "released")
+DEFAULT_MIN_TURNS = 5
+_CHUNK = 64
+_PROGRESS_EVERY = 2000
+
+
+def usable_dialogues(dialogues, min_turns: int, stats: PrepStats) -> list:
+    """(dialogue, turn texts, roles) of every dialogue with two interlocutors and enough turns."""
+    usable = []
+    for dialogue in dialogues:
+        speakers = list(dict.fromkeys(turn.speaker for turn in dialogue.turns))
+        if len(speakers) != NUM_ROLES:
+            stats.drop("not_two_interlocutors")
+        elif len(dialogue.turns) < min_turns:
+            stats.drop(f"fewer_than_{min_turns}_turns")
+        else:
+            usable.append((dialogue, [turn.text for turn in dialogue.turns],
+                           [speakers.index(turn.speaker) for turn in dialogue.turns]))
+    return usable
+
+
+def make_negatives(texts, roles, pools, num_negatives: int, keep_role: str, rng: random.Random) -> list:
+    """`num_negatives` turn lists: one role's turns kept, the other's drawn from `pools[role]`."""
+    if keep_role not in KEEP_ROLES:
+        raise ValueError(f"keep_role must be one of {KEEP_ROLES}, got {keep_role!r}")
+    negatives = []
+    for _ in range(num_negatives):
+        kept = rng.randrange(NUM_ROLES) if keep_role == "random" else 1
+        negatives.append([text if role == kept else rng.choice(pools[role]) for text, role in zip(texts, roles)])
+    return negatives
+
+
+def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.DialogueRecordSpec,
+                           keep_role: str = "random", min_turns: int = DEFAULT_MIN_TURNS, random_seed: int = 12345,
+                           num_shards: int = 1, stats: PrepStats | None = None, log=print) -> PrepStats:
+    """Writes sharded dialogue records (`dialogues-*.tfrecord`) and `records_info.json`."""
+    stats = stats if stats is not None else PrepStats()
+    usable = usable_dialogues(dialogues, min_turns, stats)
+    if len(usable) < 2:
+        raise ValueError(f"{len(usable)} dialogue(s) with two interlocutors and at least {min_turns} turns; "
+                         "dial2vec needs at least 2")
+    pools = [[text for _, texts, roles in usable for text, role in zip(texts, roles) if role == r]
+             for r in range(NUM_ROLES)]
+    rng = random.Random(random_seed)
+    os.makedirs(output_dir, exist_ok=True)
+    with schema.ShardedRecordWriter(os.path.join(output_dir, "dialogues"), num_shards) as writer:
+        for start in range(0, len(usable), _CHUNK):
+            chunk = usable[start:start + _CHUNK]
+            turn_lists, role_lists = [], []
+            for _, texts, roles in chunk:
+                for turns in [texts] + make_negatives(texts, roles, pools, spec.num_negatives, keep_role, rng):
+                    turn_lists.append(turns)
+                    role_lists.append(roles)
+            packed = {key: value.numpy().reshape(len(chunk), spec.num_samples, spec.max_seq_length)
+                      for key, value in pack_dialogues(tokenizer, *ragged_dialogues(turn_lists, role_lists),
+                                                       spec.max_seq_length).items()}
+            for row, (_, texts, _) in enumerate(chunk):
+                kept_turns = int(packed["turn_ids"][row, 0].max()) + 1
+                stats.increment("dialogues_truncated", int(kept_turns < len(texts)))
+                writer.write(spec.serialize({
+                    schema.DIALOGUE_INPUT_IDS: packed["token_ids"][row].astype(np.int64),
+                    schema.DIALOGUE_INPUT_MASK: packed["padding_mask"][row].astype(np.int64),
+                    schema.DIALOGUE_ROLE_IDS: packed["segment_ids"][row].astype(np.int64),
+                    schema.DIALOGUE_TURN_IDS: packed["turn_ids"][row].astype(np.int64),
+                }))
+            if writer.num_written // _PROGRESS_EVERY > (writer.num_written - len(chunk)) // _PROGRESS_EVERY:
+                log(f"[dialogues] {writer.num_written} records written")
+    stats.increment("samples_written", writer.num_written)
+    schema.write_records_info(output_dir, spec, {**stats.to_dict(), "keep_role": keep_role, "min_turns": min_turns,
+                                                 "random_seed": random_seed})
+    log(f"[dialogues] {writer.num_written} dialogues with {spec.num_negatives} negatives each -> {output_dir}")
+    return stats

@@ -1,0 +1,97 @@
+"""The one inference path for whole dialogues, beside `SentenceEncoder` for sentences:
+turns and speakers -> `dialogue_packing` -> BERT (roles as segment ids) -> dialogue pooling.
+
+Evaluation of every dialogue model, its baselines and the export's dialogue signature embed
+through `DialogueEncoder`, so a number in a results table and a served vector agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from dialoguecse_tf.data.dialogue import Dialogue
+from dialoguecse_tf.dialogue_packing import pack_dialogues, ragged_dialogues, speaker_roles
+from dialoguecse_tf.encoder import run_backbone
+from dialoguecse_tf.pooling import DIALOGUE_POOLING_MODES, interlocutor_mean, masked_mean
+from dialoguecse_tf.sentence_encoder import encode_in_batches
+
+
+def dialogue_turns(dialogue) -> tuple[list[str], list[int]]:
+    """(turn texts, roles 0/1) of a `Dialogue` or of a sequence of (speaker, text) pairs."""
+    if isinstance(dialogue, Dialogue):
+        pairs = [(turn.speaker, turn.text) for turn in dialogue.turns]
+        where = f"dialogue {dialogue.dialogue_id}"
+    else:
+        pairs = [tuple(pair) for pair in dialogue]
+        where = "dialogue"
+    if not pairs:
+        raise ValueError(f"{where}: no turn")
+    return [text for _, text in pairs], speaker_roles([speaker for speaker, _ in pairs], where)
+
+
+class DialogueEncoder(tf.Module):
+    """A tokenizer and a BERT backbone that embed whole dialogues (`pooling`: "interlocutor",
+    dial2vec's sum of the two roles' token means, or "mean" over all tokens)."""
+
+    def __init__(self, backbone, tokenizer, max_seq_length: int = 512, pooling: str = "interlocutor",
+                 name: str = "dialogue_encoder"):
+        super().__init__(name=name)
+        if pooling not in DIALOGUE_POOLING_MODES:
+            raise ValueError(f"dialogue pooling must be one of {DIALOGUE_POOLING_MODES}, got {pooling!r}")
+        if max_seq_length > backbone.max_sequence_length:
+            raise ValueError(f"max_seq_length {max_seq_length} exceeds the backbone's {backbone.max_sequence_length} "
+                             "positions")
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.max_seq_length = int(max_seq_length)
+        self.pooling = pooling
+        self._embed_fn = tf.function(self._embed, reduce_retracing=True)
+
+    @classmethod
+    def from_checkpoint(cls, path: str, max_seq_length: int = 512, pooling: str = "interlocutor", **kwargs):
+        from dialoguecse_tf.checkpoints import load_checkpoint
+
+        loaded = load_checkpoint(path, max_seq_length=max_seq_length, **kwargs)
+        return cls(loaded.backbone, loaded.tokenizer, max_seq_length, pooling)
+
+    @property
+    def dimension(self) -> int:
+        return self.backbone.hidden_dim
+
+    def pool(self, sequence_output, padding_mask, roles):
+        if self.pooling == "mean":
+            return masked_mean(sequence_output, padding_mask)
+        return interlocutor_mean(sequence_output, padding_mask, roles)
+
+    def _embed(self, turns, roles):
+        packed = pack_dialogues(self.tokenizer, turns, roles, self.max_seq_length)
+        # Cut the columns that are padding in every row: the vectors stay the same.
+        length = tf.maximum(tf.reduce_max(tf.reduce_sum(packed["padding_mask"], axis=1)), 1)
+        ids, mask, segments = (packed[key][:, :length] for key in ("token_ids", "padding_mask", "segment_ids"))
+        outputs = run_backbone(self.backbone, ids, mask, segment_ids=segments)["sequence_output"]
+        return self.pool(tf.cast(outputs, tf.float32), mask, segments)
+
+    def embed_dialogues(self, turns: tf.RaggedTensor, roles: tf.RaggedTensor):
+        """[B, (T)] turn strings and [B, (T)] roles 0/1 -> [B, D] vectors (a graph function)."""
+        return self._embed_fn(turns, tf.cast(roles, tf.int32))
+
+    def encode_dialogues(self, dialogues, batch_size: int = 16, verbose: bool = False) -> np.ndarray:
+        """Embeds `Dialogue`s (or sequences of (speaker, text) pairs); float32 [N, D] in input order.
+
+        Speakers become roles 0/1 by order of first appearance; a dialogue without exactly two
+        speakers raises ValueError naming it.
+        """
+        items = [dialogue_turns(dialogue) for dialogue in dialogues]
+
+        def embed_batch(batch):
+            turns, roles = ragged_dialogues([items[i][0] for i in batch], [items[i][1] for i in batch])
+            return self.embed_dialogues(turns, roles).numpy()
+
+        # Sorted by turn count (a proxy of length) so a batch carries little padding.
+        order = sorted(range(len(items)), key=lambda i: -len(items[i][0]))
+        vectors = encode_in_batches(order, embed_batch, self.dimension, batch_size, sort_by_length=False,
+                                    verbose=verbose)
+        result = np.zeros_like(vectors)
+        result[order] = vectors
+        return result

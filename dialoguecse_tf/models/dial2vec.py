@@ -1,0 +1,84 @@
+"""dial2vec's training model (Liu et al., EMNLP 2022, section 3; the authors' released
+`dial2vec/network.py`, `Dial2vec.forward` l.79-167).
+
+Each example is S token sequences of one dialogue (the dialogue itself first, then its
+negatives; `dialogue_packing` layout, roles in the segment ids). For every sequence, with E
+[L, d] the backbone's last layer and `m_0`, `m_1` [L] the masks of role 0's and role 1's
+tokens (padding excluded):
+
+* self-representations E_0 = E * m_0, E_1 = E * m_1 (zero outside their role);
+* correlation C = E_1 E_0^T [L, L] (raw dot products: no scaling, no softmax, as the release
+  l.111 and the paper's eq. 2-3), zeroed where the two tokens' turns are more than `window`
+  apart (l.113-119; C[i, j] is non-zero only for i a role-1 and j a role-0 token);
+* cross-representations E~_0 = C E_0 [L, d], whose rows sit on role 1's positions (role 0's
+  tokens as role 1 sees them; the release's `Q_cross = W^T Q`), and E~_1 = C^T E_1, on role
+  0's positions (`R_cross = W R`, l.121-122);
+* pooled (masked mean, l.124-127): self_0 = mean_{m_0}(E_0), cross_0 = mean_{m_1}(E~_0),
+  self_1 = mean_{m_1}(E_1), cross_1 = mean_{m_0}(E~_1): each cross-representation over the
+  positions it lives on.
+
+The loss (the objective's) contrasts, per role, cos(self_r, cross_r) of the dialogue against
+its negatives'. The dialogue embedding is self_0 + self_1 (`pooling.interlocutor_mean`).
+"""
+
+import keras
+import tensorflow as tf
+
+from dialoguecse_tf import schema
+from dialoguecse_tf.encoder import backbone_config, backbone_from_config, run_backbone
+from dialoguecse_tf.pooling import masked_mean
+
+DEFAULT_WINDOW = 10
+
+
+def cross_representations(sequence_output, padding_mask, roles, turn_ids, window: int):
+    """[N, L, d] outputs, [N, L] mask, roles and turn ids -> (self_0, cross_0, self_1, cross_1),
+    each [N, d] (module docstring)."""
+    mask = tf.cast(padding_mask, sequence_output.dtype)
+    role_1 = tf.cast(tf.equal(roles, 1), sequence_output.dtype) * mask
+    role_0 = mask - role_1
+    self_0 = sequence_output * role_0[..., None]
+    self_1 = sequence_output * role_1[..., None]
+    turns = tf.cast(turn_ids, tf.int32)
+    near = tf.abs(turns[:, :, None] - turns[:, None, :]) <= window
+    correlation = tf.matmul(self_1, self_0, transpose_b=True) * tf.cast(near, sequence_output.dtype)
+    cross_0 = tf.matmul(correlation, self_0)
+    cross_1 = tf.matmul(correlation, self_1, transpose_a=True)
+    return (masked_mean(self_0, role_0), masked_mean(cross_0, role_1),
+            masked_mean(self_1, role_1), masked_mean(cross_1, role_0))
+
+
+@keras.saving.register_keras_serializable(package="dialoguecse_tf")
+class Dial2vecModel(keras.Model):
+    """Batched dialogue records ([B, S, L]) -> `self_0`, `cross_0`, `self_1`, `cross_1`, each
+    [B, S, d], and `embedding` [B, d] (self_0 + self_1 of sequence 0, the dialogue itself)."""
+
+    def __init__(self, backbone, window: int = DEFAULT_WINDOW, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+            raise ValueError(f"window must be a non-negative int, got {window!r}")
+        self.backbone = backbone
+        self.window = window
+
+    def call(self, inputs, training=False):
+        ids = tf.cast(inputs[schema.DIALOGUE_INPUT_IDS], tf.int32)
+        samples, length = ids.shape[1], ids.shape[2]
+
+        def flat(name):
+            return tf.reshape(tf.cast(inputs[name], tf.int32), (-1, length))
+
+        mask, roles, turns = flat(schema.DIALOGUE_INPUT_MASK), flat(schema.DIALOGUE_ROLE_IDS), flat(schema.DIALOGUE_TURN_IDS)
+        outputs = run_backbone(self.backbone, tf.reshape(ids, (-1, length)), mask, training, segment_ids=roles)
+        pooled = cross_representations(tf.cast(outputs["sequence_output"], tf.float32), mask, roles, turns,
+                                       self.window)
+        names = ("self_0", "cross_0", "self_1", "cross_1")
+        result = {name: tf.reshape(value, (-1, samples, value.shape[-1])) for name, value in zip(names, pooled)}
+        result["embedding"] = result["self_0"][:, 0] + result["self_1"][:, 0]
+        return result
+
+    def get_config(self):
+        return {**super().get_config(), "backbone": backbone_config(self.backbone), "window": self.window}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**{**config, "backbone": backbone_from_config(config["backbone"])})

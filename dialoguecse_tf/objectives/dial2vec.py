@@ -1,0 +1,89 @@
+"""dial2vec (Liu et al., EMNLP 2022, "Self-Guided Contrastive Learning of Unsupervised Dialogue
+Embeddings") as a registered objective, as the authors' released code computes it
+(AlibabaResearch/DAMO-ConvAI `dial2vec/`):
+
+* records: `schema.DialogueRecordSpec`, each dialogue with negatives that keep one
+  interlocutor (`data/dialogue_records.py`; the paper keeps a random one, the release role 1);
+* model: `models/dial2vec.py`, self- and cross-representations per role within a turn window;
+* loss: per role, the dialogue's cos(self, cross) / tau against its negatives', as the
+  release's `calc_loss` (network.py:210-216): -mean over the B x S entries of
+  log_softmax * onehot, i.e. each dialogue's cross-entropy divided by S; the two roles' losses
+  summed (l.155-161). tau: the paper and the released scripts say 0.2 (run_plato.sh:22); the
+  authors say their released checkpoints used 0.05 (presets `paper_dial2vec` and
+  `paper_dial2vec_tau005`);
+* training: the bottom `num_frozen_layers` layers and the embeddings frozen (the release
+  unfreezes parameters whose names contain 6..11, i.e. the top 6 of 12 layers, network.py:65-77),
+  lr 1e-5 with 10 % warmup, batch 5 dialogues per replica. The release's optimizer is BERTAdam
+  (no bias correction, per-tensor clipping at 1.0, weight decay 0.01 on every parameter) with a
+  schedule that decays over the number of EXAMPLES rather than steps and turns negative after
+  5 epochs (optimization.py:32-35, run.py:218-225); that is a defect, not a setting: the
+  project's AdamW with warmup and linear decay to zero over the run is used instead.
+
+The dialogue embedding after training is `pooling.interlocutor_mean` of the backbone's output
+(`DialogueEncoder`): the sum of the two roles' token means.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+from dialoguecse_tf import losses, schema
+from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.models.dial2vec import DEFAULT_WINDOW, Dial2vecModel
+from dialoguecse_tf.objectives.base import Objective, register
+from dialoguecse_tf.objectives.contrastive import candidate_metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class Dial2vecOptions:
+    temperature: float = field(0.2, "Temperature tau (paper and released scripts: 0.2; released checkpoints: 0.05).")
+    window: int = field(DEFAULT_WINDOW, "Turns apart beyond which two tokens do not attend in the cross-"
+                        "representations (dial2vec: 10).")
+    num_negatives: int = field(9, "Negatives per dialogue (dial2vec: 9); at most what the records carry.")
+    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (dial2vec: 6).")
+
+    def __post_init__(self):
+        if isinstance(self.temperature, bool) or not self.temperature > 0:
+            raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
+        if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 0:
+            raise ValueError(f"window must be a non-negative int, got {self.window!r}")
+        if isinstance(self.num_negatives, bool) or not isinstance(self.num_negatives, int) or self.num_negatives < 1:
+            raise ValueError(f"num_negatives must be a positive int, got {self.num_negatives!r}")
+
+
+@register
+class Dial2vecObjective(Objective):
+    """Self-guided contrastive learning of whole dialogues (see the module docstring)."""
+
+    name = "dial2vec"
+    summary = "dial2vec: whole dialogues, interlocutor-aware self-guided contrastive loss"
+    record_type = schema.RECORD_TYPE_DIALOGUES
+    options_class = Dial2vecOptions
+    training_defaults = {"train_batch_size": 5, "learning_rate": 1e-5}
+
+    def check_records(self, spec, records_dir: str) -> None:
+        if self.options.num_negatives > spec.num_negatives:
+            raise ValueError(f"num_negatives={self.options.num_negatives} but the records in {records_dir} carry only "
+                             f"{spec.num_negatives} (see {records_dir}/{schema.RECORDS_INFO_FILE})")
+
+    def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
+        freeze_bottom_layers(backbone, self.options.num_frozen_layers)
+        freeze_pooler(backbone)
+        return Dial2vecModel(backbone, window=self.options.window)
+
+    def prepare_batch(self, batch: dict) -> dict:
+        keep = self.options.num_negatives + 1
+        return {name: value[:, :keep] for name, value in batch.items()}
+
+    def compute_loss(self, model, batch, training, global_batch_size):
+        outputs = model(batch, training=training)
+        role_0 = losses.pair_similarities(outputs["self_0"], outputs["cross_0"])
+        role_1 = losses.pair_similarities(outputs["self_1"], outputs["cross_1"])
+        per_example = (losses.released_nt_xent_per_example_loss(role_0, self.options.temperature)
+                       + losses.released_nt_xent_per_example_loss(role_1, self.options.temperature))
+        both = tf.concat([role_0, role_1], axis=0)
+        return losses.global_mean(per_example, global_batch_size), candidate_metrics(both, both)
+
+    def metadata(self) -> dict:
+        return dataclasses.asdict(self.options)
