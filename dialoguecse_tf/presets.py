@@ -68,6 +68,22 @@ PRESETS["paper_dse"] = {**_DSE, "train_batch_size": 1024, "learning_rate": 3e-6,
 PRESETS["cpu_dse"] = {**_DSE, "train_batch_size": 64, "learning_rate": 3e-5, "head_learning_rate_scale": 10.0,
                       "num_train_steps": 300, "save_checkpoints_steps": 100, "log_steps": 10, "random_seed": 12345}
 
+# dial2vec (Liu et al., EMNLP 2022, section 4.1 and run_plato.sh): 512 tokens, 9 negatives, window
+# 10, batch 5, lr 1e-5 with 10 % warmup, bottom 6 layers frozen, 5 epochs on SGD, the encoder best
+# by dev purity (every 100 steps in the release) kept; tau 0.2 as in the paper and scripts, 0.05
+# as the authors' released checkpoints.
+_DIAL2VEC = {"objective": "dial2vec", "max_seq_length": 512, "num_negatives": 9, "window": 10,
+             "train_batch_size": 5, "learning_rate": 1e-5, "num_frozen_layers": 6, "log_steps": 20,
+             "random_seed": 12345}
+PRESETS["paper_dial2vec"] = {**_DIAL2VEC, "temperature": 0.2, "num_train_epochs": 5.0, "warmup_proportion": 0.1,
+                             "eval_steps": 100, "save_checkpoints_steps": 100}
+PRESETS["paper_dial2vec_tau005"] = {**PRESETS["paper_dial2vec"], "temperature": 0.05}
+# run_scripts/dial2vec_sgd_minilm.sh on 2 CPU cores: MiniLM (6 layers, the bottom 3 frozen),
+# 192 tokens per dialogue, 4 negatives, batch 4 dialogues (20 sequences per step).
+PRESETS["cpu_dial2vec"] = {**_DIAL2VEC, "max_seq_length": 192, "num_negatives": 4, "train_batch_size": 4,
+                           "learning_rate": 2e-5, "num_frozen_layers": 3, "temperature": 0.2, "num_train_steps": 300,
+                           "num_warmup_steps": 30, "eval_steps": 100, "save_checkpoints_steps": 100, "log_steps": 10}
+
 
 def get_preset(name: str) -> dict:
     try:

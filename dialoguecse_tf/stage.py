@@ -46,6 +46,8 @@ class TrainConfig:
     num_train_epochs: float | None = field(
         None, "Epochs over the records (fractions allowed); set this or num_train_steps.")
     num_warmup_steps: int = field(0, "Linear warmup steps.")
+    warmup_proportion: float = field(0.0, "Warmup as a fraction of the training steps (e.g. 0.1); when set, it "
+                                     "decides num_warmup_steps.")
     max_train_examples: int = field(0, "Train on only the first this many records (data-scale study); 0: all.")
     save_checkpoints_steps: int = field(1000, "Checkpoint every this many steps (and at the end).")
     log_steps: int = field(10, "TensorBoard summaries every this many steps.")
@@ -61,9 +63,12 @@ class TrainConfig:
     mixed_precision: bool = field(False, "float16 compute, float32 weights and dynamic loss scaling; GPU only.")
     eval_select_file: str | None = field(None, "SR set (select.txt) to evaluate on every eval_steps and at the end.")
     eval_sts_file: str | None = field(None, "D-STS set (sts.txt) to evaluate on every eval_steps and at the end.")
+    eval_dialogue_file: str | None = field(None, "Labelled dialogues (an SGD folder or file) for dial2vec's "
+                                           "clustering, relatedness and retrieval every eval_steps and at the end "
+                                           "(interlocutor pooling, max_seq_length tokens per dialogue).")
     eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
-                            "first task's primary metric in table order (D-STS Corr., else SR MAP) is kept in "
-                            "best_encoder/.")
+                            "first task's primary metric in table order (D-STS Corr., else SR MAP, else dialogue "
+                            "purity) is kept in best_encoder/.")
 
     def resolved(self, objective) -> "TrainConfig":
         """This config with the objective's defaults filled in."""
@@ -104,9 +109,11 @@ def configure(objective_name: str, **values):
 
 def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, objective, num_train_steps):
     """`step -> metrics` on the config's evaluation files, keeping the best encoder; or None."""
-    files = {"select_file": config.eval_select_file, "sts_file": config.eval_sts_file}
+    files = {"select_file": config.eval_select_file, "sts_file": config.eval_sts_file,
+             "dialogue_file": config.eval_dialogue_file}
     if not any(files.values()):
         return None
+    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
     from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
 
     dataset = EvaluationDataset.from_files("dev", files)
@@ -115,7 +122,8 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
 
     def evaluate(step):
         encoder = SentenceEncoder(backbone, tokenizer, pooling="mean")
-        results = {key: float(value) for key, value in dataset(encoder.encode).items()}
+        dialogue_encoder = DialogueEncoder(backbone, tokenizer, config.max_seq_length, pooling="interlocutor")
+        results = {key: float(value) for key, value in dataset(encoder.encode, dialogue_encoder.encode_dialogues).items()}
         value = results[primary_metric]
         previous = best.get("value")
         if previous is None or (value > previous if higher_is_better else value < previous):
@@ -151,6 +159,10 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     num_train_steps = training.resolve_num_train_steps(
         config.num_train_steps, config.num_train_epochs, num_used, config.train_batch_size,
     )
+    if config.warmup_proportion:
+        if not 0 < config.warmup_proportion < 1:
+            raise ValueError(f"warmup_proportion must be in (0, 1), got {config.warmup_proportion}")
+        config = dataclasses.replace(config, num_warmup_steps=round(config.warmup_proportion * num_train_steps))
     keras.utils.set_random_seed(config.random_seed)
     os.makedirs(config.output_dir, exist_ok=True)
     # Under MultiWorkerMirroredStrategy only the chief writes the run's outputs.

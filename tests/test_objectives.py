@@ -238,3 +238,19 @@ def test_bad_records_end_in_one_error_line(real_inputs, tmp_path, name):
     assert len(errors) == 1 and "Traceback" not in completed.stderr, completed.stderr[-2000:]
     assert wrong in errors[0] or os.path.join(folder, wrong) in errors[0], errors[0]
     assert not os.path.exists(tmp_path / "run" / stage.ENCODER_DIR)
+
+
+def test_dial2vec_keeps_the_encoder_best_by_dev_purity_and_derives_its_warmup(real_inputs, shared_data, tmp_path):
+    from dialoguecse_tf.data.readers import write_jsonl
+
+    dialogues = list(itertools.islice(
+        read_corpus(str(shared_data / "ecd" / "train" / "train_data.txt.sample"), "authors"), 12))
+    labelled = [dataclasses.replace(d, services=("A_1" if i % 2 else "B_1",)) for i, d in enumerate(dialogues)]
+    write_jsonl(labelled, tmp_path / "dev.jsonl")
+    _run(real_inputs, "dial2vec", tmp_path / "run", num_train_steps=4, eval_steps=2, warmup_proportion=0.5,
+         eval_dialogue_file=str(tmp_path / "dev.jsonl"))
+    config = json.load(open(tmp_path / "run" / stage.CONFIG_FILE, encoding="utf-8"))
+    assert config["num_warmup_steps"] == 2 and config["warmup_proportion"] == 0.5
+    best = load_checkpoint(str(tmp_path / "run" / stage.BEST_ENCODER_DIR), MAX_SEQ_LENGTH).metadata
+    assert best["selected_by"] == "purity" and best["step"] in (2, 4)
+    assert set(best["eval"]) == {"purity", "nmi", "ari", "spearman", "spearman_pairs", "dialogue_map", "dialogue_mrr"}
