@@ -2,7 +2,12 @@
 
 The exported graph is `SentenceEncoder.embed_texts` itself (tokenization in-graph with
 tensorflow-text, BERT, pooling), so served vectors are the vectors `encode()` returns.
-A second signature takes token ids for clients that tokenize themselves.
+A second signature takes token ids for clients that tokenize themselves; a third,
+`embed_dialogues`, embeds whole dialogues through `DialogueEncoder.embed_dialogues`, the graph
+`encode_dialogues()` runs: every dialogue's turns flattened into `turns` with their `speakers`,
+and `dialogue_lengths` (turns per dialogue). A dialogue's first speaker is role 0 and every
+other speaker role 1 (dialogues with more than two speakers are the client's to refuse, as
+`encode_dialogues()` does).
 """
 
 import dataclasses
@@ -14,21 +19,39 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.config_io import write_config
+from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_turns
 from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches
 
 SERVING_SIGNATURE = "serving_default"
 TOKENS_SIGNATURE = "embed_tokens"
+DIALOGUES_SIGNATURE = "embed_dialogues"
 TEXT_INPUT = "text"
 OUTPUT_KEY = "embedding"
 
 
 class _ExportModule(tf.Module):
-    def __init__(self, encoder: SentenceEncoder, normalize: bool):
+    def __init__(self, encoder: SentenceEncoder, normalize: bool, dialogue_encoder: DialogueEncoder):
         super().__init__(name="dialoguecse_export")
         self.encoder = encoder
+        self.dialogue_encoder = dialogue_encoder
         self.tokenizer = encoder.tokenizer
         self.backbone = encoder.backbone
         self._normalize = normalize
+
+    @tf.function(input_signature=[
+        tf.TensorSpec([None], tf.string, name="turns"),
+        tf.TensorSpec([None], tf.string, name="speakers"),
+        tf.TensorSpec([None], tf.int32, name="dialogue_lengths"),
+    ])
+    def serve_dialogues(self, turns, speakers, dialogue_lengths):
+        dialogue_lengths = tf.cast(dialogue_lengths, tf.int64)
+        first = tf.repeat(tf.gather(speakers, tf.cumsum(dialogue_lengths, exclusive=True)), dialogue_lengths)
+        roles = tf.RaggedTensor.from_row_lengths(tf.cast(tf.not_equal(speakers, first), tf.int32), dialogue_lengths)
+        vectors = self.dialogue_encoder.embed_dialogues(tf.RaggedTensor.from_row_lengths(turns, dialogue_lengths),
+                                                        roles)
+        if self._normalize:
+            vectors = tf.math.l2_normalize(vectors, axis=-1)
+        return {OUTPUT_KEY: vectors}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=TEXT_INPUT)])
     def serve_text(self, text):
@@ -50,6 +73,8 @@ class ExportConfig:
     pooling: str = "mean"
     normalize: bool = False
     version: int | None = None
+    dialogue_max_seq_length: int | None = None
+    dialogue_pooling: str = "interlocutor"
 
 
 def next_version(export_dir: str) -> int:
@@ -61,8 +86,11 @@ def next_version(export_dir: str) -> int:
 
 
 def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool = False,
-                      version: int | None = None) -> str:
+                      version: int | None = None, dialogue_encoder: DialogueEncoder | None = None) -> str:
     """Writes `export_dir/<version>/`, the layout TF Serving expects; returns that path.
+
+    `dialogue_encoder` (default: interlocutor pooling over the backbone's full length) serves
+    the dialogue signature.
 
     The SavedModel is written beside its final name and renamed into place, so a serving
     process polling `export_dir` never sees a half-written version.
@@ -74,12 +102,15 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
     os.makedirs(export_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)
     try:
-        module = _ExportModule(encoder, normalize)
+        dialogue_encoder = dialogue_encoder or DialogueEncoder(encoder.backbone, encoder.tokenizer,
+                                                               encoder.backbone.max_sequence_length)
+        module = _ExportModule(encoder, normalize, dialogue_encoder)
         tf.saved_model.save(
             module, staging,
             signatures={
                 SERVING_SIGNATURE: module.serve_text.get_concrete_function(),
                 TOKENS_SIGNATURE: module.serve_tokens.get_concrete_function(),
+                DIALOGUES_SIGNATURE: module.serve_dialogues.get_concrete_function(),
             },
         )
         os.replace(staging, target)
@@ -91,7 +122,10 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
 
 def run_export(config: ExportConfig) -> str:
     encoder = SentenceEncoder.from_checkpoint(config.checkpoint, config.max_seq_length, config.pooling)
-    path = export_savedmodel(encoder, config.export_dir, config.normalize, config.version)
+    dialogue_encoder = DialogueEncoder(encoder.backbone, encoder.tokenizer,
+                                       config.dialogue_max_seq_length or encoder.backbone.max_sequence_length,
+                                       config.dialogue_pooling)
+    path = export_savedmodel(encoder, config.export_dir, config.normalize, config.version, dialogue_encoder)
     write_config(config, path, "export_config.json")
     return path
 
@@ -108,8 +142,25 @@ class ExportedEncoder:
                 raise FileNotFoundError(f"{path}: no SavedModel and no numeric version folder")
             path = os.path.join(path, max(versions, key=int))
         self.path = path
-        self._serve = tf.saved_model.load(path).signatures[SERVING_SIGNATURE]
+        signatures = tf.saved_model.load(path).signatures
+        self._serve = signatures[SERVING_SIGNATURE]
+        self._serve_dialogues = signatures.get(DIALOGUES_SIGNATURE)
         self.dimension = int(self._serve.structured_outputs[OUTPUT_KEY].shape[-1])
+
+    def encode_dialogues(self, dialogues, batch_size: int = 16) -> np.ndarray:
+        """Embeds `Dialogue`s (or (speaker, text) sequences) through the dialogue signature."""
+        if self._serve_dialogues is None:
+            raise ValueError(f"{self.path}: exported without the {DIALOGUES_SIGNATURE} signature")
+        items = [dialogue_turns(dialogue) for dialogue in dialogues]
+
+        def embed(batch):
+            turns = [text for i in batch for text in items[i][0]]
+            speakers = [str(role) for i in batch for role in items[i][1]]
+            return self._serve_dialogues(turns=tf.constant(turns, tf.string), speakers=tf.constant(speakers),
+                                         dialogue_lengths=tf.constant([len(items[i][0]) for i in batch],
+                                                                      tf.int32))[OUTPUT_KEY].numpy()
+
+        return encode_in_batches(list(range(len(items))), embed, self.dimension, batch_size, sort_by_length=False)
 
     def encode(self, texts, batch_size: int = 64, verbose: bool = False, sort_by_length: bool = True) -> np.ndarray:
         return encode_in_batches(

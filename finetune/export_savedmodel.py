@@ -11,6 +11,11 @@ flags.DEFINE_integer("max_seq_length", 128, "Longer texts are truncated to this 
 flags.DEFINE_enum("pooling", "mean", ["mean", "cls"], "Sentence embedding: masked mean (the paper's) or [CLS].")
 flags.DEFINE_bool("normalize", False, "L2-normalize the served embeddings.")
 flags.DEFINE_integer("version", None, "Version number; default: one above the highest in export_dir.")
+flags.DEFINE_integer("dialogue_max_seq_length", None, "Tokens per dialogue of the embed_dialogues signature; "
+                     "default: the checkpoint's maximum.")
+flags.DEFINE_enum("dialogue_pooling", "interlocutor", ["interlocutor", "mean"],
+                  "Dialogue embedding of the embed_dialogues signature: the two roles' token means summed "
+                  "(dial2vec) or the mean over all tokens.")
 flags.mark_flags_as_required(["checkpoint", "export_dir"])
 FLAGS = flags.FLAGS
 

@@ -59,3 +59,31 @@ def test_embed_cli_end_to_end(tmp_path, tiny_bert_config, tiny_vocab_file):
         capture_output=True, text=True,
     )
     assert missing.returncode != 0 and "checkpoint" in missing.stderr
+
+
+def test_embed_cli_embeds_whole_dialogues(tmp_path, tiny_bert_config, tiny_vocab_file):
+    import json
+
+    from dialoguecse_tf.checkpoints import save_checkpoint
+    from dialoguecse_tf.data.dialogue import Dialogue, Turn
+    from dialoguecse_tf.data.readers import write_jsonl
+    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
+    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=12)
+    backbone = build_backbone(tiny_bert_config)
+    checkpoint = save_checkpoint(str(tmp_path / "ckpt"), backbone, tiny_bert_config, tokenizer)
+    dialogues = [Dialogue(f"d{i}", (Turn("u", "where is my order"), Turn("a", "it is late"), Turn("u", text)))
+                 for i, text in enumerate(["thanks", "i want a refund please"])]
+    write_jsonl(dialogues, tmp_path / "dialogues.jsonl")
+    out = tmp_path / "out.jsonl"
+    completed = subprocess.run(
+        [sys.executable, "-m", "dialoguecse_tf.cli.embed", f"--checkpoint={checkpoint}",
+         f"--input_file={tmp_path / 'dialogues.jsonl'}", "--dialogue_format=jsonl", "--dialogue_max_seq_length=24",
+         f"--output_file={out}"], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [row["text"] for row in rows] == ["d0", "d1"]
+    expected = DialogueEncoder(backbone, tokenizer, max_seq_length=24).encode_dialogues(dialogues)
+    np.testing.assert_allclose([row["embedding"] for row in rows], expected, atol=1e-5)

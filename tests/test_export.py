@@ -99,3 +99,22 @@ def test_export_entry_point_and_embed_cli_from_export(tmp_path, encoder, tiny_be
     expected = encoder.encode(["where is my order", "退货"])
     assert [r["text"] for r in rows] == ["where is my order", "退货"]
     assert np.abs(np.array([r["embedding"] for r in rows]) - expected).max() < 1e-5
+
+
+def test_the_dialogue_signature_gives_encode_dialogues_vectors(tmp_path, tiny_bert_config, tiny_vocab_file):
+    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
+    from dialoguecse_tf.export import ExportedEncoder
+
+    backbone = build_backbone(tiny_bert_config)
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
+    dialogues = [
+        [("user", "where is my order"), ("agent", "the order is late"), ("user", "i want a refund please")],
+        [("agent", "hello"), ("user", "change my address " * 6), ("agent", "thanks")],
+        [("a", "hi"), ("b", "hello")],
+    ]
+    dialogue_encoder = DialogueEncoder(backbone, tokenizer, max_seq_length=20)
+    expected = dialogue_encoder.encode_dialogues(dialogues)
+    path = export_savedmodel(SentenceEncoder(backbone, tokenizer), str(tmp_path / "export"),
+                             dialogue_encoder=dialogue_encoder)
+    served = ExportedEncoder(path).encode_dialogues(dialogues, batch_size=2)
+    np.testing.assert_allclose(served, expected, atol=1e-5)

@@ -1,8 +1,12 @@
-"""Embeds texts (one per line, from a file or stdin) with any supported checkpoint.
+"""Embeds texts (one per line, from a file or stdin), or whole dialogues, with any supported
+checkpoint or an exported SavedModel.
 
   dialoguecse-embed --checkpoint=DIR --input_file=texts.txt --output_file=vectors.npy
+  dialoguecse-embed --checkpoint=DIR --input_file=../shared/data/sgd/dev --dialogue_format=sgd \
+    --output_file=dialogues.jsonl   # one vector per dialogue, keyed by dialogue id
 """
 
+import numpy as np
 from absl import flags, logging
 
 from dialoguecse_tf.cli import flag_utils
@@ -17,6 +21,12 @@ flags.DEFINE_enum("pooling", "mean", ["mean", "cls"], "Sentence embedding: maske
 flags.DEFINE_bool("normalize", False, "L2-normalize the embeddings.")
 flags.DEFINE_integer("batch_size", 64, "Texts per forward pass.")
 flags.DEFINE_integer("nearest_neighbors", 0, "If > 0, also print each text's k most similar texts.")
+flags.DEFINE_enum("dialogue_format", None, ["authors", "mdc", "ecd", "jddc", "sgd", "jsonl"],
+                  "Embed the dialogues of input_file, a corpus in this format, instead of lines of text (each "
+                  "dialogue needs exactly two speakers).")
+flags.DEFINE_enum("dialogue_pooling", "interlocutor", ["interlocutor", "mean"],
+                  "Dialogue embedding: the two roles' token means summed (dial2vec) or the mean over all tokens.")
+flags.DEFINE_integer("dialogue_max_seq_length", 512, "Tokens per dialogue; the most recent turns are kept.")
 flags.mark_flags_as_required(["output_file"])
 flags.mark_flags_as_mutual_exclusive(["checkpoint", "export_dir"], required=True)
 FLAGS = flags.FLAGS
@@ -25,6 +35,39 @@ FLAGS = flags.FLAGS
 def main(argv):
     del argv
     check_output_file(FLAGS.output_file)
+    if FLAGS.dialogue_format:
+        texts, vectors = _embed_dialogues()
+    else:
+        texts, vectors = _embed_texts()
+    write_embeddings(FLAGS.output_file, texts, vectors)
+    logging.info("wrote %d embeddings of dimension %d to %s", *vectors.shape, FLAGS.output_file)
+    for i, neighbors in enumerate(nearest_neighbors(vectors, FLAGS.nearest_neighbors) if FLAGS.nearest_neighbors else []):
+        print(f"{texts[i]}")
+        for j, score in neighbors:
+            print(f"    {score:+.3f}  {texts[j]}")
+
+
+def _embed_dialogues():
+    from dialoguecse_tf.data.readers import read_corpus
+
+    dialogues = list(read_corpus(FLAGS.input_file, FLAGS.dialogue_format))
+    if not dialogues:
+        raise ValueError(f"{FLAGS.input_file}: no dialogue to embed")
+    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
+    from dialoguecse_tf.export import ExportedEncoder
+
+    if FLAGS.export_dir:
+        vectors = ExportedEncoder(FLAGS.export_dir).encode_dialogues(dialogues)
+    else:
+        encoder = DialogueEncoder.from_checkpoint(FLAGS.checkpoint, FLAGS.dialogue_max_seq_length,
+                                                  FLAGS.dialogue_pooling)
+        vectors = encoder.encode_dialogues(dialogues, verbose=True)
+    if FLAGS.normalize:
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return [dialogue.dialogue_id for dialogue in dialogues], vectors
+
+
+def _embed_texts():
     texts = read_texts(FLAGS.input_file)
     if not texts:
         raise ValueError(f"{FLAGS.input_file}: no text to embed")
@@ -40,12 +83,7 @@ def main(argv):
             FLAGS.checkpoint, max_seq_length=FLAGS.max_seq_length, pooling=FLAGS.pooling
         )
         vectors = encoder.encode(texts, batch_size=FLAGS.batch_size, normalize=FLAGS.normalize, verbose=True)
-    write_embeddings(FLAGS.output_file, texts, vectors)
-    logging.info("wrote %d embeddings of dimension %d to %s", *vectors.shape, FLAGS.output_file)
-    for i, neighbors in enumerate(nearest_neighbors(vectors, FLAGS.nearest_neighbors) if FLAGS.nearest_neighbors else []):
-        print(f"{texts[i]}")
-        for j, score in neighbors:
-            print(f"    {score:+.3f}  {texts[j]}")
+    return texts, vectors
 
 
 def run():
