@@ -60,8 +60,13 @@ def make_negatives(texts, roles, pools, num_negatives: int, keep_role: str, rng:
 
 def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.DialogueRecordSpec,
                            keep_role: str = "random", min_turns: int = DEFAULT_MIN_TURNS, random_seed: int = 12345,
-                           num_shards: int = 1, stats: PrepStats | None = None, log=print) -> PrepStats:
-    """Writes sharded dialogue records (`dialogues-*.tfrecord`) and `records_info.json`."""
+                           num_shards: int = 1, stats: PrepStats | None = None, log=print,
+                           max_dialogues: int = 0) -> PrepStats:
+    """Writes sharded dialogue records (`dialogues-*.tfrecord`) and `records_info.json`.
+
+    `max_dialogues` > 0 writes a seeded sample of that many dialogues (a CPU run reads only a
+    few thousand); the negatives still draw from the whole corpus's utterances.
+    """
     stats = stats if stats is not None else PrepStats()
     usable = usable_dialogues(dialogues, min_turns, stats)
     if len(usable) < 2:
@@ -70,6 +75,9 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.D
     pools = [[text for _, texts, roles in usable for text, role in zip(texts, roles) if role == r]
              for r in range(NUM_ROLES)]
     rng = random.Random(random_seed)
+    if 0 < max_dialogues < len(usable):
+        stats.increment("dialogues_not_sampled", len(usable) - max_dialogues)
+        usable = [usable[i] for i in sorted(rng.sample(range(len(usable)), max_dialogues))]
     os.makedirs(output_dir, exist_ok=True)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "dialogues"), num_shards) as writer:
         for start in range(0, len(usable), _CHUNK):

@@ -203,6 +203,7 @@ class DialogueDataConfig:
     num_negatives: int = 9
     keep_role: str = "random"
     min_dialogue_turns: int = 5
+    max_dialogues: int = 0
     random_seed: int = 12345
     num_shards: int = 1
 
@@ -218,7 +219,8 @@ def run_create_dialogue_data(config: DialogueDataConfig, log=print) -> PrepStats
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
     write_dialogue_records(dialogues, tokenizer, config.output_dir,
                            schema.DialogueRecordSpec(config.max_seq_length, config.num_negatives), config.keep_role,
-                           config.min_dialogue_turns, config.random_seed, config.num_shards, stats, log)
+                           config.min_dialogue_turns, config.random_seed, config.num_shards, stats, log,
+                           config.max_dialogues)
     _finish(config, stats, start, log)
     return stats
 

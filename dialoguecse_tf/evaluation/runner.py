@@ -10,6 +10,11 @@ from dialoguecse_tf.config_io import config_to_dict
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.embedding_io import read_texts
 from dialoguecse_tf.evaluation.config import EvaluationConfig
+
+DIALOGUE_POOLING_DESCRIPTIONS = {
+    "interlocutor": "the mean of each interlocutor's token outputs, the two summed (dial2vec)",
+    "mean": "the mean of all token outputs of the dialogue",
+}
 from dialoguecse_tf.evaluation.results import model_record, new_results, write_results
 from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
 
@@ -80,7 +85,11 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
             if "dialogues" in suite.input_kinds:
                 encode_dialogues = embedders.dialogues(config.dialogue_pooling, config.dialogue_max_seq_length)
             metrics = suite(built.embed_fn, encode_dialogues)
-            results["models"].append(model_record(name, checkpoint, baseline, built.description, built.fit, metrics))
+            description = built.description
+            if encode_dialogues is not None:
+                description += (f"; dialogues (at most {config.dialogue_max_seq_length} tokens, the most recent turns "
+                                f"kept): {DIALOGUE_POOLING_DESCRIPTIONS[config.dialogue_pooling]}")
+            results["models"].append(model_record(name, checkpoint, baseline, description, built.fit, metrics))
             write_results(results, config.output_dir)
             summary = "; ".join(
                 f"{dataset}: " + ", ".join(f"{key} {value:.2f}" for key, value in values.items())
