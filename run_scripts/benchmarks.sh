@@ -21,5 +21,6 @@ else
   echo "[benchmarks] no records match ${TRAIN_FILE}: skipping the real-length training step and input pipeline"
 fi
 python benchmarks/dse_step.py --output_json="${OUT}/dse_step.json"
+python benchmarks/dial2vec_step.py --output_json="${OUT}/dial2vec_step.json"
 python benchmarks/flops.py --output_json="${OUT}/flops.json"
 python benchmarks/scaling.py --output_json="${OUT}/scaling.json"
