@@ -6,7 +6,10 @@ released `data/data_provider.py` (l.177-281: [CLS], turns separated by [SEP]) wi
 closing the last turn too, so every turn ends in one. Per token:
 * `segment_ids`: the turn's role, 0 or 1 (the [CLS] takes the first kept turn's role,
   padding 0). BERT's token-type embedding carries the role, so a Google or HuggingFace BERT
-  checkpoint loads unchanged (the release passes roles to PLATO's own role embedding instead);
+  checkpoint loads unchanged. This differs from the release: its BERT path passes all-zero
+  token types, and only its (unreleased) PLATO backbone receives roles, through a role
+  embedding of its own. With the embeddings frozen (dial2vec freezes them with the bottom
+  layers), the role-1 embedding stays the pretrained second token type;
 * `turn_ids`: the index of the token's turn among the kept turns (the [CLS]: 0), which
   dial2vec's window over turns reads.
 
@@ -44,6 +47,7 @@ def pack_dialogues(tokenizer, turns: tf.RaggedTensor, roles: tf.RaggedTensor, ma
     """[B, (T)] turn strings and their [B, (T)] roles -> int32 `token_ids`, `segment_ids`
     (roles), `turn_ids` and `padding_mask`, each [B, max_seq_length] (module docstring)."""
     length = int(max_seq_length)
+    tf.debugging.assert_positive(turns.row_lengths(), message="every dialogue needs at least one turn")
     pieces = tf.RaggedTensor.from_row_splits(tokenizer.tokenize(turns.flat_values), turns.row_splits)
     piece_counts = tf.cast(pieces.row_lengths(axis=2), tf.int64)
     # Tokens a turn costs (its pieces and its [SEP]); a turn is kept while it and every later

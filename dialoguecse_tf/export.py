@@ -45,6 +45,9 @@ class _ExportModule(tf.Module):
     ])
     def serve_dialogues(self, turns, speakers, dialogue_lengths):
         dialogue_lengths = tf.cast(dialogue_lengths, tf.int64)
+        tf.debugging.assert_positive(dialogue_lengths, message="every dialogue needs at least one turn")
+        tf.debugging.assert_equal(tf.reduce_sum(dialogue_lengths), tf.size(turns, out_type=tf.int64),
+                                  message="dialogue_lengths must add up to the number of turns")
         first = tf.repeat(tf.gather(speakers, tf.cumsum(dialogue_lengths, exclusive=True)), dialogue_lengths)
         roles = tf.RaggedTensor.from_row_lengths(tf.cast(tf.not_equal(speakers, first), tf.int32), dialogue_lengths)
         vectors = self.dialogue_encoder.embed_dialogues(tf.RaggedTensor.from_row_lengths(turns, dialogue_lengths),

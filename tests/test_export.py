@@ -116,5 +116,13 @@ def test_the_dialogue_signature_gives_encode_dialogues_vectors(tmp_path, tiny_be
     expected = dialogue_encoder.encode_dialogues(dialogues)
     path = export_savedmodel(SentenceEncoder(backbone, tokenizer), str(tmp_path / "export"),
                              dialogue_encoder=dialogue_encoder)
-    served = ExportedEncoder(path).encode_dialogues(dialogues, batch_size=2)
+    exported = ExportedEncoder(path)
+    served = exported.encode_dialogues(dialogues, batch_size=2)
     np.testing.assert_allclose(served, expected, atol=1e-5)
+    import tensorflow as tf
+
+    signature = tf.saved_model.load(path).signatures["embed_dialogues"]
+    for lengths, message in (([0, 2], "at least one turn"), ([1, 2], "add up to the number of turns")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            signature(turns=tf.constant(["hi", "hello"]), speakers=tf.constant(["a", "b"]),
+                      dialogue_lengths=tf.constant(lengths, tf.int32))

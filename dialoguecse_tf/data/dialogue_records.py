@@ -12,7 +12,9 @@ include the dialogue's own utterances, as here). Which interlocutor is kept:
 Dialogues need at least `min_turns` turns (the release: 5, l.15, 47-50) and exactly two
 interlocutors (roles 0/1 by order of first appearance); others are dropped and counted.
 Each sequence is packed by `dialogue_packing` (most recent turns kept); dialogues whose
-turns did not all fit are counted (`dialogues_truncated`).
+turns did not all fit are counted (`dialogues_truncated`). Turns are counted after the corpus
+stage's merging of a speaker's consecutive utterances (`--merge_speakers`, on by default; the
+release counts raw turns); on SGD, whose speakers alternate, the two agree.
 """
 
 from __future__ import annotations

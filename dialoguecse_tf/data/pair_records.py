@@ -13,6 +13,11 @@ shuffle buffer does not keep a dialogue's pairs together.
 than `min_words` words, paired with itself; the two views then differ only by dropout. The
 paper counts "879185 unique sentences" for it (L899), so repeats are dropped here.
 
+The corpus stage before this one merges a speaker's consecutive utterances into one turn
+(`--merge_speakers`, on by default, the DialogueCSE paper's preprocessing; the DSE release
+pairs TOD-BERT's turns as they are) and applies the format's `--min_turns`; on SGD, whose
+speakers alternate, neither changes anything.
+
 Words: the release counts `len(u.split())`, which is meaningless for Chinese, written
 without spaces. Here a word is a whitespace-separated run of non-CJK characters, and each
 CJK character (BERT's CJK ranges and kana) counts as one word: for English the release's

@@ -7,8 +7,10 @@ labelled by that service (`label="service"`, as dial2vec's released sets label S
 (`label="domain"`, the service name before "_"). Dropped and counted in `stats`: dialogues with
 several services (as dial2vec drops multi-domain sessions) or none, dialogues without exactly
 two interlocutors, and dialogues whose label no other dialogue shares (no relevant item to
-retrieve, no pair to relate). Turns are taken as read, without merging or length filters (the
-release's evaluation sets have none either).
+retrieve, no pair to relate; the release keeps them, which changes k, N and the Spearman mean
+it scores them into with 0). Turns are taken as read, without merging or length filters (the
+release's `generate_clustering.py` has no turn filter; it drops empty utterances, which the
+SGD reader refuses).
 """
 
 from __future__ import annotations

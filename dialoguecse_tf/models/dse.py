@@ -34,9 +34,12 @@ class DSEModel(keras.Model):
         self.backbone = backbone
         self.projection_size = projection_size
         self.num_length_buckets = check_num_length_buckets(num_length_buckets)
+        # PyTorch's nn.Linear initialisation, as in the release: uniform within 1 / sqrt(fan_in).
+        initializer = keras.initializers.VarianceScaling(1.0 / 3.0, "fan_in", "uniform")
         self.head = keras.Sequential([
-            keras.layers.Dense(backbone.hidden_dim, activation="relu", use_bias=False, name="hidden"),
-            keras.layers.Dense(projection_size, use_bias=False, name="projection"),
+            keras.layers.Dense(backbone.hidden_dim, activation="relu", use_bias=False, name="hidden",
+                               kernel_initializer=initializer),
+            keras.layers.Dense(projection_size, use_bias=False, name="projection", kernel_initializer=initializer),
         ], name=HEAD_NAME)
         self.head.build((None, backbone.hidden_dim))
 

@@ -9,7 +9,9 @@ Utterances") as a registered objective, as the authors' released PyTorch code co
 * loss: `losses.dse_per_anchor_loss` over the 2M texts of the GLOBAL batch (every replica's
   rows gathered, as the release's DataParallel gathers its GPUs' features), mean over the
   2M anchors; `contrast_type` HardNeg (default, main.py:76) or Orig; tau 0.05 (main.py:80);
-* optimiser: Adam (PyTorch defaults: beta 0.9 / 0.999, epsilon 1e-8, no weight decay), the
+* optimiser: Adam (PyTorch defaults: beta 0.9 / 0.999, epsilon 1e-8, no weight decay; Keras
+  adds epsilon to sqrt(v) before the bias correction and PyTorch after, so Keras's 1e-8 acts
+  as PyTorch's 1e-8 * sqrt(1 - 0.999^t), a difference only while v is near zero), the
   encoder at `learning_rate` and the head at `learning_rate * head_learning_rate_scale`
   (3e-6 and 3e-4 in the paper and README; utils/optimizer.py:13-27); constant rate, no
   warmup, no gradient clipping (training.py:131-139). Every layer trains.
