@@ -109,6 +109,14 @@ CONTRAST_TYPES = ("HardNeg", "Orig")
 _MASKED_LOGIT = -1e9
 
 
+def pair_layout(num_pairs):
+    """The 2N texts [first; second] of N pairs: each text's partner index [2N], and [2N, 2N]
+    True where b is a or its partner (what is not a negative of anchor a)."""
+    partner = tf.concat([tf.range(num_pairs, 2 * num_pairs), tf.range(num_pairs)], axis=0)
+    excluded = tf.logical_or(tf.eye(2 * num_pairs, dtype=tf.bool), tf.cast(tf.one_hot(partner, 2 * num_pairs), tf.bool))
+    return partner, excluded
+
+
 def dse_per_anchor_loss(first, second, temperature: float, contrast_type: str = "HardNeg"):
     """DSE's loss (the released `pretrain/utils/contrastive_utils.py`, `HardConLoss`) of N pairs.
 
@@ -133,10 +141,8 @@ def dse_per_anchor_loss(first, second, temperature: float, contrast_type: str = 
     num_pairs = tf.shape(first)[0]
     texts = tf.concat([first, second], axis=0)
     logits = tf.matmul(texts, texts, transpose_b=True) / temperature
-    partner = tf.concat([tf.range(num_pairs, 2 * num_pairs), tf.range(num_pairs)], axis=0)
+    partner, excluded = pair_layout(num_pairs)
     positive = tf.gather(logits, partner, batch_dims=1)
-    excluded = tf.logical_or(tf.eye(2 * num_pairs, dtype=tf.bool),
-                             tf.cast(tf.one_hot(partner, 2 * num_pairs), tf.bool))
     negatives = tf.where(excluded, _MASKED_LOGIT, logits)
     if contrast_type == "Orig":
         log_negative_mass = tf.reduce_logsumexp(negatives, axis=-1)

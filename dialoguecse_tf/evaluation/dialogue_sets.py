@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from dialoguecse_tf.data.readers import read_corpus
+from dialoguecse_tf.evaluation.metrics import unit_rows
 
 DIALOGUE_LABELS = ("service", "domain")
 
@@ -60,15 +61,9 @@ def read_labelled_dialogues(path: str, label: str = "service") -> LabelledDialog
     return LabelledDialogues(os.fspath(path), tuple(d for d, _ in kept), tuple(v for _, v in kept), stats)
 
 
-def _unit_rows(vectors) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float64)
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-
-
 def similarity_and_relevance(vectors, labels) -> tuple[np.ndarray, np.ndarray]:
     """[N, N] cosine similarities and same-label indicator; the diagonal is not used."""
-    unit = _unit_rows(vectors)
+    unit = unit_rows(vectors)
     labels = np.asarray(labels)
     return unit @ unit.T, labels[:, None] == labels[None, :]
 

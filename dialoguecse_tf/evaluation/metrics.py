@@ -39,7 +39,7 @@ def reciprocal_rank(ranked_labels) -> float:
     return 1.0 / float(np.argmax(labels) + 1)
 
 
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
     # float64 so that equal vectors give bit-identical similarities and tie as they should;
     # a zero vector (e.g. a sentence with no word piece) gets similarity 0 with everything.
     vectors = np.asarray(vectors, dtype=np.float64)
@@ -54,14 +54,14 @@ def cosine_similarities(query_vec, candidate_vecs) -> np.ndarray:
         raise ValueError(
             f"need a [D] query and [N, D] candidates, got {np.shape(query_vec)} and {candidate_vecs.shape}"
         )
-    return _unit_rows(candidate_vecs) @ _unit_rows(query_vec)
+    return unit_rows(candidate_vecs) @ unit_rows(query_vec)
 
 
 def paired_cosine_similarities(vectors_a, vectors_b) -> np.ndarray:
     """Row-wise cosine similarity of two [N, D] matrices."""
     if np.shape(vectors_a) != np.shape(vectors_b) or np.ndim(vectors_a) != 2:
         raise ValueError(f"need two [N, D] matrices of one shape, got {np.shape(vectors_a)} and {np.shape(vectors_b)}")
-    return np.sum(_unit_rows(vectors_a) * _unit_rows(vectors_b), axis=-1)
+    return np.sum(unit_rows(vectors_a) * unit_rows(vectors_b), axis=-1)
 
 
 def rank_candidates(query_vec, candidate_vecs) -> np.ndarray:

@@ -23,6 +23,9 @@ import random
 
 import numpy as np
 
+from dialoguecse_tf.evaluation.evaluate import embed_unique
+from dialoguecse_tf.evaluation.metrics import unit_rows
+
 SHOTS = (1, 5)
 NUM_RUNS = 10
 
@@ -44,11 +47,6 @@ def sample_support(train, labels, shots: int, run: int, source: str) -> list:
         drawn = rng.sample(indices, min(2 * shots, len(indices)))
         support.extend(drawn[:math.ceil(len(drawn) / 2)])
     return support
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
 
 
 def prototypes(support_vectors: np.ndarray, support_labels: np.ndarray, num_labels: int) -> np.ndarray:
@@ -85,3 +83,23 @@ def oos_metrics(predicted: np.ndarray, gold: np.ndarray, oos_index: int) -> dict
         "oos_acc": 100.0 * float(np.mean(predicted_oos == gold_oos)),
         "oos_recall": 100.0 * float(np.sum(predicted_oos & gold_oos) / max(int(np.sum(gold_oos)), 1)),
     }
+
+
+def run_scores(train, test, labels, encode, shots: int, source: str, num_runs: int = NUM_RUNS):
+    """(gold label index per test item, [Q, C] `class_scores` of each run's `shots`-shot
+    prototypes of `labels`); every distinct text is embedded once, in one `encode` call."""
+    label_index = {label: i for i, label in enumerate(labels)}
+    unseen = sorted({label for _, label in test} - set(labels))
+    if unseen:
+        raise ValueError(f"{source}: test labels never seen in training: {unseen[:5]}")
+    supports = [sample_support(train, labels, shots, run, source) for run in range(num_runs)]
+    texts = [text for text, _ in test] + [train[i][0] for support in supports for i in support]
+    vectors, row = embed_unique(encode, texts)
+    query_vectors = vectors[[row[text] for text, _ in test]]
+    gold = np.array([label_index[label] for _, label in test])
+    runs = []
+    for support in supports:
+        support_vectors = vectors[[row[train[i][0]] for i in support]]
+        support_labels = np.array([label_index[train[i][1]] for i in support])
+        runs.append(class_scores(query_vectors, prototypes(support_vectors, support_labels, len(labels))))
+    return gold, runs

@@ -73,10 +73,10 @@ def pair_metrics(first, second) -> dict:
     num_pairs = tf.shape(first)[0]
     texts = tf.concat([first, second], axis=0)
     cosines = tf.matmul(texts, texts, transpose_b=True)
-    partner = tf.concat([tf.range(num_pairs, 2 * num_pairs), tf.range(num_pairs)], axis=0)
+    partner, excluded = losses.pair_layout(num_pairs)
     positive = tf.gather(cosines, partner, batch_dims=1)
     is_self = tf.eye(2 * num_pairs, dtype=tf.bool)
-    is_negative = tf.logical_not(tf.logical_or(is_self, tf.cast(tf.one_hot(partner, 2 * num_pairs), tf.bool)))
+    is_negative = tf.logical_not(excluded)
     negative = tf.reduce_sum(tf.where(is_negative, cosines, 0.0)) / tf.reduce_sum(tf.cast(is_negative, tf.float32))
     best_other = tf.argmax(tf.where(is_self, -2.0, cosines), axis=-1, output_type=tf.int32)
     return {

@@ -4,30 +4,14 @@ accuracy at 1 and 5 shots, mean and standard deviation over 10 sampled support s
 import numpy as np
 
 from dialoguecse_tf.data.intent import read_intent_dataset
-from dialoguecse_tf.evaluation.evaluate import embed_unique
-from dialoguecse_tf.evaluation.prototypes import NUM_RUNS, SHOTS, class_scores, prototypes, sample_support
+from dialoguecse_tf.evaluation.prototypes import NUM_RUNS, SHOTS, run_scores
 from dialoguecse_tf.evaluation.tasks.base import Evaluator, register_task
 
 
 def few_shot_accuracies(dataset, encode, shots: int, num_runs: int = NUM_RUNS) -> list:
     """Accuracy (percent) of each run's `shots`-shot prototypes on the test items."""
-    labels = dataset.labels
-    label_index = {label: i for i, label in enumerate(labels)}
-    unseen = sorted({label for _, label in dataset.test} - set(labels))
-    if unseen:
-        raise ValueError(f"{dataset.path}: test labels never seen in training: {unseen[:5]}")
-    supports = [sample_support(dataset.train, labels, shots, run, dataset.path) for run in range(num_runs)]
-    texts = [text for text, _ in dataset.test] + [dataset.train[i][0] for support in supports for i in support]
-    vectors, row = embed_unique(encode, texts)
-    query_vectors = vectors[[row[text] for text, _ in dataset.test]]
-    gold = np.array([label_index[label] for _, label in dataset.test])
-    accuracies = []
-    for support in supports:
-        support_vectors = vectors[[row[dataset.train[i][0]] for i in support]]
-        support_labels = np.array([label_index[dataset.train[i][1]] for i in support])
-        scores = class_scores(query_vectors, prototypes(support_vectors, support_labels, len(labels)))
-        accuracies.append(100.0 * float(np.mean(scores.argmax(axis=1) == gold)))
-    return accuracies
+    gold, runs = run_scores(dataset.train, dataset.test, dataset.labels, encode, shots, dataset.path, num_runs)
+    return [100.0 * float(np.mean(scores.argmax(axis=1) == gold)) for scores in runs]
 
 
 @register_task
