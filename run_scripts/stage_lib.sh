@@ -3,21 +3,23 @@
 # finished before: OUTPUT exists and the stage left its marker (stage_done/NAME beside
 # ${timings}) after its command succeeded, so a stage killed half-way (e.g. an evaluation that
 # had written some rows) runs again. A rerun after an interruption thus reuses the finished
-# stages; delete the run folder to start over. Appends "NAME<TAB>seconds" (or "reused") to ${timings}.
+# stages; delete the run folder to start over. Appends "NAME<TAB>seconds" to ${timings}; a
+# reused stage repeats the seconds its marker recorded, marked "(reused)", so a resumed run's
+# timings still cover every stage.
 stage() {
   local name="$1" output="$2"; shift 2
   local done_dir
   done_dir="$(dirname "${timings}")/stage_done"
   if [ -e "${output}" ] && [ -e "${done_dir}/${name}" ]; then
     echo "=== ${name}: reusing ${output}"
-    printf '%s\treused\n' "${name}" >> "${timings}"
+    printf '%s\t%s (reused)\n' "${name}" "$(cat "${done_dir}/${name}")" >> "${timings}"
     return
   fi
   echo "=== [$(date +%H:%M:%S)] ${name}"
   local start=${SECONDS}
   "$@"
   mkdir -p "${done_dir}"
-  touch "${done_dir}/${name}"
+  echo "$((SECONDS - start))" > "${done_dir}/${name}"
   printf '%s\t%s\n' "${name}" "$((SECONDS - start))" >> "${timings}"
 }
 
