@@ -26,7 +26,10 @@ setuptools.setup(
     ],
     entry_points={"console_scripts": ["dialoguecse-embed=dialoguecse_tf.cli.embed:run"]},
     extras_require={
-        "test": ["pytest", "matplotlib", "hypothesis"],
+        # torch, transformers and sentence-transformers reload the HuggingFace export in its
+        # tests (torch 2.13.0 is the CPU build this machine class keeps on disk).
+        "test": ["pytest", "matplotlib", "hypothesis", "torch==2.13.0", "transformers==5.23.0",
+                 "sentence-transformers==6.2.0"],
         "plot": ["matplotlib"],
         # Only the benchmarks' PyTorch peer needs these (benchmarks/README.md).
         "bench": ["torch==2.13.0", "transformers==5.23.0"],

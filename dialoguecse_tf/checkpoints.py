@@ -1,6 +1,6 @@
 """Reading and writing BERT checkpoints in every form the project accepts.
 
-Three forms load into the same keras-hub backbone:
+Four forms load into the same keras-hub backbone:
 
 1. Google's TF1 release folder (`bert_config.json`, `bert_model.ckpt.*`, `vocab.txt`),
    e.g. `chinese_L-12_H-768_A-12`, the checkpoint the paper started from.
@@ -8,6 +8,10 @@ Three forms load into the same keras-hub backbone:
 3. The project's own checkpoint folder, written by `save_checkpoint`: Google's layout
    (so the original BERT code and its converters read it too) plus `tokenizer_config.json`
    and a `dialoguecse_checkpoint.json` marker with the stage's metadata.
+4. A keras-hub BERT preset folder (`config.json`, `model.weights.h5`, `metadata.json`,
+   `assets/tokenizer/vocabulary.txt`), e.g. one `interop.export_encoder` wrote. keras-hub's
+   config does not record GELU's form or the layer-norm epsilon; the export's
+   `dialoguecse_export.json` does, and is used when present (else keras-hub's own numerics).
 
 All forms go through one table mapping Google's variable names to backbone variables, so
 a missing or mis-shaped variable fails the same way whatever the source.
@@ -35,10 +39,15 @@ TF1_CHECKPOINT_NAME = "bert_model.ckpt"
 HF_CONFIG_FILE = "config.json"
 HF_WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
+KERAS_HUB_WEIGHTS_FILE = "model.weights.h5"
+KERAS_HUB_METADATA_FILE = "metadata.json"
+KERAS_HUB_VOCAB_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
+EXPORT_INFO_FILE = "dialoguecse_export.json"
 
 FORMAT_TF1 = "tf1"
 FORMAT_HF = "hf"
 FORMAT_PROJECT = "project"
+FORMAT_KERAS_HUB = "keras_hub"
 
 # Google's pretraining checkpoints keep the masked-LM and next-sentence heads beside the
 # encoder; the MLM head is handed to the pretraining stage, the rest is not encoder state.
@@ -260,12 +269,14 @@ def detect_format(path: str) -> str:
             return FORMAT_PROJECT
         if os.path.exists(os.path.join(path, HF_WEIGHTS_FILE)):
             return FORMAT_HF
+        if all(os.path.exists(os.path.join(path, name)) for name in (KERAS_HUB_WEIGHTS_FILE, KERAS_HUB_METADATA_FILE)):
+            return FORMAT_KERAS_HUB
         if os.path.exists(os.path.join(path, TF1_CONFIG_FILE)):
             return FORMAT_TF1
         raise ValueError(
             f"{path}: not a BERT checkpoint folder: expected {CHECKPOINT_MARKER_FILE} (this project), "
-            f"{HF_CONFIG_FILE} + {HF_WEIGHTS_FILE} (HuggingFace) or {TF1_CONFIG_FILE} + "
-            f"{TF1_CHECKPOINT_NAME}.* (Google)"
+            f"{HF_CONFIG_FILE} + {HF_WEIGHTS_FILE} (HuggingFace), {KERAS_HUB_WEIGHTS_FILE} + "
+            f"{KERAS_HUB_METADATA_FILE} (keras-hub) or {TF1_CONFIG_FILE} + {TF1_CHECKPOINT_NAME}.* (Google)"
         )
     if os.path.exists(path + ".index"):
         return FORMAT_TF1
@@ -298,6 +309,8 @@ def load_checkpoint(
     source_format = detect_format(path)
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     metadata = {}
+    if source_format == FORMAT_KERAS_HUB:
+        return _load_keras_hub_preset(folder, path, max_seq_length, do_lower_case, vocab_file)
     if source_format == FORMAT_HF:
         config = BertConfig.from_hf_json_file(os.path.join(folder, HF_CONFIG_FILE))
         variables = read_hf_variables(folder)
@@ -311,6 +324,43 @@ def load_checkpoint(
     backbone = build_backbone(config)
     mlm_head = assign_bert_variables(backbone, variables, source=path)
     return LoadedCheckpoint(config, backbone, tokenizer, source_format, path, mlm_head, metadata)
+
+
+def _keras_hub_bert_config(folder: str) -> BertConfig:
+    info_path = os.path.join(folder, EXPORT_INFO_FILE)
+    if os.path.exists(info_path):
+        info = read_json_object(info_path, "an export info file")
+        return BertConfig.from_dict(info.get("bert_config", {}), source=info_path)
+    config_path = os.path.join(folder, HF_CONFIG_FILE)
+    preset = read_json_object(config_path, "a keras-hub config")
+    if preset.get("class_name") != "BertBackbone":
+        raise ValueError(f"{config_path}: class_name is {preset.get('class_name')!r}, only BertBackbone presets load")
+    values = preset.get("config", {})
+    keys = {"vocab_size": "vocabulary_size", "hidden_size": "hidden_dim", "num_hidden_layers": "num_layers",
+            "num_attention_heads": "num_heads", "intermediate_size": "intermediate_dim",
+            "max_position_embeddings": "max_sequence_length", "type_vocab_size": "num_segments",
+            "hidden_dropout_prob": "dropout", "attention_probs_dropout_prob": "dropout"}
+    return BertConfig.from_dict({ours: values[theirs] for ours, theirs in keys.items() if theirs in values},
+                                source=config_path)
+
+
+def _load_keras_hub_preset(folder, path, max_seq_length, do_lower_case, vocab_file) -> LoadedCheckpoint:
+    config = _keras_hub_bert_config(folder)
+    if do_lower_case is None:
+        tokenizer_path = os.path.join(folder, "tokenizer.json")
+        do_lower_case = True
+        if os.path.exists(tokenizer_path):
+            tokenizer_config = read_json_object(tokenizer_path, "a keras-hub tokenizer config").get("config", {})
+            do_lower_case = bool(tokenizer_config.get("lowercase", True))
+    tokenizer = Tokenizer(vocab_file or os.path.join(folder, KERAS_HUB_VOCAB_FILE), do_lower_case=do_lower_case,
+                          max_seq_length=max_seq_length)
+    _check_tokenizer_fits(tokenizer, config, path)
+    backbone = build_backbone(config)
+    try:
+        backbone.load_weights(os.path.join(folder, KERAS_HUB_WEIGHTS_FILE))
+    except (ValueError, OSError) as error:
+        raise ValueError(f"{path}: keras-hub weights do not match its config ({error})") from None
+    return LoadedCheckpoint(config, backbone, tokenizer, FORMAT_KERAS_HUB, path, {}, {})
 
 
 def _load_tokenizer(folder, vocab_file, do_lower_case, max_seq_length) -> Tokenizer:

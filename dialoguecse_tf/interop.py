@@ -1,0 +1,226 @@
+"""Exports of a trained encoder that other stacks load with their own one-line loaders.
+
+- HuggingFace (`export_huggingface`): a BERT folder (`config.json`, `model.safetensors`,
+  `vocab.txt`, tokenizer files) for `transformers.AutoModel.from_pretrained`, plus the
+  sentence-transformers modules (`modules.json`, `1_Pooling/`), so
+  `SentenceTransformer(folder)` returns the vectors `SentenceEncoder.encode()` returns (same
+  pooling, same maximum length). HuggingFace has both GELU forms ("gelu" is exact, "gelu_new"
+  the tanh approximation), so every BertConfig exports without numeric change.
+- keras-hub (`export_keras_hub`): a preset folder for `keras_hub.models.BertBackbone.from_preset`
+  and `keras_hub.models.BertTokenizer.from_preset`. keras-hub's BertBackbone fixes GELU to the
+  tanh approximation and the layer-norm epsilon to 1e-12; an encoder with other numerics (every
+  model started from all-MiniLM-L6-v2, whose GELU is exact) computes slightly different vectors
+  under keras-hub, so its export is refused unless `allow_numeric_drift`, and the drift measured
+  on seeded random token sequences is written to the export's `dialoguecse_export.json`.
+
+Both folders carry `dialoguecse_export.json` (the source, the pooling, the full BertConfig), so
+`checkpoints.load_checkpoint` reloads either with the original numerics; exporting that load
+again writes the same weights bit for bit.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from dialoguecse_tf.bert_config import BertConfig
+from dialoguecse_tf.checkpoints import (
+    EXPORT_INFO_FILE,
+    HF_CONFIG_FILE,
+    HF_WEIGHTS_FILE,
+    VOCAB_FILE,
+    backbone_to_tf1_variables,
+    load_checkpoint,
+)
+from dialoguecse_tf.pooling import POOLING_MODES
+
+FORMAT_HUGGINGFACE = "huggingface"
+FORMAT_KERAS_HUB = "keras_hub"
+EXPORT_FORMATS = (FORMAT_HUGGINGFACE, FORMAT_KERAS_HUB)
+
+# This project's activation name -> HuggingFace's name for the same function.
+_HF_ACTIVATION_NAMES = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu"}
+# What keras-hub's BertBackbone computes whatever its config says.
+_KERAS_HUB_NUMERICS = {"hidden_act": "gelu", "layer_norm_eps": 1e-12}
+_SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderExportConfig:
+    checkpoint: str
+    output_dir: str
+    format: str = FORMAT_HUGGINGFACE
+    pooling: str = "mean"
+    max_seq_length: int = 128
+    allow_numeric_drift: bool = False
+
+    def __post_init__(self):
+        if self.format not in EXPORT_FORMATS:
+            raise ValueError(f"format must be one of {EXPORT_FORMATS}, got {self.format!r}")
+        if self.pooling not in POOLING_MODES:
+            raise ValueError(f"pooling must be one of {POOLING_MODES}, got {self.pooling!r}")
+
+
+def hf_config_dict(config: BertConfig) -> dict:
+    """HuggingFace's `config.json` for a BertModel with `config`'s numerics."""
+    return {
+        "architectures": ["BertModel"],
+        "model_type": "bert",
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_attention_heads": config.num_attention_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": _HF_ACTIVATION_NAMES[config.hidden_act],
+        "hidden_dropout_prob": config.hidden_dropout_prob,
+        "attention_probs_dropout_prob": config.attention_probs_dropout_prob,
+        "max_position_embeddings": config.max_position_embeddings,
+        "type_vocab_size": config.type_vocab_size,
+        "initializer_range": config.initializer_range,
+        "layer_norm_eps": config.layer_norm_eps,
+        "pad_token_id": 0,
+        "position_embedding_type": "absolute",
+    }
+
+
+def tf1_name_to_hf(name: str):
+    """Google's variable name -> (HuggingFace BertModel tensor name, needs transpose)."""
+    if not name.startswith("bert/"):
+        raise ValueError(f"not an encoder variable: {name}")
+    parts = name[len("bert/"):].split("/")
+    # Embedding tables are named by their path alone; every other variable ends in its kind.
+    if parts[0] == "embeddings" and parts[-1] != "gamma" and parts[-1] != "beta":
+        return ".".join(parts) + ".weight", False
+    leaf = parts.pop()
+    path = ".".join(parts).replace("encoder.layer_", "encoder.layer.")
+    if parts[-1] == "LayerNorm":
+        return f"{path}.{ {'gamma': 'weight', 'beta': 'bias'}[leaf] }", False
+    if leaf == "kernel":
+        return f"{path}.weight", True
+    return f"{path}.bias", False
+
+
+def _write_json(path: str, values: dict) -> None:
+    with open(path, "w", encoding="utf-8") as writer:
+        json.dump(values, writer, indent=2, sort_keys=True)
+        writer.write("\n")
+
+
+def _export_info(config: EncoderExportConfig, bert_config: BertConfig, **extra) -> dict:
+    # The checkpoint's folder name only: the info file must not hold this machine's paths.
+    return {"format": config.format, "source": os.path.basename(os.path.normpath(config.checkpoint)),
+            "pooling": config.pooling, "max_seq_length": config.max_seq_length,
+            "bert_config": bert_config.to_dict(), **extra}
+
+
+def _write_huggingface(loaded, config: EncoderExportConfig, folder: str) -> None:
+    from safetensors.numpy import save_file
+
+    tensors = {}
+    for name, value in backbone_to_tf1_variables(loaded.backbone).items():
+        hf_name, transpose = tf1_name_to_hf(name)
+        tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value, dtype=np.float32)
+    # transformers reads only safetensors files marked as PyTorch tensors.
+    save_file(tensors, os.path.join(folder, HF_WEIGHTS_FILE), metadata={"format": "pt"})
+    _write_json(os.path.join(folder, HF_CONFIG_FILE), hf_config_dict(loaded.config))
+    shutil.copyfile(loaded.tokenizer.vocab_file, os.path.join(folder, VOCAB_FILE))
+    lower = loaded.tokenizer.do_lower_case
+    _write_json(os.path.join(folder, "tokenizer_config.json"), {
+        "tokenizer_class": "BertTokenizer", "do_lower_case": lower, "tokenize_chinese_chars": True,
+        "strip_accents": None, "model_max_length": config.max_seq_length,
+        "max_seq_length": config.max_seq_length, **_SPECIAL_TOKENS})
+    _write_json(os.path.join(folder, "special_tokens_map.json"), dict(_SPECIAL_TOKENS))
+    _write_json(os.path.join(folder, "modules.json"), [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])
+    _write_json(os.path.join(folder, "sentence_bert_config.json"),
+                {"max_seq_length": config.max_seq_length, "do_lower_case": False})
+    os.makedirs(os.path.join(folder, "1_Pooling"))
+    _write_json(os.path.join(folder, "1_Pooling", "config.json"), {
+        "word_embedding_dimension": loaded.config.hidden_size,
+        "pooling_mode_cls_token": config.pooling == "cls",
+        "pooling_mode_mean_tokens": config.pooling == "mean",
+        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False,
+        "pooling_mode_weightedmean_tokens": False, "pooling_mode_lasttoken": False,
+        "include_prompt": True})
+    _write_json(os.path.join(folder, EXPORT_INFO_FILE), _export_info(config, loaded.config))
+
+
+def keras_hub_drift(backbone, bert_config: BertConfig, preset_dir: str, num_sequences: int = 32,
+                    seed: int = 0) -> dict:
+    """How far keras-hub's stock BertBackbone, loaded from `preset_dir`, is from `backbone`.
+
+    Mean-pooled outputs of both on `num_sequences` seeded random token sequences (ids past the
+    5 special tokens, lengths 4 up to min(64, the position limit)).
+    """
+    import keras_hub
+
+    from dialoguecse_tf.encoder import run_backbone
+    from dialoguecse_tf.pooling import SentencePooling
+
+    stock = keras_hub.models.BertBackbone.from_preset(preset_dir)
+    rng = np.random.default_rng(seed)
+    longest = min(64, bert_config.max_position_embeddings)
+    lengths = rng.integers(min(4, longest), longest + 1, size=num_sequences)
+    token_ids = rng.integers(5, bert_config.vocab_size, size=(num_sequences, longest)).astype(np.int32)
+    padding_mask = (np.arange(longest)[None, :] < lengths[:, None]).astype(np.int32)
+    token_ids *= padding_mask
+    token_ids, padding_mask = tf.constant(token_ids), tf.constant(padding_mask)
+    pool = SentencePooling("mean")
+    ours = pool(run_backbone(backbone, token_ids, padding_mask)["sequence_output"], padding_mask).numpy()
+    theirs = pool(stock({"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
+                         "padding_mask": padding_mask})["sequence_output"], padding_mask).numpy()
+    cosines = np.sum(ours * theirs, axis=1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1))
+    return {"max_abs_difference": float(np.max(np.abs(ours - theirs))), "min_cosine": float(np.min(cosines)),
+            "num_sequences": num_sequences, "seed": seed}
+
+
+def _keras_hub_mismatches(bert_config: BertConfig) -> list:
+    return [f"{key}={getattr(bert_config, key)!r} (keras-hub computes {value!r})"
+            for key, value in _KERAS_HUB_NUMERICS.items() if getattr(bert_config, key) != value]
+
+
+def _write_keras_hub(loaded, config: EncoderExportConfig, folder: str) -> None:
+    import keras_hub
+
+    mismatches = _keras_hub_mismatches(loaded.config)
+    if mismatches and not config.allow_numeric_drift:
+        raise ValueError(
+            f"{config.checkpoint}: keras-hub's BertBackbone cannot compute this encoder exactly: "
+            f"{'; '.join(mismatches)}. Export to HuggingFace instead, or pass allow_numeric_drift to "
+            f"export anyway with the measured drift recorded in {EXPORT_INFO_FILE}")
+    loaded.backbone.save_to_preset(folder)
+    keras_hub.models.BertTokenizer(vocabulary=loaded.tokenizer.vocab_file,
+                                   lowercase=loaded.tokenizer.do_lower_case).save_to_preset(folder)
+    extra = {}
+    if mismatches:
+        extra = {"keras_hub_mismatches": mismatches,
+                 "keras_hub_drift": keras_hub_drift(loaded.backbone, loaded.config, folder)}
+    _write_json(os.path.join(folder, EXPORT_INFO_FILE), _export_info(config, loaded.config, **extra))
+
+
+def export_encoder(config: EncoderExportConfig) -> str:
+    """Writes `config.output_dir` (which must not exist) in `config.format`; returns its path.
+
+    The folder is written beside its final name and renamed into place, so a failed export
+    leaves nothing behind.
+    """
+    target = os.path.abspath(config.output_dir)
+    if os.path.exists(target):
+        raise FileExistsError(f"{config.output_dir} exists; exports never overwrite, pick another folder")
+    loaded = load_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(target) + "-", dir=os.path.dirname(target))
+    try:
+        writer = _write_huggingface if config.format == FORMAT_HUGGINGFACE else _write_keras_hub
+        writer(loaded, config, staging)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target

