@@ -15,7 +15,7 @@ from dialoguecse_tf.evaluation.sts import read_sts_file
 from conftest import REPO_ROOT
 
 OUTPUT_FILES = ("train.jsonl", "train_sentences.txt", "sr/select.txt", "sts/sts.txt", "sts/sts_metadata.jsonl",
-                "config.json", "demo_stats.json")
+                "intent/intent.json", "dialogues/eval_dialogues.jsonl", "config.json", "demo_stats.json")
 SMALL = dict(num_dialogues=200, num_eval_dialogues=200, num_sts_pairs=100)
 QUIET = lambda _: None  # noqa: E731
 
@@ -145,6 +145,43 @@ def test_sr_set_is_held_out_and_positives_share_the_intent(default_run):
     assert stats["eval_overlap_removed"] == 0
 
 
+def test_intent_set_is_held_out_split_per_intent_with_one_group_out_of_scope(default_run):
+    from dialoguecse_tf.data.intent import OOS_LABEL, read_intent_dataset
+
+    output_dir, stats = default_run
+    dataset = read_intent_dataset(str(output_dir / "intent" / "intent.json"))
+    labels = {u.text: u.intent for u in dc.generate_eval_utterances(1000, seed=0)[0]}
+    train = set((output_dir / "train_sentences.txt").read_text(encoding="utf-8").splitlines())
+    support, test = dataset.train, dataset.test
+    oos_intents = set(dc.INTENT_GROUPS[dc.OOS_GROUP])
+    assert {label for _, label in support} == {label for _, label in test} == set(dc.MAIN_INTENTS) - oos_intents
+    assert all(labels[text] == label for text, label in support + test)
+    assert all(labels[text] in oos_intents and label == OOS_LABEL for text, label in dataset.oos_train + dataset.oos_test)
+    texts = [text for text, _ in support + test + dataset.oos_train + dataset.oos_test]
+    assert len(texts) == len(set(texts)) == len(labels) and not set(texts) & train
+    for intent in set(dc.MAIN_INTENTS) - oos_intents:
+        in_support = sum(1 for _, label in support if label == intent)
+        in_test = sum(1 for _, label in test if label == intent)
+        assert in_support >= 5 and 0 <= in_support - in_test <= 1
+    assert (stats["intent_support"], stats["intent_test"]) == (len(support), len(test))
+    assert (stats["intent_oos_support"], stats["intent_oos_test"]) == (len(dataset.oos_train), len(dataset.oos_test))
+
+
+def test_eval_dialogues_are_labelled_by_their_one_intent_group(default_run):
+    from dialoguecse_tf.evaluation.dialogue_sets import read_labelled_dialogues
+
+    output_dir, stats = default_run
+    path = str(output_dir / "dialogues" / "eval_dialogues.jsonl")
+    labelled = read_labelled_dialogues(path, "service")
+    assert len(labelled.dialogues) == stats["eval_dialogues_single_group"] == 1000 - labelled.stats["dropped"]["multi_service"]
+    assert set(labelled.labels) == set(dc.INTENT_GROUPS)
+    train = set((output_dir / "train_sentences.txt").read_text(encoding="utf-8").splitlines())
+    for dialogue, label in zip(labelled.dialogues, labelled.labels):
+        requests = [t for t in dialogue.turns if t.intent in dc.INTENT_SPECS]
+        assert requests and all(dc.INTENT_SPECS[t.intent].group == label for t in requests)
+        assert not any(t.text in train for t in requests if t.speaker == dc.USER)
+
+
 def test_sts_set_is_stratified_held_out_and_follows_the_rule(default_run):
     output_dir, stats = default_run
     pairs = read_sts_file(output_dir / "sts" / "sts.txt")
@@ -173,6 +210,8 @@ def test_config_is_validated(tmp_path):
         dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(tmp_path), num_dialogues=0), QUIET)
     with pytest.raises(ValueError, match="num_sts_pairs"):
         dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(tmp_path), num_sts_pairs=4), QUIET)
+    with pytest.raises(ValueError, match="intent_support_fraction"):
+        dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(tmp_path), intent_support_fraction=1.0), QUIET)
 
 
 def _run(*args):

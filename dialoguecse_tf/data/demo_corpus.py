@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import random
 import string
@@ -72,6 +73,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from dialoguecse_tf.config_io import write_config
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.data.intent import OOS_LABEL
 from dialoguecse_tf.data.readers import write_jsonl
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
 from dialoguecse_tf.io_utils import atomic_open, write_json
@@ -1313,7 +1315,12 @@ TRAIN_SENTENCES_FILE = "train_sentences.txt"
 SR_FILE = os.path.join("sr", "select.txt")
 STS_FILE = os.path.join("sts", "sts.txt")
 STS_METADATA_FILE = os.path.join("sts", "sts_metadata.jsonl")
+INTENT_FILE = os.path.join("intent", "intent.json")
+DIALOGUES_FILE = os.path.join("dialogues", "eval_dialogues.jsonl")
 STATS_FILE = "demo_stats.json"
+# The intent group whose requests are the out-of-scope queries of the intent set: its intents
+# get no prototype, as CLINC150's oos queries have no intent among its 150.
+OOS_GROUP = "rewards"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1327,6 +1334,44 @@ class DemoCorpusConfig:
     num_sr_candidates: int = 100
     max_sr_positives: int = 30
     num_sts_pairs: int = 800
+    intent_support_fraction: float = 0.5
+
+
+def split_intent_set(utterances: Sequence[DemoUtterance], support_fraction: float, seed: int | str) -> dict:
+    """The intent set (the CLINC150 object layout `data/intent.py` reads) from evaluation sentences.
+
+    Per intent, the sentences are shuffled with `random.Random(seed)` and the first
+    `support_fraction` (rounded up) go to the support pool (`train`), the rest to `test`.
+    Intents of `OOS_GROUP` go to `oos_train` / `oos_test` the same way: out-of-scope queries.
+    """
+    rng = random.Random(seed)
+    by_intent: dict[str, list[str]] = {}
+    for utterance in utterances:
+        by_intent.setdefault(utterance.intent, []).append(utterance.text)
+    split: dict[str, list] = {"train": [], "test": [], "oos_train": [], "oos_test": []}
+    for intent in sorted(by_intent):
+        texts = by_intent[intent]
+        rng.shuffle(texts)
+        cut = math.ceil(len(texts) * support_fraction)
+        oos = INTENT_SPECS[intent].group == OOS_GROUP
+        label = OOS_LABEL if oos else intent
+        split["oos_train" if oos else "train"] += [[text, label] for text in texts[:cut]]
+        split["oos_test" if oos else "test"] += [[text, label] for text in texts[cut:]]
+    return split
+
+
+def labelled_eval_dialogues(num_dialogues: int, seed: int) -> list[Dialogue]:
+    """The held-out evaluation dialogues (the stream the evaluation sentences come from), each
+    with `services` = the intent groups of its requests, for the dialogue-level evaluations:
+    a dialogue with one group is labelled by it, one that switches groups is dropped there."""
+    dialogues = []
+    for index, utterances in enumerate(generate_utterance_dialogues(num_dialogues, eval_seed(seed), held_out=True)):
+        groups = tuple(sorted({u.group for u in utterances if u.intent in INTENT_SPECS}))
+        dialogues.append(Dialogue(
+            dialogue_id=f"demo-eval-{seed}-{index:05d}",
+            turns=tuple(Turn(speaker=u.speaker, text=u.text, intent=u.intent) for u in utterances),
+            services=groups))
+    return dialogues
 
 
 def _write_lines(path: str, lines: Iterable[str]) -> None:
@@ -1345,7 +1390,8 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
 
     Files: train.jsonl (`write_jsonl`), train_sentences.txt (distinct training utterances, for
     fitting whitening / flow), sr/select.txt, sts/sts.txt, sts/sts_metadata.jsonl (per pair:
-    score, sentences, intents, groups, slots), config.json and demo_stats.json. Everything is
+    score, sentences, intents, groups, slots), intent/intent.json (`split_intent_set`),
+    dialogues/eval_dialogues.jsonl (`labelled_eval_dialogues`), config.json and demo_stats.json. Everything is
     generated before the first file is written, so a run that fails leaves no partial corpus.
     """
     if config.num_dialogues < 1 or config.num_eval_dialogues < 1:
@@ -1356,6 +1402,8 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
     if config.num_sr_candidates < 1 or config.max_sr_positives < 1:
         raise ValueError(f"need num_sr_candidates >= 1 and max_sr_positives >= 1, got "
                          f"{config.num_sr_candidates}, {config.max_sr_positives}")
+    if not 0.0 < config.intent_support_fraction < 1.0:
+        raise ValueError(f"intent_support_fraction must be in (0, 1), got {config.intent_support_fraction}")
     start = time.perf_counter()
     out = config.output_dir
     if os.path.exists(out) and not os.path.isdir(out):
@@ -1381,6 +1429,14 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
     per_score = {str(score): sum(1 for s, _, _ in pairs if s == score) for score in range(1, NUM_STS_SCORES + 1)}
     log(f"[demo] {len(pairs)} D-STS pairs, per score {per_score}")
 
+    intent_set = split_intent_set(eval_utterances, config.intent_support_fraction,
+                                  f"demo-intent-{config.random_seed}")
+    eval_dialogues = labelled_eval_dialogues(config.num_eval_dialogues, config.random_seed)
+    single_group = sum(1 for d in eval_dialogues if len(d.services) == 1)
+    log(f"[demo] intent set: {len(intent_set['train'])} support / {len(intent_set['test'])} test sentences, "
+        f"{len(intent_set['oos_train'])} / {len(intent_set['oos_test'])} out-of-scope ({OOS_GROUP}); "
+        f"{single_group} of {len(eval_dialogues)} evaluation dialogues stay within one intent group")
+
     intent_counts: dict[str, int] = {}
     for dialogue in dialogues:
         for turn in dialogue.turns:
@@ -1392,13 +1448,15 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
     write_jsonl(dialogues, os.path.join(out, TRAIN_FILE))
     _write_lines(os.path.join(out, TRAIN_SENTENCES_FILE), train_texts)
     write_select_file(rows, os.path.join(out, SR_FILE))
+    write_json(os.path.join(out, INTENT_FILE), intent_set)
+    write_jsonl(eval_dialogues, os.path.join(out, DIALOGUES_FILE))
     _write_lines(os.path.join(out, STS_FILE), (f"{score}\t{a.text}\t{b.text}" for score, a, b in pairs))
     _write_lines(os.path.join(out, STS_METADATA_FILE), (
         json.dumps({"score": score, "sentence_a": a.text, "sentence_b": b.text,
                     "a": _utterance_metadata(a), "b": _utterance_metadata(b)}, ensure_ascii=False)
         for score, a, b in pairs))
-    log(f"[demo] wrote {TRAIN_FILE}, {TRAIN_SENTENCES_FILE}, {SR_FILE}, {STS_FILE} and {STS_METADATA_FILE} "
-        f"into {out}")
+    log(f"[demo] wrote {TRAIN_FILE}, {TRAIN_SENTENCES_FILE}, {SR_FILE}, {STS_FILE}, {STS_METADATA_FILE}, "
+        f"{INTENT_FILE} and {DIALOGUES_FILE} into {out}")
     stats = {
         "dialogues": len(dialogues),
         "turns": turns,
@@ -1413,6 +1471,12 @@ def run_generate_demo_corpus(config: DemoCorpusConfig, log=print) -> dict:
         "sr": sr_stats,
         "sts_pairs": len(pairs),
         "sts_pairs_per_score": per_score,
+        "intent_support": len(intent_set["train"]),
+        "intent_test": len(intent_set["test"]),
+        "intent_oos_support": len(intent_set["oos_train"]),
+        "intent_oos_test": len(intent_set["oos_test"]),
+        "intent_oos_group": OOS_GROUP,
+        "eval_dialogues_single_group": single_group,
         "generation_seconds": round(generation_seconds, 3),
         "total_seconds": round(time.perf_counter() - start, 3),
     }
