@@ -14,7 +14,7 @@ import os
 
 import keras
 
-from dialoguecse_tf import schema, training
+from dialoguecse_tf import run_cache, schema, training
 from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.encoder import build_backbone
@@ -69,6 +69,10 @@ class TrainConfig:
     eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
                             "first task's primary metric in table order (D-STS Corr., else SR MAP, else dialogue "
                             "purity) is kept in best_encoder/.")
+    reuse_runs_under: tuple[str, ...] = field(
+        (), "Folders searched for a finished run with the same configuration (run_cache: the same settings on "
+        "the same record, checkpoint and evaluation bytes); if one is found its encoder is linked into "
+        "output_dir instead of training. Repeat for several.")
 
     def resolved(self, objective) -> "TrainConfig":
         """This config with the objective's defaults filled in."""
@@ -145,6 +149,14 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     config = config.resolved(objective)
     if not config.output_dir:
         raise ValueError("output_dir is required")
+    if config.reuse_runs_under:
+        key = run_cache.run_key(objective, config)
+        found = run_cache.find_finished_run(key, config.reuse_runs_under, exclude=config.output_dir)
+        if found:
+            run_cache.link_run(found, config.output_dir, stage_record(objective, config), key)
+            if verbose:
+                print(f"[train] {found} trained this configuration (key {key}): its encoder is reused")
+            return {}
     # First: MultiWorkerMirroredStrategy has to exist before any op runs, and checking
     # the records runs some.
     strategy = strategy or training.create_strategy(config.distribution_strategy, config.tpu_address)

@@ -1,0 +1,128 @@
+"""Finding a finished training run with the same configuration, so it is reused, not repeated.
+
+A run's key is a hash of its `config.json` record (objective, options, settings) where every
+input is replaced by the hash of its content: the record files `train_file` matches, the start
+checkpoint's weights, vocabulary and config, the evaluation sets. Two runs share a key exactly
+when they train the same way on the same bytes, wherever the files lie; so a benchmark that
+writes its own records finds the encoders a per-method script trained from identical records.
+Settings that do not change the trained weights are left out: where the run is written, how
+often it logs and checkpoints, and the search folders themselves. `num_warmup_steps` is left out
+when `warmup_proportion` decides it.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+
+from dialoguecse_tf.io_utils import read_json_object, write_json
+
+KEY_LENGTH = 16
+REUSED_FROM_FILE = "reused_from.json"
+_NOT_TRAINING = ("output_dir", "log_steps", "save_checkpoints_steps", "tpu_address", "reuse_runs_under")
+_FILE_SETTINGS = ("init_checkpoint", "bert_config_file", "vocab_file", "eval_select_file", "eval_sts_file",
+                  "eval_dialogue_file")
+# The folders a finished run leaves its encoders in (stage.ENCODER_DIR, stage.BEST_ENCODER_DIR).
+_ENCODER_DIRS = ("encoder", "best_encoder")
+_digests: dict = {}
+
+
+def content_digest(path: str) -> str:
+    """sha256 of a file's bytes, or of a folder's files (relative names and bytes, sorted)."""
+    path = os.path.realpath(path)
+    if os.path.isdir(path):
+        digest = hashlib.sha256()
+        for root, dirs, names in os.walk(path):
+            dirs.sort()
+            for name in sorted(names):
+                full = os.path.join(root, name)
+                digest.update(os.path.relpath(full, path).encode("utf-8") + b"\0")
+                digest.update(content_digest(full).encode("ascii"))
+        return digest.hexdigest()
+    status = os.stat(path)
+    cache_key = (path, status.st_size, status.st_mtime_ns)
+    if cache_key not in _digests:
+        digest = hashlib.sha256()
+        with open(path, "rb") as reader:
+            for block in iter(lambda: reader.read(1 << 20), b""):
+                digest.update(block)
+        _digests[cache_key] = digest.hexdigest()
+    return _digests[cache_key]
+
+
+def _records_digest(patterns) -> list:
+    files = sorted({path for pattern in patterns for path in glob.glob(pattern)})
+    if not files:
+        raise FileNotFoundError(f"{list(patterns)} matches no file")
+    return [content_digest(path) for path in files]
+
+
+def _normalized(record: dict) -> dict:
+    values = {key: value for key, value in record.items() if key not in _NOT_TRAINING}
+    values["train_file"] = _records_digest(record.get("train_file") or ())
+    for key in _FILE_SETTINGS:
+        if values.get(key):
+            values[key] = content_digest(values[key])
+    if values.get("warmup_proportion"):
+        values.pop("num_warmup_steps", None)
+    return values
+
+
+def record_key(record: dict) -> str:
+    """The key of a `config.json` record (`stage.stage_record`)."""
+    canonical = json.dumps(_normalized(record), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:KEY_LENGTH]
+
+
+def run_key(objective, config) -> str:
+    """The key of the run `(objective, config)` would make (defaults filled as the stage fills them)."""
+    from dialoguecse_tf.stage import stage_record
+
+    return record_key(stage_record(objective, config.resolved(objective)))
+
+
+def finished_runs(search_dirs) -> list:
+    """Run folders under `search_dirs` with a training `config.json` and a written encoder."""
+    runs = []
+    for folder in search_dirs:
+        for config_path in sorted(glob.glob(os.path.join(folder, "**", "config.json"), recursive=True)):
+            run_dir = os.path.dirname(config_path)
+            if not os.path.isdir(os.path.join(run_dir, _ENCODER_DIRS[0])):
+                continue
+            if os.path.exists(os.path.join(run_dir, REUSED_FROM_FILE)):
+                continue  # a link to another run, which the search finds itself
+            try:
+                record = read_json_object(config_path, "a training config.json")
+            except ValueError:
+                continue
+            if "objective" in record and "options" in record:
+                runs.append((run_dir, record))
+    return runs
+
+
+def find_finished_run(key: str, search_dirs, exclude: str | None = None) -> str | None:
+    """The first finished run under `search_dirs` whose key is `key` (not `exclude` itself)."""
+    excluded = os.path.realpath(exclude) if exclude else None
+    for run_dir, record in finished_runs(search_dirs):
+        if os.path.realpath(run_dir) == excluded:
+            continue
+        try:
+            if record_key(record) == key:
+                return run_dir
+        except (FileNotFoundError, OSError):
+            continue  # its records or checkpoint are gone: it cannot be matched
+    return None
+
+
+def link_run(found: str, output_dir: str, record: dict, key: str) -> None:
+    """Makes `output_dir` present `found`'s encoders (relative symlinks) with this run's record."""
+    os.makedirs(output_dir, exist_ok=True)
+    for name in _ENCODER_DIRS + ("train_log.jsonl",):
+        source = os.path.join(found, name)
+        target = os.path.join(output_dir, name)
+        if os.path.exists(source) and not os.path.lexists(target):
+            os.symlink(os.path.relpath(os.path.realpath(source), os.path.realpath(output_dir)), target)
+    write_json(os.path.join(output_dir, REUSED_FROM_FILE), {"run": os.path.relpath(found), "key": key})
+    write_json(os.path.join(output_dir, "config.json"), record, sort_keys=True)

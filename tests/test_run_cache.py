@@ -1,0 +1,65 @@
+"""run_cache: run keys follow what changes the trained weights, by content, not by location."""
+
+import json
+
+import pytest
+
+from dialoguecse_tf import run_cache
+
+
+def _record(tmp_path, **changes):
+    records, checkpoint = tmp_path / "records", tmp_path / "start"
+    if not checkpoint.exists():
+        records.mkdir()
+        (records / "pairs-00000-of-00001.tfrecord").write_bytes(b"records")
+        checkpoint.mkdir()
+        (checkpoint / "model.safetensors").write_bytes(b"weights")
+    record = {"objective": "dse", "options": {"temperature": 0.05}, "train_file": [str(records / "pairs-*")],
+              "init_checkpoint": str(checkpoint), "output_dir": str(tmp_path / "run"), "learning_rate": 3e-5,
+              "log_steps": 10, "save_checkpoints_steps": 100, "num_warmup_steps": 0, "warmup_proportion": 0.0,
+              "reuse_runs_under": [], "eval_dialogue_file": None}
+    record.update(changes)
+    return record
+
+
+def test_key_ignores_where_and_how_often_but_not_what(tmp_path):
+    base = run_cache.record_key(_record(tmp_path))
+    assert run_cache.record_key(_record(tmp_path, output_dir="elsewhere", log_steps=1, save_checkpoints_steps=7,
+                                        reuse_runs_under=["runs"])) == base
+    assert run_cache.record_key(_record(tmp_path, learning_rate=6e-5)) != base
+    assert run_cache.record_key(_record(tmp_path, options={"temperature": 0.1})) != base
+
+    moved = tmp_path / "moved"
+    (tmp_path / "records").rename(moved)
+    assert run_cache.record_key(_record(tmp_path, train_file=[str(moved / "pairs-*")])) == base
+    (tmp_path / "start" / "model.safetensors").write_bytes(b"other weights")
+    assert run_cache.record_key(_record(tmp_path, train_file=[str(moved / "pairs-*")])) != base
+
+
+def test_warmup_steps_derived_from_the_proportion_do_not_count(tmp_path):
+    given = run_cache.record_key(_record(tmp_path, warmup_proportion=0.1, num_warmup_steps=0))
+    assert run_cache.record_key(_record(tmp_path, warmup_proportion=0.1, num_warmup_steps=30)) == given
+    assert run_cache.record_key(_record(tmp_path, num_warmup_steps=30)) != run_cache.record_key(_record(tmp_path))
+
+
+def test_records_that_vanished_are_an_error_naming_the_pattern(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nothing-"):
+        run_cache.record_key(_record(tmp_path, train_file=[str(tmp_path / "nothing-*")]))
+
+
+def test_finished_runs_skip_unfinished_links_and_other_json(tmp_path):
+    record = _record(tmp_path)
+    finished = tmp_path / "runs" / "a"
+    (finished / "encoder").mkdir(parents=True)
+    (finished / "config.json").write_text(json.dumps(record))
+    unfinished = tmp_path / "runs" / "b"
+    unfinished.mkdir()
+    (unfinished / "config.json").write_text(json.dumps(record))
+    (tmp_path / "runs" / "a" / "encoder" / "config.json").write_text("{}")  # e.g. a HuggingFace folder
+    key = run_cache.record_key(record)
+    assert run_cache.find_finished_run(key, [str(tmp_path / "runs")]) == str(finished)
+    assert run_cache.find_finished_run(key, [str(tmp_path / "runs")], exclude=str(finished)) is None
+
+    run_cache.link_run(str(finished), str(tmp_path / "runs" / "c"), record, key)
+    assert (tmp_path / "runs" / "c" / "encoder").is_symlink()
+    assert [run for run, _ in run_cache.finished_runs([str(tmp_path / "runs")])] == [str(finished)]
