@@ -7,22 +7,30 @@ Rows with the same model name are merged (e.g. one model evaluated on ECD and on
 runs); conflicting numbers or one dataset name used for different files are errors.
 """
 
+import os
+
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import run
-from dialoguecse_tf.evaluation.results import aggregate_seeds, merge_results, write_table
+from dialoguecse_tf.evaluation.results import aggregate_seeds, merge_results, plot_table, select_columns, write_table
 
 flags.DEFINE_multi_string("results", None, "A results.json to merge; repeat for each, in row order.")
 flags.DEFINE_string("output_dir", None, "Where <output_name>.md and <output_name>.json are written.")
 flags.DEFINE_string("output_name", "merged_results", "File name stem of the merged table.")
+flags.DEFINE_list("columns", [], "Columns to show, in order, as Dataset:metric_key (e.g. ECD:map,Banking77:acc_1shot); "
+                  "default: every column.")
+flags.DEFINE_bool("mark_best", False, "Bold each ranked column's best row (by the mean over seeds).")
+flags.DEFINE_bool("chart", False, "Also write <output_name>.png: one bar panel per column, seed spread as error bars.")
 flags.mark_flags_as_required(["results", "output_dir"])
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
-    table = aggregate_seeds(merge_results(FLAGS.results))
+    table = select_columns(aggregate_seeds(merge_results(FLAGS.results)), FLAGS.columns, FLAGS.mark_best)
     markdown_path, json_path = write_table(table, FLAGS.output_dir, FLAGS.output_name)
+    if FLAGS.chart:
+        plot_table(table, os.path.join(FLAGS.output_dir, FLAGS.output_name + ".png"))
     print(table.to_markdown())
     print(f"wrote {markdown_path} and {json_path}")
 

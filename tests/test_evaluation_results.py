@@ -195,3 +195,25 @@ def test_table_columns_follow_the_task_order_then_unknown_metrics():
         ("ECD", "corr", "Corr."), ("ECD", "map", "MAP"), ("ECD", "mrr", "MRR"), ("ECD", "recall", "recall"),
         ("JDDC", "corr", "Corr."),
     ]
+
+
+def test_selected_columns_in_order_with_the_best_row_bold_and_a_chart(tmp_path):
+    from dialoguecse_tf.evaluation.results import plot_table, select_columns
+
+    models = ((seed_row_name("DSE", 1), 50.0, 60.0, 70.0), (seed_row_name("DSE", 2), 54.0, 58.0, 70.0),
+              ("MiniLM", 52.0, 61.0, 71.0), ("Tie", 40.0, 61.0, 71.0))
+    table = aggregate_seeds(merge_results([write_results(make_results(tmp_path, "ECD", models), str(tmp_path / "r"))]))
+    chosen = select_columns(table, ["ECD:mrr", "ECD:corr"], mark_best=True)
+    lines = chosen.to_markdown().splitlines()
+    assert lines[0] == "| Model | ECD MRR | ECD Corr. |"
+    assert lines[2] == "| DSE (2 seeds) | 70.00 ± 0.00 | **52.00 ± 2.83** |"
+    assert lines[3] == "| MiniLM | **71.00** | **52.00** |"  # 52.0 ties DSE's mean: both bold
+    assert "Bold: the best row" in chosen.to_markdown()
+    assert chosen.best_rows() == {"ECD MRR": ["MiniLM", "Tie"], "ECD Corr.": ["DSE", "MiniLM"]}
+    saved = json.load(open(write_table(chosen, str(tmp_path / "t"))[1], encoding="utf-8"))
+    assert saved["columns"] == [["ECD", "mrr", "ECD MRR"], ["ECD", "corr", "ECD Corr."]]
+    assert saved["best"]["ECD MRR"] == ["MiniLM", "Tie"]
+    with pytest.raises(ValueError, match="column 'ECD:acc_1shot' is not in the table; it has ECD:corr"):
+        select_columns(table, ["ECD:acc_1shot"])
+    plot_table(chosen, str(tmp_path / "chart.png"))
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -198,11 +198,15 @@ class ResultsTable:
 
     datasets: list  # dataset records (see module docstring), merged over sources
     rows: list
+    selected: list | None = None  # [(dataset, metric key)] to show, in this order; None: every column
+    mark_best: bool = False  # bold the best cell of each ranked column
 
     def to_dict(self) -> dict:
-        return {"datasets": self.datasets, "rows": [dataclasses.asdict(row) for row in self.rows]}
+        return {"datasets": self.datasets, "rows": [dataclasses.asdict(row) for row in self.rows],
+                "columns": [[name, key, header] for name, key, header in self.columns()],
+                "best": {header: rows for header, rows in self.best_rows().items()}}
 
-    def columns(self) -> list[tuple[str, str, str]]:
+    def all_columns(self) -> list[tuple[str, str, str]]:
         """(dataset, metric key, header) for every metric that some row has."""
         return [
             (name, key, f"{name} {label}")
@@ -210,16 +214,44 @@ class ResultsTable:
                                                   [row.metrics for row in self.rows])
         ]
 
+    def columns(self) -> list[tuple[str, str, str]]:
+        """The columns shown: `selected` in its order, else every column."""
+        every = self.all_columns()
+        if self.selected is None:
+            return every
+        by_key = {(name, key): (name, key, header) for name, key, header in every}
+        return [by_key[pair] for pair in self.selected]
+
+    def best_rows(self) -> dict:
+        """{header: [model, ...]} the rows holding each ranked column's best value (ties all)."""
+        if not self.mark_best:
+            return {}
+        directions = metric_directions()
+        best = {}
+        for name, key, header in self.columns():
+            if directions.get(key) is None:
+                continue
+            values = {row.model: row.metrics[name][key] for row in self.rows if key in row.metrics.get(name, {})}
+            if values:
+                target = (max if directions[key] else min)(values.values())
+                best[header] = [model for model, value in values.items() if value == target]
+        return best
+
     def to_markdown(self) -> str:
         columns = self.columns()
         lines = [
             "| Model | " + " | ".join(header for _, _, header in columns) + " |",
             "|:--|" + "--:|" * len(columns),
         ]
+        best = self.best_rows()
         for row in self.rows:
             cells = [_metric_cell(row, name, key) for name, key, _ in columns]
+            cells = [f"**{cell}**" if row.model in best.get(header, ()) else cell
+                     for cell, (_, _, header) in zip(cells, columns)]
             lines.append(f"| {_cell(_row_label(row))} | " + " | ".join(cells) + " |")
         lines += ["", "All numbers are percentages."]
+        if best:
+            lines += ["", _BEST_NOTE]
         lines += [f"- {task.label} ({', '.join(header for _, header in task.metrics)}): {task.description}."
                   for task in _task_classes() if any(f"{task.task}_file" in dataset for dataset in self.datasets)]
         if any(row.seeds for row in self.rows):
@@ -235,6 +267,28 @@ class ResultsTable:
             checkpoints = ", ".join(f"`{path}`" for path in row.checkpoints)
             lines.append(f"- {row.model}: {' / '.join(row.descriptions)}. Checkpoint: {checkpoints}.")
         return "\n".join(lines) + "\n"
+
+
+_BEST_NOTE = "Bold: the best row of each column, by the mean where seeds are folded (spread columns are not ranked)."
+
+
+def metric_directions() -> dict:
+    """{metric key: True if higher is better}; spread columns (`*_std`) map to None (not ranked)."""
+    return {key: (None if key.endswith("_std") else task.higher_is_better)
+            for task in _task_classes() for key, _ in task.metrics}
+
+
+def select_columns(table: "ResultsTable", specs, mark_best: bool = False) -> "ResultsTable":
+    """`table` showing only the columns `specs` names ("Dataset:metric_key", in order)."""
+    available = {(name, key) for name, key, _ in table.all_columns()}
+    selected = []
+    for spec in specs:
+        name, _, key = spec.rpartition(":")
+        if (name, key) not in available:
+            raise ValueError(f"column {spec!r} is not in the table; it has "
+                             + ", ".join(f"{n}:{k}" for n, k, _ in table.all_columns()))
+        selected.append((name, key))
+    return dataclasses.replace(table, selected=selected or None, mark_best=mark_best)
 
 
 def _task_classes() -> tuple:
@@ -350,7 +404,7 @@ def aggregate_seeds(table: ResultsTable) -> ResultsTable:
     rows = []
     for key, row in order:
         rows.append(row if key is None else _fold_seeds(key, groups[key]))
-    return ResultsTable(table.datasets, rows)
+    return dataclasses.replace(table, rows=rows)
 
 
 def _fold_seeds(model: str, seed_rows: list) -> TableRow:
@@ -374,6 +428,38 @@ def _fold_seeds(model: str, seed_rows: list) -> TableRow:
                 if value not in getattr(folded, field):
                     getattr(folded, field).append(value)
     return folded
+
+
+def plot_table(table: ResultsTable, path: str) -> None:
+    """One panel per shown column, the rows' values side by side as horizontal bars with the
+    seed spread as error bars (matplotlib: the `plot` extra)."""
+    from dialoguecse_tf.evaluation.plotting import pyplot, save_png
+
+    plt = pyplot()
+    columns = table.columns()
+    if not columns:
+        raise ValueError("the table has no column to plot")
+    num_columns = min(4, len(columns))
+    num_rows = -(-len(columns) // num_columns)
+    height = 0.3 * len(table.rows) + 1.0
+    figure, axes = plt.subplots(num_rows, num_columns, figsize=(3.4 * num_columns, height * num_rows),
+                                squeeze=False, sharey=True)
+    labels = [_row_label(row) for row in table.rows]
+    positions = list(range(len(table.rows)))[::-1]
+    best = table.best_rows()
+    for axis, (name, key, header) in zip(axes.flat, columns):
+        values = [row.metrics.get(name, {}).get(key, float("nan")) for row in table.rows]
+        errors = [row.spread.get(name, {}).get(key, 0.0) for row in table.rows]
+        colors = ["tab:orange" if row.model in best.get(header, ()) else "tab:blue" for row in table.rows]
+        axis.barh(positions, values, xerr=errors, color=colors, capsize=2, height=0.7)
+        axis.set_title(header, fontsize=8)
+        axis.tick_params(labelsize=7)
+        axis.grid(axis="x", alpha=0.3)
+    for axis in axes[:, 0]:
+        axis.set_yticks(positions, labels)
+    for axis in list(axes.flat)[len(columns):]:
+        axis.set_visible(False)
+    save_png(figure, path)
 
 
 def merge_results(paths: list[str]) -> ResultsTable:

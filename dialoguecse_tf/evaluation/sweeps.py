@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from dialoguecse_tf.evaluation.results import portable_path, read_results, table_columns
+from dialoguecse_tf.evaluation.plotting import pyplot, save_png
 from dialoguecse_tf.io_utils import atomic_open, write_json
 
 
@@ -60,13 +61,7 @@ def sweep_markdown(sweep: dict) -> str:
 def plot_sweep(sweep: dict, path: str) -> None:
     """One panel per dataset metric, one line per model against the swept value, as the paper's
     Figures 2 and 3 put DialogueCSE and SiameseBERT_M side by side (matplotlib: the `plot` extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError("plotting needs matplotlib: pip install 'dialoguecse_tf[plot]'") from None
+    plt = pyplot()
     values = list(dict.fromkeys(str(row["value"]) for row in sweep["rows"]))
     columns = _columns(sweep)
     num_columns = min(3, len(columns))
@@ -84,10 +79,7 @@ def plot_sweep(sweep: dict, path: str) -> None:
     for axis in list(axes.flat)[len(columns):]:
         axis.set_visible(False)
     axes.flat[0].legend(fontsize=7)
-    figure.tight_layout()
-    with atomic_open(path, "wb") as writer:
-        figure.savefig(writer, format="png", dpi=110)
-    plt.close(figure)
+    save_png(figure, path)
 
 
 def write_sweep(sweep: dict, output_dir: str, stem: str, plot: bool = True) -> list:

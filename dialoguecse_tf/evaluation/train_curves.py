@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from dialoguecse_tf.evaluation.plotting import pyplot, save_png
 from dialoguecse_tf.io_utils import atomic_open, write_json
 from dialoguecse_tf.training import read_train_log
 
@@ -62,13 +63,7 @@ def summary_markdown(rows: list[dict], window: int = 5) -> str:
 
 def plot_curves(curves: dict, path: str) -> None:
     """One panel per metric, one line per run (matplotlib: the `plot` extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError("plotting needs matplotlib: pip install 'dialoguecse_tf[plot]'") from None
+    plt = pyplot()
     metrics = [metric for metric in CURVE_METRICS if any(metric in curve for curve in curves.values())]
     figure, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.0), squeeze=False)
     for axis, metric in zip(axes.flat, metrics):
@@ -80,10 +75,7 @@ def plot_curves(curves: dict, path: str) -> None:
         axis.tick_params(labelsize=7)
         axis.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=6)
-    figure.tight_layout()
-    with atomic_open(path, "wb") as writer:
-        figure.savefig(writer, format="png", dpi=110)
-    plt.close(figure)
+    save_png(figure, path)
 
 
 def write_curves(curves: dict, output_dir: str, stem: str, plot: bool = True, window: int = 5) -> list:
