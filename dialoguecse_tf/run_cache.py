@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 
+from dialoguecse_tf.checkpoints import CHECKPOINT_MARKER_FILE
 from dialoguecse_tf.io_utils import read_json_object, write_json
 
 KEY_LENGTH = 16
@@ -30,13 +31,14 @@ _digests: dict = {}
 
 
 def content_digest(path: str) -> str:
-    """sha256 of a file's bytes, or of a folder's files (relative names and bytes, sorted)."""
+    """sha256 of a file's bytes, or of a folder's files (relative names and bytes, sorted),
+    leaving out a checkpoint's marker, which records when it was written."""
     path = os.path.realpath(path)
     if os.path.isdir(path):
         digest = hashlib.sha256()
         for root, dirs, names in os.walk(path):
             dirs.sort()
-            for name in sorted(names):
+            for name in sorted(set(names) - {CHECKPOINT_MARKER_FILE}):
                 full = os.path.join(root, name)
                 digest.update(os.path.relpath(full, path).encode("utf-8") + b"\0")
                 digest.update(content_digest(full).encode("ascii"))
@@ -84,7 +86,8 @@ def run_key(objective, config) -> str:
 
 
 def finished_runs(search_dirs) -> list:
-    """Run folders under `search_dirs` with a training `config.json` and a written encoder."""
+    """(run folder, config.json path) of the runs under `search_dirs` with a training
+    `config.json` and a written encoder."""
     runs = []
     for folder in search_dirs:
         for config_path in sorted(glob.glob(os.path.join(folder, "**", "config.json"), recursive=True)):
@@ -98,21 +101,26 @@ def finished_runs(search_dirs) -> list:
             except ValueError:
                 continue
             if "objective" in record and "options" in record:
-                runs.append((run_dir, record))
+                runs.append((run_dir, config_path))
     return runs
 
 
 def find_finished_run(key: str, search_dirs, exclude: str | None = None) -> str | None:
-    """The first finished run under `search_dirs` whose key is `key` (not `exclude` itself)."""
+    """The first finished run under `search_dirs` whose key is `key` (not `exclude` itself).
+
+    A run's key is recomputed from its config.json read as a stage config, so settings added
+    to the project after it ran take their defaults, as they did in effect."""
+    from dialoguecse_tf.stage import load_stage_config
+
     excluded = os.path.realpath(exclude) if exclude else None
-    for run_dir, record in finished_runs(search_dirs):
+    for run_dir, config_path in finished_runs(search_dirs):
         if os.path.realpath(run_dir) == excluded:
             continue
         try:
-            if record_key(record) == key:
+            if run_key(*load_stage_config(config_path)) == key:
                 return run_dir
-        except (FileNotFoundError, OSError):
-            continue  # its records or checkpoint are gone: it cannot be matched
+        except (ValueError, TypeError, OSError):
+            continue  # another project version's settings, or its inputs are gone: no match
     return None
 
 

@@ -152,7 +152,9 @@ class _RecordSpec:
                     raise ValueError(f"feature {name!r}: expected shape [1], got {list(array.shape)}")
                 tf_features[name] = _to_tf_feature(_Feature(name, tf.int64, (1,)), array)
         proto = tf.train.Example(features=tf.train.Features(feature=tf_features))
-        return proto.SerializeToString()
+        # Features are a protobuf map, whose wire order otherwise varies between processes:
+        # deterministic output makes equal records equal files (run_cache hashes them).
+        return proto.SerializeToString(deterministic=True)
 
     def parse(self, serialized: tf.Tensor) -> dict[str, tf.Tensor]:
         """Parses ONE serialized example (a scalar string tensor).
@@ -603,6 +605,25 @@ def resolve_records(file_patterns: Sequence[str], record_type: str) -> tuple[lis
                 f"{written} were written; a shard is truncated or missing"
             )
     return files, spec, stats
+
+
+def canonicalize_record_file(path: str) -> bool:
+    """Rewrites a TFRecord file whose Examples were serialized in a process's own map order
+    (files written before serialization was made deterministic) in the deterministic form;
+    the records and their order are unchanged. Returns whether the bytes changed."""
+    changed = False
+    records = []
+    for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        canonical = tf.train.Example.FromString(raw).SerializeToString(deterministic=True)
+        changed |= canonical != raw
+        records.append(canonical)
+    if changed:
+        temporary = path + ".canonical"
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for record in records:
+                writer.write(record)
+        os.replace(temporary, path)
+    return changed
 
 
 def check_record_files(files: Sequence[str], spec: RecordSpec, batch_size: int = 1024) -> int:

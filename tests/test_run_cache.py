@@ -22,6 +22,13 @@ def _record(tmp_path, **changes):
     return record
 
 
+def _stage_key(record):
+    from dialoguecse_tf.stage import configure
+
+    settings = {k: v for k, v in record.items() if k not in ("objective", "options")}
+    return run_cache.run_key(*configure(record["objective"], **record["options"], **settings))
+
+
 def test_key_ignores_where_and_how_often_but_not_what(tmp_path):
     base = run_cache.record_key(_record(tmp_path))
     assert run_cache.record_key(_record(tmp_path, output_dir="elsewhere", log_steps=1, save_checkpoints_steps=7,
@@ -56,10 +63,18 @@ def test_finished_runs_skip_unfinished_links_and_other_json(tmp_path):
     unfinished.mkdir()
     (unfinished / "config.json").write_text(json.dumps(record))
     (tmp_path / "runs" / "a" / "encoder" / "config.json").write_text("{}")  # e.g. a HuggingFace folder
-    key = run_cache.record_key(record)
+    key = _stage_key(record)
     assert run_cache.find_finished_run(key, [str(tmp_path / "runs")]) == str(finished)
     assert run_cache.find_finished_run(key, [str(tmp_path / "runs")], exclude=str(finished)) is None
 
     run_cache.link_run(str(finished), str(tmp_path / "runs" / "c"), record, key)
     assert (tmp_path / "runs" / "c" / "encoder").is_symlink()
     assert [run for run, _ in run_cache.finished_runs([str(tmp_path / "runs")])] == [str(finished)]
+
+
+def test_a_run_from_before_a_setting_existed_matches_with_its_default(tmp_path):
+    record = _record(tmp_path)
+    old = {key: value for key, value in record.items() if key not in ("eval_dialogue_file", "warmup_proportion")}
+    (tmp_path / "runs" / "old" / "encoder").mkdir(parents=True)
+    (tmp_path / "runs" / "old" / "config.json").write_text(json.dumps(old))
+    assert run_cache.find_finished_run(_stage_key(record), [str(tmp_path / "runs")]) == str(tmp_path / "runs" / "old")

@@ -189,3 +189,53 @@ def test_writer_leaves_nothing_when_body_raises(tmp_path):
             writer.write(MLM_SPEC.serialize(random_mlm_example(rng)))
             raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
+
+
+_SERIALIZE_IN_A_PROCESS = """
+import hashlib, sys
+import numpy as np
+from dialoguecse_tf import schema
+spec = schema.ContrastiveRecordSpec(max_seq_length=8, num_context_turns=2, num_negatives=2)
+example = {f.name: np.ones(f.shape, np.int64) for f in spec._features()}
+print(hashlib.sha256(spec.serialize(example)).hexdigest())
+"""
+
+
+def test_equal_records_serialize_to_equal_bytes_in_every_process():
+    """Example features are a protobuf map, whose wire order otherwise changes from process to
+    process; run_cache compares record files by their bytes."""
+    import subprocess
+    import sys
+
+    from conftest import REPO_ROOT
+
+    digests = {subprocess.run([sys.executable, "-c", _SERIALIZE_IN_A_PROCESS], capture_output=True, text=True,
+                              cwd=REPO_ROOT, check=True).stdout.split()[-1] for _ in range(4)}
+    assert len(digests) == 1
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def test_canonicalize_rewrites_map_order_only(tmp_path):
+    spec = schema.PairRecordSpec(8)
+    examples = [{f.name: np.full(f.shape, i, np.int64) for f in spec._features()} for i in range(3)]
+    path = str(tmp_path / "pairs-00000-of-00001.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for example in examples:
+            proto = tf.train.Example.FromString(spec.serialize(example))
+            # The wire form a process may write without deterministic serialization: the map
+            # entries in another order (here reversed), built byte by byte so it is that order.
+            entries = b"".join(
+                tf.train.Features(feature={name: proto.features.feature[name]}).SerializeToString(deterministic=True)
+                for name in sorted(proto.features.feature, reverse=True))
+            writer.write(b"\x0a" + _varint(len(entries)) + entries)
+    assert schema.canonicalize_record_file(path) is True
+    assert list(tf.data.TFRecordDataset(path).as_numpy_iterator()) == [spec.serialize(e) for e in examples]
+    assert schema.canonicalize_record_file(path) is False
