@@ -13,9 +13,10 @@
   under keras-hub, so its export is refused unless `allow_numeric_drift`, and the drift measured
   on seeded random token sequences is written to the export's `dialoguecse_export.json`.
 
-Both folders carry `dialoguecse_export.json` (the source, the pooling, the full BertConfig), so
-`checkpoints.load_checkpoint` reloads either with the original numerics; exporting that load
-again writes the same weights bit for bit.
+Both folders carry `dialoguecse_export.json` (the source, the pooling, the full BertConfig).
+`checkpoints.load_checkpoint` reloads either with the original numerics (a HuggingFace
+`config.json` names them itself; for keras-hub the info file does); exporting that load again
+writes the same weights bit for bit.
 """
 
 import dataclasses
@@ -30,6 +31,7 @@ import tensorflow as tf
 from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.checkpoints import (
     EXPORT_INFO_FILE,
+    FORMAT_KERAS_HUB,
     HF_CONFIG_FILE,
     HF_WEIGHTS_FILE,
     VOCAB_FILE,
@@ -39,7 +41,6 @@ from dialoguecse_tf.checkpoints import (
 from dialoguecse_tf.pooling import POOLING_MODES
 
 FORMAT_HUGGINGFACE = "huggingface"
-FORMAT_KERAS_HUB = "keras_hub"
 EXPORT_FORMATS = (FORMAT_HUGGINGFACE, FORMAT_KERAS_HUB)
 
 # This project's activation name -> HuggingFace's name for the same function.
@@ -155,8 +156,9 @@ def keras_hub_drift(backbone, bert_config: BertConfig, preset_dir: str, num_sequ
                     seed: int = 0) -> dict:
     """How far keras-hub's stock BertBackbone, loaded from `preset_dir`, is from `backbone`.
 
-    Mean-pooled outputs of both on `num_sequences` seeded random token sequences (ids past the
-    5 special tokens, lengths 4 up to min(64, the position limit)).
+    Mean-pooled outputs of both on `num_sequences` seeded random token sequences (ids drawn from
+    5 up to the vocabulary size, which may include special tokens; lengths 4 up to min(64, the
+    position limit)).
     """
     import keras_hub
 
@@ -208,7 +210,7 @@ def export_encoder(config: EncoderExportConfig) -> str:
     """Writes `config.output_dir` (which must not exist) in `config.format`; returns its path.
 
     The folder is written beside its final name and renamed into place, so a failed export
-    leaves nothing behind.
+    leaves no partial export (parent folders it had to create stay).
     """
     target = os.path.abspath(config.output_dir)
     if os.path.exists(target):

@@ -6,8 +6,8 @@ checkpoint's weights, vocabulary and config, the evaluation sets. Two runs share
 when they train the same way on the same bytes, wherever the files lie; so a benchmark that
 writes its own records finds the encoders a per-method script trained from identical records.
 Settings that do not change the trained weights are left out: where the run is written, how
-often it logs and checkpoints, and the search folders themselves. `num_warmup_steps` is left out
-when `warmup_proportion` decides it.
+often it logs and checkpoints, the search folders themselves, `num_warmup_steps` when
+`warmup_proportion` decides it, and `eval_steps` when no evaluation set is given.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import hashlib
 import json
 import os
 
-from dialoguecse_tf.checkpoints import CHECKPOINT_MARKER_FILE
+from dialoguecse_tf.checkpoints import CHECKPOINT_MARKER_FILE, TF1_CONFIG_FILE, VOCAB_FILE
 from dialoguecse_tf.io_utils import read_json_object, write_json
 
 KEY_LENGTH = 16
 REUSED_FROM_FILE = "reused_from.json"
 _NOT_TRAINING = ("output_dir", "log_steps", "save_checkpoints_steps", "tpu_address", "reuse_runs_under")
-_FILE_SETTINGS = ("init_checkpoint", "bert_config_file", "vocab_file", "eval_select_file", "eval_sts_file",
-                  "eval_dialogue_file")
+_EVAL_FILES = ("eval_select_file", "eval_sts_file", "eval_dialogue_file")
+_FILE_SETTINGS = ("init_checkpoint", "bert_config_file", "vocab_file") + _EVAL_FILES
 # The folders a finished run leaves its encoders in (stage.ENCODER_DIR, stage.BEST_ENCODER_DIR).
 _ENCODER_DIRS = ("encoder", "best_encoder")
 _digests: dict = {}
@@ -32,8 +32,18 @@ _digests: dict = {}
 
 def content_digest(path: str) -> str:
     """sha256 of a file's bytes, or of a folder's files (relative names and bytes, sorted),
-    leaving out a checkpoint's marker, which records when it was written."""
+    leaving out a checkpoint's marker, which records when it was written. A TF checkpoint
+    prefix (`.../bert_model.ckpt`) stands for its files and the folder's config and vocabulary."""
     path = os.path.realpath(path)
+    if not os.path.exists(path) and os.path.exists(path + ".index"):
+        folder = os.path.dirname(path)
+        parts = sorted(glob.glob(glob.escape(path) + ".*")) + [
+            os.path.join(folder, name) for name in (TF1_CONFIG_FILE, VOCAB_FILE)
+            if os.path.exists(os.path.join(folder, name))]
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(os.path.basename(part).encode("utf-8") + b"\0" + _file_digest(part).encode("ascii"))
+        return digest.hexdigest()
     if os.path.isdir(path):
         digest = hashlib.sha256()
         for root, dirs, names in os.walk(path):
@@ -41,8 +51,12 @@ def content_digest(path: str) -> str:
             for name in sorted(set(names) - {CHECKPOINT_MARKER_FILE}):
                 full = os.path.join(root, name)
                 digest.update(os.path.relpath(full, path).encode("utf-8") + b"\0")
-                digest.update(content_digest(full).encode("ascii"))
+                digest.update(_file_digest(full).encode("ascii"))
         return digest.hexdigest()
+    return _file_digest(path)
+
+
+def _file_digest(path: str) -> str:
     status = os.stat(path)
     cache_key = (path, status.st_size, status.st_mtime_ns)
     if cache_key not in _digests:
@@ -61,14 +75,26 @@ def _records_digest(patterns) -> list:
     return [content_digest(path) for path in files]
 
 
-def _normalized(record: dict) -> dict:
+def _settings(record: dict) -> dict:
+    """The record without what does not change the weights, inputs still as paths."""
     values = {key: value for key, value in record.items() if key not in _NOT_TRAINING}
+    if values.get("warmup_proportion"):
+        values.pop("num_warmup_steps", None)
+    if not any(values.get(key) for key in _EVAL_FILES):
+        values.pop("eval_steps", None)
+    return values
+
+
+def _without_inputs(values: dict) -> dict:
+    return {key: value for key, value in values.items() if key not in _FILE_SETTINGS + ("train_file",)}
+
+
+def _normalized(record: dict) -> dict:
+    values = _settings(record)
     values["train_file"] = _records_digest(record.get("train_file") or ())
     for key in _FILE_SETTINGS:
         if values.get(key):
             values[key] = content_digest(values[key])
-    if values.get("warmup_proportion"):
-        values.pop("num_warmup_steps", None)
     return values
 
 
@@ -78,11 +104,15 @@ def record_key(record: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:KEY_LENGTH]
 
 
-def run_key(objective, config) -> str:
-    """The key of the run `(objective, config)` would make (defaults filled as the stage fills them)."""
+def _stage_record(objective, config) -> dict:
     from dialoguecse_tf.stage import stage_record
 
-    return record_key(stage_record(objective, config.resolved(objective)))
+    return stage_record(objective, config.resolved(objective))
+
+
+def run_key(objective, config) -> str:
+    """The key of the run `(objective, config)` would make (defaults filled as the stage fills them)."""
+    return record_key(_stage_record(objective, config))
 
 
 def finished_runs(search_dirs) -> list:
@@ -105,19 +135,25 @@ def finished_runs(search_dirs) -> list:
     return runs
 
 
-def find_finished_run(key: str, search_dirs, exclude: str | None = None) -> str | None:
-    """The first finished run under `search_dirs` whose key is `key` (not `exclude` itself).
+def find_finished_run(objective, config, search_dirs, exclude: str | None = None) -> str | None:
+    """The first finished run under `search_dirs` with the key of `(objective, config)`, not
+    `exclude` itself.
 
-    A run's key is recomputed from its config.json read as a stage config, so settings added
-    to the project after it ran take their defaults, as they did in effect."""
+    A candidate's key is recomputed from its config.json read as a stage config, so settings
+    added to the project after it ran take their defaults, as they did in effect. Inputs are
+    hashed only for candidates whose other settings already agree."""
     from dialoguecse_tf.stage import load_stage_config
 
+    wanted = _stage_record(objective, config)
+    wanted_settings = _without_inputs(_settings(wanted))
+    key = record_key(wanted)
     excluded = os.path.realpath(exclude) if exclude else None
     for run_dir, config_path in finished_runs(search_dirs):
         if os.path.realpath(run_dir) == excluded:
             continue
         try:
-            if run_key(*load_stage_config(config_path)) == key:
+            record = _stage_record(*load_stage_config(config_path))
+            if _without_inputs(_settings(record)) == wanted_settings and record_key(record) == key:
                 return run_dir
         except (ValueError, TypeError, OSError):
             continue  # another project version's settings, or its inputs are gone: no match
@@ -132,5 +168,6 @@ def link_run(found: str, output_dir: str, record: dict, key: str) -> None:
         target = os.path.join(output_dir, name)
         if os.path.exists(source) and not os.path.lexists(target):
             os.symlink(os.path.relpath(os.path.realpath(source), os.path.realpath(output_dir)), target)
-    write_json(os.path.join(output_dir, REUSED_FROM_FILE), {"run": os.path.relpath(found), "key": key})
+    write_json(os.path.join(output_dir, REUSED_FROM_FILE),
+               {"run": os.path.relpath(os.path.realpath(found), os.path.realpath(output_dir)), "key": key})
     write_json(os.path.join(output_dir, "config.json"), record, sort_keys=True)

@@ -618,7 +618,7 @@ def canonicalize_record_file(path: str) -> bool:
         changed |= canonical != raw
         records.append(canonical)
     if changed:
-        temporary = path + ".canonical"
+        temporary = _temporary_path(path)
         with tf.io.TFRecordWriter(temporary) as writer:
             for record in records:
                 writer.write(record)

@@ -144,15 +144,16 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
 def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = True, on_log=None) -> dict:
     """Runs (or resumes) `objective`; writes the trained encoder to `output_dir/encoder`.
 
-    Returns the last step's logs ({} when a finished run is restarted).
+    Returns the last step's logs ({} when a finished run is restarted, or when `reuse_runs_under`
+    found a finished run with the same key and linked it into `output_dir`).
     """
     config = config.resolved(objective)
     if not config.output_dir:
         raise ValueError("output_dir is required")
     if config.reuse_runs_under:
-        key = run_cache.run_key(objective, config)
-        found = run_cache.find_finished_run(key, config.reuse_runs_under, exclude=config.output_dir)
+        found = run_cache.find_finished_run(objective, config, config.reuse_runs_under, exclude=config.output_dir)
         if found:
+            key = run_cache.run_key(objective, config)
             run_cache.link_run(found, config.output_dir, stage_record(objective, config), key)
             if verbose:
                 print(f"[train] {found} trained this configuration (key {key}): its encoder is reused")

@@ -86,6 +86,7 @@ JSON
     PAIRS=(--preset=cpu_dse --learning_rate=1e-4 --num_train_steps=600)
     DIAL2VEC=(--preset=cpu_dial2vec --max_seq_length=128 --learning_rate=1e-4 --num_frozen_layers=2
       --num_train_steps=600 --num_warmup_steps=60 --eval_steps=0)
+    DIALOGUE_RECORDS=(--max_seq_length=128 --num_negatives=4)
   else
     [ -n "${ZH_INIT_CHECKPOINT:-}" ] || { echo "PRESET=paper needs ZH_INIT_CHECKPOINT (a Chinese BERT)" >&2; exit 2; }
     VOCAB="${ZH_INIT_CHECKPOINT}/vocab.txt"
@@ -95,6 +96,7 @@ JSON
     SIAMESE=(--preset=paper_ecd_siamese_m --eval_steps=0)
     PAIRS=(--preset=paper_dse)
     DIAL2VEC=(--preset=paper_dial2vec --eval_steps=0)
+    DIALOGUE_RECORDS=(--max_seq_length=512 --num_negatives=9)
   fi
   stage zh_mlm_records "${ZH}/mlm_records/prep_stats.json" python data_prep/create_pretraining_data.py \
     --input_file="${ZH_TRAIN}" --input_format=authors --vocab_file="${VOCAB}" --output_dir="${ZH}/mlm_records" \
@@ -110,7 +112,7 @@ JSON
   done
   stage zh_dialogue_records "${ZH}/dialogue_records/records_info.json" python data_prep/create_dialogue_data.py \
     --input_file="${ZH_TRAIN}" --input_format=authors --vocab_file="${VOCAB}" --output_dir="${ZH}/dialogue_records" \
-    --max_seq_length=128 --num_negatives=4 --keep_role=random --random_seed=12345
+    "${DIALOGUE_RECORDS[@]}" --keep_role=random --random_seed=12345
 
   CHECKPOINTS=(); NAMES=()
   train_keyed zh mlm "MLM-adapted encoder" 12345 encoder --train_file="${ZH}/mlm_records/mlm-*" "${MLM_FLAGS[@]}"
@@ -150,14 +152,16 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
     SIAMESE=("${CONTRASTIVE[@]}" --objective=siamese_m)
     PAIRS=(--preset=cpu_dse --train_batch_size=64 --num_train_steps=300)
     DIAL2VEC=(--preset=cpu_dial2vec --num_train_steps=300 --eval_dialogue_file="${DEV}")
-    DIALOGUE_LENGTH=192; MAX_DIALOGUES=(--max_dialogues=3000); MAX_RESPONSES=(--max_responses_per_dialogue=1)
+    DIALOGUE_LENGTH=192; DIALOGUE_NEGATIVES=4; MAX_DIALOGUES=(--max_dialogues=3000)
+    MAX_RESPONSES=(--max_responses_per_dialogue=1)
   else
-    MLM_FLAGS=(--preset=paper_ecd_mlm --init_checkpoint="${MINILM}")
-    DCSE=(--preset=paper_ecd_dialoguecse_i2 --max_seq_length=40 --eval_steps=0)
-    SIAMESE=(--preset=paper_ecd_siamese_m --max_seq_length=40 --eval_steps=0)
+    # MiniLM has 6 layers: the papers' 6 frozen layers (of BERT-base's 12) become 3.
+    MLM_FLAGS=(--preset=paper_ecd_mlm --init_checkpoint="${MINILM}" --max_seq_length=64)
+    DCSE=(--preset=paper_ecd_dialoguecse_i2 --max_seq_length=40 --num_frozen_layers=3 --eval_steps=0)
+    SIAMESE=(--preset=paper_ecd_siamese_m --max_seq_length=40 --num_frozen_layers=3 --eval_steps=0)
     PAIRS=(--preset=paper_dse)
-    DIAL2VEC=(--preset=paper_dial2vec --eval_dialogue_file="${DEV}")
-    DIALOGUE_LENGTH=512; MAX_DIALOGUES=(); MAX_RESPONSES=()
+    DIAL2VEC=(--preset=paper_dial2vec --num_frozen_layers=3 --eval_dialogue_file="${DEV}")
+    DIALOGUE_LENGTH=512; DIALOGUE_NEGATIVES=9; MAX_DIALOGUES=(); MAX_RESPONSES=()
   fi
   SR_INPUTS=(); for file in dialogues_001.json dialogues_005.json dialogues_009.json dialogues_013.json dialogues_019.json; do
     SR_INPUTS+=(--input_file="${DEV}/${file}")
@@ -176,7 +180,8 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
       "${RECORDS[@]}" --output_dir="${EN}/pairs_${pairing}" --max_seq_length=32 --pairing="${pairing}" --min_words=3
   done
   stage en_dialogue_records "${EN}/dialogue_records/records_info.json" python data_prep/create_dialogue_data.py \
-    "${RECORDS[@]}" --output_dir="${EN}/dialogue_records" --max_seq_length="${DIALOGUE_LENGTH}" --num_negatives=4 \
+    "${RECORDS[@]}" --output_dir="${EN}/dialogue_records" --max_seq_length="${DIALOGUE_LENGTH}" \
+    --num_negatives="${DIALOGUE_NEGATIVES}" \
     --keep_role=random "${MAX_DIALOGUES[@]}" --random_seed=12345
 
   CHECKPOINTS=(); NAMES=()
@@ -211,7 +216,7 @@ fi
 COLUMNS=ECD:map,ECD:mrr,ECD:corr,JDDC:map,JDDC:mrr,JDDC:corr,SGD-dev:map,SGD-dev:mrr
 COLUMNS+=,Banking77:acc_1shot,Banking77:acc_5shot,CLINC150:acc_1shot,CLINC150:acc_5shot,HWU64:acc_1shot,HWU64:acc_5shot
 COLUMNS+=,CLINC150:oos_1shot_recall,CLINC150:oos_5shot_recall,SGD-dev:purity,SGD-dev:spearman,SGD-dev:dialogue_map
-if [ "${TRACKS}" != "zh en" ]; then COLUMNS=""; fi  # one track: every column it has
+if [[ " ${TRACKS} " != *" zh "* || " ${TRACKS} " != *" en "* ]]; then COLUMNS=""; fi  # one track: all its columns
 rm -f "${RESULTS}/results.json"
 stage merge "${RESULTS}/results.json" python evaluation/merge_results.py "${EVALS[@]}" --output_dir="${RESULTS}" \
   --output_name=results --columns="${COLUMNS}" --mark_best --chart

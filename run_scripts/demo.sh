@@ -40,20 +40,22 @@ stage dialogue_records "${RUN}/dialogue_records/records_info.json" python data_p
   "${RECORDS[@]}" --output_dir="${RUN}/dialogue_records" --max_seq_length="${DIALOGUE_LENGTH}" --num_negatives=4 \
   --keep_role=random
 
-train() {  # train NAME FLAGS...
-  local name="$1"; shift
-  stage "train_${name}" "${RUN}/train/${name}/encoder" python train/run_training.py --init_checkpoint="${MINILM}" \
-    --output_dir="${RUN}/train/${name}" "$@"
+train() {  # train NAME STEPS FLAGS...: the step count names the folder, so other steps train anew
+  local name="$1" steps="$2"; shift 2
+  stage "train_${name}_${steps}steps" "${RUN}/train/${name}_${steps}steps/encoder" python train/run_training.py \
+    --init_checkpoint="${MINILM}" --output_dir="${RUN}/train/${name}_${steps}steps" --num_train_steps="${steps}" "$@"
+  ENCODERS+=("${RUN}/train/${name}_${steps}steps/encoder")
 }
-train dialoguecse_i2 --objective=dialoguecse --aggregation=mean --temperature=0.1 \
+ENCODERS=()
+train dialoguecse_i2 "${DCSE_STEPS}" --objective=dialoguecse --aggregation=mean --temperature=0.1 \
   --train_file="${RUN}/contrastive_records/contrastive-*" --max_seq_length="${SENTENCE_LENGTH}" \
   --num_context_turns=3 --num_negatives=9 --num_frozen_layers=3 --train_batch_size=20 --learning_rate=5e-5 \
-  --num_train_steps="${DCSE_STEPS}" --save_checkpoints_steps=50 --log_steps=10
-train dse --preset=cpu_dse --train_file="${RUN}/pair_records/pairs-*" --contrast_type=HardNeg \
-  --num_train_steps="${DSE_STEPS}" --save_checkpoints_steps=50
-train dial2vec --preset=cpu_dial2vec --train_file="${RUN}/dialogue_records/dialogues-*" \
-  --max_seq_length="${DIALOGUE_LENGTH}" --num_train_steps="${DIAL2VEC_STEPS}" --num_warmup_steps=10 \
+  --save_checkpoints_steps=50 --log_steps=10
+train dse "${DSE_STEPS}" --preset=cpu_dse --train_file="${RUN}/pair_records/pairs-*" --contrast_type=HardNeg \
   --save_checkpoints_steps=50
+train dial2vec "${DIAL2VEC_STEPS}" --preset=cpu_dial2vec --train_file="${RUN}/dialogue_records/dialogues-*" \
+  --max_seq_length="${DIALOGUE_LENGTH}" --num_warmup_steps=10 --save_checkpoints_steps=50
+DCSE_ENCODER="${ENCODERS[0]}"; EXPORT="${RUN}/export/dialoguecse_i2_${DCSE_STEPS}steps"
 
 rm -f "${RUN}/eval/results.json" "${RUN}/results_table.json"
 stage eval "${RUN}/eval/results.json" python evaluation/run_evaluation.py --dataset_name=Demo \
@@ -61,17 +63,17 @@ stage eval "${RUN}/eval/results.json" python evaluation/run_evaluation.py --data
   --intent_file="${CORPUS}/intent/intent.json" --oos_file="${CORPUS}/intent/intent.json" \
   --dialogue_file="${CORPUS}/dialogues/eval_dialogues.jsonl" --dialogue_label=service \
   --dialogue_max_seq_length="${DIALOGUE_LENGTH}" --dialogue_pooling=interlocutor \
-  --checkpoint="${MINILM},${RUN}/train/dialoguecse_i2/encoder,${RUN}/train/dse/encoder,${RUN}/train/dial2vec/encoder" \
+  --checkpoint="$(IFS=,; echo "${MINILM},${ENCODERS[*]}")" \
   --model_name="MiniLM (untouched),DialogueCSE_I2,DSE,dial2vec" --pooling=mean --max_seq_length="${SENTENCE_LENGTH}" \
   --output_dir="${RUN}/eval"
-stage export_savedmodel "${RUN}/export/savedmodel" python finetune/export_savedmodel.py \
-  --checkpoint="${RUN}/train/dialoguecse_i2/encoder" --export_dir="${RUN}/export/savedmodel" \
+stage "export_savedmodel_${DCSE_STEPS}steps" "${EXPORT}/savedmodel" python finetune/export_savedmodel.py \
+  --checkpoint="${DCSE_ENCODER}" --export_dir="${EXPORT}/savedmodel" \
   --max_seq_length="${SENTENCE_LENGTH}" --pooling=mean --dialogue_max_seq_length="${DIALOGUE_LENGTH}"
-stage export_huggingface "${RUN}/export/huggingface" python finetune/export_encoder.py \
-  --checkpoint="${RUN}/train/dialoguecse_i2/encoder" --output_dir="${RUN}/export/huggingface" --format=huggingface \
+stage "export_huggingface_${DCSE_STEPS}steps" "${EXPORT}/huggingface" python finetune/export_encoder.py \
+  --checkpoint="${DCSE_ENCODER}" --output_dir="${EXPORT}/huggingface" --format=huggingface \
   --max_seq_length="${SENTENCE_LENGTH}"
-stage export_keras_hub "${RUN}/export/keras_hub" python finetune/export_encoder.py \
-  --checkpoint="${RUN}/train/dialoguecse_i2/encoder" --output_dir="${RUN}/export/keras_hub" --format=keras_hub \
+stage "export_keras_hub_${DCSE_STEPS}steps" "${EXPORT}/keras_hub" python finetune/export_encoder.py \
+  --checkpoint="${DCSE_ENCODER}" --output_dir="${EXPORT}/keras_hub" --format=keras_hub \
   --max_seq_length="${SENTENCE_LENGTH}" --allow_numeric_drift
 stage merge "${RUN}/results_table.json" python evaluation/merge_results.py --results="${RUN}/eval/results.json" \
   --output_dir="${RUN}" --output_name=results_table
@@ -83,16 +85,16 @@ cat <<EOF
 === outputs under ${RUN}
 corpus and evaluation sets: ${CORPUS}
 records:                    ${RUN}/contrastive_records ${RUN}/pair_records ${RUN}/dialogue_records
-encoders (checkpoint, logs): ${RUN}/train/{dialoguecse_i2,dse,dial2vec}
+encoders (checkpoint, logs): ${ENCODERS[*]}
 evaluation:                 ${RUN}/eval/results.json, ${RUN}/results_table.md
-TF Serving SavedModel:      ${RUN}/export/savedmodel
-HuggingFace folder:         ${RUN}/export/huggingface
-keras-hub preset:           ${RUN}/export/keras_hub
+TF Serving SavedModel:      ${EXPORT}/savedmodel
+HuggingFace folder:         ${EXPORT}/huggingface
+keras-hub preset:           ${EXPORT}/keras_hub
 EOF
 if [ -n "${RESULTS_DIR:-}" ]; then
   mkdir -p "${RESULTS_DIR}"
   cp "${RUN}"/results_table.{json,md} "${timings}" "${CORPUS}/demo_stats.json" "${RESULTS_DIR}/"
-  cp "${RUN}/export/keras_hub/dialoguecse_export.json" "${RESULTS_DIR}/keras_hub_export.json"
+  cp "${EXPORT}/keras_hub/dialoguecse_export.json" "${RESULTS_DIR}/keras_hub_export.json"
   write_command "${RESULTS_DIR}/command.txt" "RESULTS_DIR=${RESULTS_DIR} DCSE_STEPS=${DCSE_STEPS} DSE_STEPS=${DSE_STEPS} DIAL2VEC_STEPS=${DIAL2VEC_STEPS} bash run_scripts/demo.sh" \
     "total wall seconds: ${SECONDS} on 2 CPU cores, set-up already done"
 fi

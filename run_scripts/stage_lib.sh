@@ -5,24 +5,27 @@
 # had written some rows) runs again. A rerun after an interruption thus reuses the finished
 # stages; delete the run folder to start over. Prints a start line and a line with the stage's
 # and the script's elapsed seconds. Appends "NAME<TAB>seconds" to ${timings}; a
-# reused stage repeats the seconds its marker recorded, marked "(reused)", so a resumed run's
-# timings still cover every stage.
+# reused stage repeats the seconds its marker recorded ("?" for markers from before markers held
+# them), marked "(reused)", so a resumed run's timings still cover every stage.
 stage() {
   local name="$1" output="$2"; shift 2
   local done_dir
   done_dir="$(dirname "${timings}")/stage_done"
   if [ -e "${output}" ] && [ -e "${done_dir}/${name}" ]; then
     echo "=== ${name}: reusing ${output}"
-    printf '%s\t%s (reused)\n' "${name}" "$(cat "${done_dir}/${name}")" >> "${timings}"
+    local seconds
+    seconds="$(cat "${done_dir}/${name}")"
+    printf '%s\t%s (reused)\n' "${name}" "${seconds:-?}" >> "${timings}"
     return
   fi
   echo "=== [$(date +%H:%M:%S)] ${name}"
   local start=${SECONDS}
   "$@"
   mkdir -p "${done_dir}"
-  echo "$((SECONDS - start))" > "${done_dir}/${name}"
-  printf '%s\t%s\n' "${name}" "$((SECONDS - start))" >> "${timings}"
-  echo "--- ${name} done in $((SECONDS - start)) s (script running for ${SECONDS} s)"
+  local elapsed=$((SECONDS - start))
+  echo "${elapsed}" > "${done_dir}/${name}"
+  printf '%s\t%s\n' "${name}" "${elapsed}" >> "${timings}"
+  echo "--- ${name} done in ${elapsed} s (script running for ${SECONDS} s)"
 }
 
 # `write_command FILE COMMAND_LINE [NOTE...]`: what made a results folder and at which commit,

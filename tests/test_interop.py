@@ -107,6 +107,17 @@ def test_keras_hub_export_refuses_exact_gelu_unless_drift_is_allowed(tmp_path, t
     assert np.abs(SentenceEncoder.from_checkpoint(folder, MAX_LEN).encode(TEXTS) - expected).max() < 1e-6
 
 
+def test_a_stock_keras_hub_preset_loads_with_keras_hubs_numerics(tmp_path, tiny_bert_config, tiny_vocab_file):
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
+    folder = _export(checkpoint, tmp_path / "kh", "keras_hub")
+    os.remove(os.path.join(folder, "dialoguecse_export.json"))  # as keras-hub itself writes a preset
+    loaded = load_checkpoint(folder, max_seq_length=MAX_LEN)
+    assert loaded.config.hidden_act == "gelu" and loaded.config.layer_norm_eps == 1e-12
+    assert loaded.config.replace(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1) == tiny_bert_config
+    expected = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN).encode(TEXTS)
+    assert np.abs(SentenceEncoder.from_checkpoint(folder, MAX_LEN).encode(TEXTS) - expected).max() < 1e-6
+
+
 def _h5_arrays(path):
     arrays = {}
     with h5py.File(path, "r") as reader:

@@ -278,7 +278,7 @@ def test_same_configuration_elsewhere_reuses_the_finished_run(real_inputs, refer
 
     # Another seed, or one changed record byte, is another configuration.
     other_seed = stage.configure(CASES[case][0], **{**settings, "random_seed": 4})
-    assert run_cache.find_finished_run(run_cache.run_key(*other_seed), [str(reference_dir)]) is None
+    assert run_cache.find_finished_run(*other_seed, [str(reference_dir)]) is None
     shard = sorted(copied.glob(RECORD_GLOBS[record_type]))[0]
     shard.write_bytes(shard.read_bytes() + b"\0")
-    assert run_cache.find_finished_run(run_cache.run_key(objective, config), [str(reference_dir)]) is None
+    assert run_cache.find_finished_run(objective, config, [str(reference_dir)]) is None

@@ -22,11 +22,11 @@ def _record(tmp_path, **changes):
     return record
 
 
-def _stage_key(record):
+def _stage(record):
     from dialoguecse_tf.stage import configure
 
     settings = {k: v for k, v in record.items() if k not in ("objective", "options")}
-    return run_cache.run_key(*configure(record["objective"], **record["options"], **settings))
+    return configure(record["objective"], **record["options"], **settings)
 
 
 def test_key_ignores_where_and_how_often_but_not_what(tmp_path):
@@ -63,12 +63,12 @@ def test_finished_runs_skip_unfinished_links_and_other_json(tmp_path):
     unfinished.mkdir()
     (unfinished / "config.json").write_text(json.dumps(record))
     (tmp_path / "runs" / "a" / "encoder" / "config.json").write_text("{}")  # e.g. a HuggingFace folder
-    key = _stage_key(record)
-    assert run_cache.find_finished_run(key, [str(tmp_path / "runs")]) == str(finished)
-    assert run_cache.find_finished_run(key, [str(tmp_path / "runs")], exclude=str(finished)) is None
+    assert run_cache.find_finished_run(*_stage(record), [str(tmp_path / "runs")]) == str(finished)
+    assert run_cache.find_finished_run(*_stage(record), [str(tmp_path / "runs")], exclude=str(finished)) is None
 
-    run_cache.link_run(str(finished), str(tmp_path / "runs" / "c"), record, key)
+    run_cache.link_run(str(finished), str(tmp_path / "runs" / "c"), record, "k")
     assert (tmp_path / "runs" / "c" / "encoder").is_symlink()
+    assert json.loads((tmp_path / "runs" / "c" / run_cache.REUSED_FROM_FILE).read_text())["run"] == "../a"
     assert [run for run, _ in run_cache.finished_runs([str(tmp_path / "runs")])] == [str(finished)]
 
 
@@ -77,4 +77,24 @@ def test_a_run_from_before_a_setting_existed_matches_with_its_default(tmp_path):
     old = {key: value for key, value in record.items() if key not in ("eval_dialogue_file", "warmup_proportion")}
     (tmp_path / "runs" / "old" / "encoder").mkdir(parents=True)
     (tmp_path / "runs" / "old" / "config.json").write_text(json.dumps(old))
-    assert run_cache.find_finished_run(_stage_key(record), [str(tmp_path / "runs")]) == str(tmp_path / "runs" / "old")
+    assert run_cache.find_finished_run(*_stage(record), [str(tmp_path / "runs")]) == str(tmp_path / "runs" / "old")
+
+
+def test_eval_steps_count_only_with_an_evaluation_set(tmp_path):
+    base = run_cache.record_key(_record(tmp_path, eval_steps=0))
+    assert run_cache.record_key(_record(tmp_path, eval_steps=100)) == base
+    dev = tmp_path / "dev.txt"
+    dev.write_text("dev")
+    assert run_cache.record_key(_record(tmp_path, eval_steps=100, eval_dialogue_file=str(dev))) != \
+        run_cache.record_key(_record(tmp_path, eval_steps=0, eval_dialogue_file=str(dev)))
+
+
+def test_a_tf_checkpoint_prefix_is_hashed_by_its_files(tmp_path):
+    folder = tmp_path / "google"
+    folder.mkdir()
+    for name, data in (("bert_model.ckpt.index", b"i"), ("bert_model.ckpt.data-00000-of-00001", b"d"),
+                       ("bert_config.json", b"{}"), ("vocab.txt", b"[PAD]")):
+        (folder / name).write_bytes(data)
+    first = run_cache.content_digest(str(folder / "bert_model.ckpt"))
+    (folder / "bert_model.ckpt.data-00000-of-00001").write_bytes(b"other")
+    assert run_cache.content_digest(str(folder / "bert_model.ckpt")) != first

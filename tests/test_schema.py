@@ -209,6 +209,14 @@ def test_equal_records_serialize_to_equal_bytes_in_every_process():
 
     from conftest import REPO_ROOT
 
+    spec = schema.PairRecordSpec(8)
+    serialized = spec.serialize({f.name: np.ones(f.shape, np.int64) for f in spec._features()})
+    parsed = tf.train.Example.FromString(serialized)
+    in_key_order = b"".join(
+        tf.train.Features(feature={name: parsed.features.feature[name]}).SerializeToString(deterministic=True)
+        for name in sorted(parsed.features.feature))
+    assert serialized == b"\x0a" + _varint(len(in_key_order)) + in_key_order
+
     digests = {subprocess.run([sys.executable, "-c", _SERIALIZE_IN_A_PROCESS], capture_output=True, text=True,
                               cwd=REPO_ROOT, check=True).stdout.split()[-1] for _ in range(4)}
     assert len(digests) == 1
