@@ -47,6 +47,15 @@ REUSE=(); for dir in ${REUSE_DIRS}; do REUSE+=(--reuse_runs_under="${dir}"); don
 mkdir -p "${RUN}" "${RESULTS}"
 timings="${RUN}/stage_seconds.tsv"; : > "${timings}"
 EVALS=()
+# The table's columns, checked now against the registered metrics rather than after the runs.
+COLUMNS=ECD:map,ECD:mrr,ECD:corr,JDDC:map,JDDC:mrr,JDDC:corr,SGD-dev:map,SGD-dev:mrr
+COLUMNS+=,Banking77:acc_1shot,Banking77:acc_5shot,CLINC150:acc_1shot,CLINC150:acc_5shot,HWU64:acc_1shot,HWU64:acc_5shot
+COLUMNS+=,CLINC150:oos_1shot_oos_recall,CLINC150:oos_5shot_oos_recall,SGD-dev:purity,SGD-dev:spearman,SGD-dev:dialogue_map
+if [[ " ${TRACKS} " != *" zh "* || " ${TRACKS} " != *" en "* ]]; then COLUMNS=""; fi  # one track: all its columns
+python -c 'import sys; from dialoguecse_tf.evaluation.results import metric_columns
+known = {key for key, _ in metric_columns()}
+bad = [c for c in sys.argv[1].split(",") if c and c.rpartition(":")[2] not in known]
+sys.exit(f"unknown metric in COLUMNS: {bad}" if bad else 0)' "${COLUMNS}"
 
 # train_keyed TRACK NAME DISPLAY SEED ENCODER_DIR FLAGS...: one training run in a folder named by
 # its key; appends its encoder to CHECKPOINTS and "DISPLAY [seed SEED]" to NAMES.
@@ -213,10 +222,6 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
   EVALS+=(--results="${EN}/eval/results.json")
 fi
 
-COLUMNS=ECD:map,ECD:mrr,ECD:corr,JDDC:map,JDDC:mrr,JDDC:corr,SGD-dev:map,SGD-dev:mrr
-COLUMNS+=,Banking77:acc_1shot,Banking77:acc_5shot,CLINC150:acc_1shot,CLINC150:acc_5shot,HWU64:acc_1shot,HWU64:acc_5shot
-COLUMNS+=,CLINC150:oos_1shot_recall,CLINC150:oos_5shot_recall,SGD-dev:purity,SGD-dev:spearman,SGD-dev:dialogue_map
-if [[ " ${TRACKS} " != *" zh "* || " ${TRACKS} " != *" en "* ]]; then COLUMNS=""; fi  # one track: all its columns
 rm -f "${RESULTS}/results.json"
 stage merge "${RESULTS}/results.json" python evaluation/merge_results.py "${EVALS[@]}" --output_dir="${RESULTS}" \
   --output_name=results --columns="${COLUMNS}" --mark_best --chart

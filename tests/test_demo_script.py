@@ -26,7 +26,7 @@ def test_demo_trains_the_three_objectives_evaluates_every_task_and_exports(tmp_p
 
     table = json.loads((tmp_path / "results" / "results_table.json").read_text())
     assert [row["model"] for row in table["rows"]] == MODELS
-    every_task = {"corr", "map", "mrr", "acc_1shot", "acc_5shot", "oos_1shot_recall", "oos_5shot_recall", "purity",
+    every_task = {"corr", "map", "mrr", "acc_1shot", "acc_5shot", "oos_1shot_oos_recall", "oos_5shot_oos_recall", "purity",
                   "nmi", "spearman", "dialogue_map"}
     for row in table["rows"]:
         metrics = row["metrics"]["Demo"]
