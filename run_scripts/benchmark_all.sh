@@ -14,10 +14,10 @@
 # dialogue columns are dev-selected; on the Chinese track there is no labelled dialogue set and
 # it keeps its last step). Sentence tasks use mean pooling and at most 64 tokens (ECD/JDDC 50).
 #
-# PRESET=cpu (default): the per-method scripts' CPU settings (ecd_cpu.sh, sgd_minilm.sh,
+# --preset=cpu (default; or PRESET=cpu): the per-method scripts' CPU settings (ecd_cpu.sh, sgd_minilm.sh,
 # dse_sgd_minilm.sh, dial2vec_sgd_minilm.sh), seeds SEEDS for every trained row; the Chinese
 # SimCSE/DSE/dial2vec runs take DialogueCSE's ECD budget (600 steps, lr 1e-4, half the layers
-# frozen for dial2vec). PRESET=paper: the papers' presets (paper_ecd_*, paper_dse,
+# frozen for dial2vec). --preset=paper: the papers' presets (paper_ecd_*, paper_dse,
 # paper_dial2vec), full data, for a GPU machine; the Chinese track then needs ZH_INIT_CHECKPOINT
 # (a Chinese BERT, e.g. chinese_L-12_H-768_A-12) to continue pretraining, as the paper does.
 #
@@ -32,9 +32,13 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/stage_lib.sh"
 cd "${REPO_ROOT}"
-[ $# -eq 0 ] || { echo "benchmark_all.sh takes no arguments, only the environment variables it documents" >&2; exit 2; }
-
 PRESET="${PRESET:-cpu}"
+for arg in "$@"; do
+  case "${arg}" in
+    --preset=*) PRESET="${arg#--preset=}" ;;
+    *) echo "unknown argument ${arg} (only --preset=cpu|paper; the rest are environment variables)" >&2; exit 2 ;;
+  esac
+done
 case "${PRESET}" in cpu|paper) ;; *) echo "PRESET must be cpu or paper, got ${PRESET}" >&2; exit 2 ;; esac
 DATA="${DATA_DIR:-../shared/data}"
 RUN="${RUN_DIR:-runs/benchmark_${PRESET}}"
@@ -97,7 +101,7 @@ JSON
       --num_train_steps=600 --num_warmup_steps=60 --eval_steps=0)
     DIALOGUE_RECORDS=(--max_seq_length=128 --num_negatives=4)
   else
-    [ -n "${ZH_INIT_CHECKPOINT:-}" ] || { echo "PRESET=paper needs ZH_INIT_CHECKPOINT (a Chinese BERT)" >&2; exit 2; }
+    [ -n "${ZH_INIT_CHECKPOINT:-}" ] || { echo "--preset=paper needs ZH_INIT_CHECKPOINT (a Chinese BERT)" >&2; exit 2; }
     VOCAB="${ZH_INIT_CHECKPOINT}/vocab.txt"
     MLM_FLAGS=(--preset=paper_ecd_mlm --init_checkpoint="${ZH_INIT_CHECKPOINT}")
     CANDIDATES=(--use_given_candidates=true --num_negatives=9)
