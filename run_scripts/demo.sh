@@ -75,8 +75,10 @@ stage "export_huggingface_${DCSE_STEPS}steps" "${EXPORT}/huggingface" python fin
 stage "export_keras_hub_${DCSE_STEPS}steps" "${EXPORT}/keras_hub" python finetune/export_encoder.py \
   --checkpoint="${DCSE_ENCODER}" --output_dir="${EXPORT}/keras_hub" --format=keras_hub \
   --max_seq_length="${SENTENCE_LENGTH}" --allow_numeric_drift
+# Each task's primary numbers, the best row of each column bold; eval/results.md has every metric.
 stage merge "${RUN}/results_table.json" python evaluation/merge_results.py --results="${RUN}/eval/results.json" \
-  --output_dir="${RUN}" --output_name=results_table
+  --output_dir="${RUN}" --output_name=results_table --mark_best \
+  --columns=Demo:corr,Demo:map,Demo:mrr,Demo:acc_1shot,Demo:acc_5shot,Demo:oos_1shot_oos_recall,Demo:oos_5shot_oos_recall,Demo:purity,Demo:spearman,Demo:dialogue_map
 
 echo; echo "=== stage wall times (s), ${SECONDS} s in all"; cat "${timings}"
 echo; echo "=== results on the held-out demo sets (${RUN}/results_table.md)"; cat "${RUN}/results_table.md"
@@ -94,6 +96,7 @@ EOF
 if [ -n "${RESULTS_DIR:-}" ]; then
   mkdir -p "${RESULTS_DIR}"
   cp "${RUN}"/results_table.{json,md} "${timings}" "${CORPUS}/demo_stats.json" "${RESULTS_DIR}/"
+  cp "${RUN}/eval/results.json" "${RESULTS_DIR}/all_metrics.json"
   cp "${EXPORT}/keras_hub/dialoguecse_export.json" "${RESULTS_DIR}/keras_hub_export.json"
   write_command "${RESULTS_DIR}/command.txt" "RESULTS_DIR=${RESULTS_DIR} DCSE_STEPS=${DCSE_STEPS} DSE_STEPS=${DSE_STEPS} DIAL2VEC_STEPS=${DIAL2VEC_STEPS} bash run_scripts/demo.sh" \
     "total wall seconds: ${SECONDS} on 2 CPU cores, set-up already done"

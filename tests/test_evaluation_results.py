@@ -217,3 +217,10 @@ def test_selected_columns_in_order_with_the_best_row_bold_and_a_chart(tmp_path):
         select_columns(table, ["ECD:acc_1shot"])
     plot_table(chosen, str(tmp_path / "chart.png"))
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_absolute_paths_in_the_config_are_written_relative(tmp_path):
+    config = {"checkpoint": [str(tmp_path / "ckpt"), "runs/x"], "output_dir": str(tmp_path / "out"), "batch_size": 8}
+    saved = new_results(config, [])["config"]
+    assert saved["checkpoint"] == [os.path.relpath(tmp_path / "ckpt", REPO_ROOT), "runs/x"]
+    assert saved["output_dir"] == os.path.relpath(tmp_path / "out", REPO_ROOT) and saved["batch_size"] == 8

@@ -98,13 +98,26 @@ def dataset_file_record(task: str, count_key: str, path: str, count: int) -> dic
     return {f"{task}_file": portable_path(path), f"{task}_sha256": file_sha256(path), count_key: count}
 
 
+def _portable_values(value):
+    """`value` with every absolute path in it made relative to the repository."""
+    if isinstance(value, dict):
+        return {key: _portable_values(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_portable_values(item) for item in value]
+    if isinstance(value, str) and os.path.isabs(value):
+        return portable_path(value)
+    return value
+
+
 def new_results(config: dict, datasets: list[dict]) -> dict:
-    """An empty results document for a run; models are appended as they are evaluated."""
+    """An empty results document for a run; models are appended as they are evaluated. Absolute
+    paths in `config` (e.g. a checkpoint inside the virtual environment) are written relative
+    to the repository, as every other path of the document."""
     return {
         "format_version": FORMAT_VERSION,
         "created_utc": utc_now(),
         "git_commit": git_commit(),
-        "config": config,
+        "config": _portable_values(config),
         "datasets": datasets,
         "models": [],
     }
