@@ -12,6 +12,7 @@ import numpy as np
 
 import stage_runs
 from dialoguecse_tf.checkpoints import find_tf1_checkpoint, read_tf1_variables
+from dialoguecse_tf.evaluation.results import portable_path
 
 # Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
 pytestmark = pytest.mark.slow
@@ -83,6 +84,6 @@ def test_finetuning_and_evaluation_are_deterministic(tmp_path, tiny_vocab_file, 
     for result, folder in zip(results, evaluations):
         # The only fields that may differ: when, and where to.
         del result["created_utc"]
-        assert result["config"].pop("output_dir") == str(folder)
+        assert result["config"].pop("output_dir") == portable_path(str(folder))
     assert [model["display_name"] for model in results[0]["models"]] == ["Tiny-avg", "Tiny-whitening", "Tiny-flow"]
     assert results[0] == results[1]

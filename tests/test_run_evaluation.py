@@ -71,7 +71,12 @@ def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert results["config"] == json.loads((out / "config.json").read_text(encoding="utf-8"))
+    # The same settings as config.json, with its absolute paths (tmp_path) relative to the repository.
+    from dialoguecse_tf.evaluation.results import portable_values
+
+    written = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert written["output_dir"] == str(out) and results["config"]["output_dir"] == os.path.relpath(out, REPO_ROOT)
+    assert results["config"] == portable_values(written)
     assert results["config"]["baselines"] == ["avg", "flow"] and results["config"]["flow_steps"] == 3
     assert "created_utc" in results and "git_commit" in results
     # Paths relative to the repository, checksums of the files read.

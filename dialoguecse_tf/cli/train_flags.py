@@ -78,6 +78,8 @@ def stage_from_flags(flag_values):
     config_values = {}
     for config_field in dataclasses.fields(TrainConfig):
         current = value(config_field.name)
+        if current is None and isinstance(config_field.default, tuple):
+            current = config_field.default  # an unset repeatable flag reads None, the field means ()
         config_values[config_field.name] = tuple(current) if isinstance(current, list) else current
     return objective_class(options), TrainConfig(**config_values)
 

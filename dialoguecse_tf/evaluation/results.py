@@ -98,12 +98,12 @@ def dataset_file_record(task: str, count_key: str, path: str, count: int) -> dic
     return {f"{task}_file": portable_path(path), f"{task}_sha256": file_sha256(path), count_key: count}
 
 
-def _portable_values(value):
+def portable_values(value):
     """`value` with every absolute path in it made relative to the repository."""
     if isinstance(value, dict):
-        return {key: _portable_values(item) for key, item in value.items()}
+        return {key: portable_values(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_portable_values(item) for item in value]
+        return [portable_values(item) for item in value]
     if isinstance(value, str) and os.path.isabs(value):
         return portable_path(value)
     return value
@@ -117,7 +117,7 @@ def new_results(config: dict, datasets: list[dict]) -> dict:
         "format_version": FORMAT_VERSION,
         "created_utc": utc_now(),
         "git_commit": git_commit(),
-        "config": _portable_values(config),
+        "config": portable_values(config),
         "datasets": datasets,
         "models": [],
     }
