@@ -12,13 +12,18 @@ import os
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import run
-from dialoguecse_tf.evaluation.results import aggregate_seeds, merge_results, plot_table, select_columns, write_table
+from dialoguecse_tf.evaluation.results import (aggregate_seeds, merge_results, order_rows, plot_table, select_columns,
+                                                write_table)
 
 flags.DEFINE_multi_string("results", None, "A results.json to merge; repeat for each, in row order.")
 flags.DEFINE_string("output_dir", None, "Where <output_name>.md and <output_name>.json are written.")
 flags.DEFINE_string("output_name", "merged_results", "File name stem of the merged table.")
 flags.DEFINE_list("columns", [], "Columns to show, in order, as Dataset:metric_key (e.g. ECD:map,Banking77:acc_1shot); "
                   "default: every column.")
+flags.DEFINE_bool("skip_missing_columns", False, "Leave out a --columns entry the merged files do not have "
+                  "instead of failing (a benchmark whose parts have not all run yet).")
+flags.DEFINE_list("row_order", [], "Model names (seeds folded) to put first, in this order; the other rows follow "
+                  "in order of first appearance.")
 flags.DEFINE_bool("mark_best", False, "Bold each ranked column's best row (by the mean over seeds).")
 flags.DEFINE_bool("chart", False, "Also write <output_name>.png: one bar panel per column, seed spread as error bars.")
 flags.mark_flags_as_required(["results", "output_dir"])
@@ -27,7 +32,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    table = select_columns(aggregate_seeds(merge_results(FLAGS.results)), FLAGS.columns, FLAGS.mark_best)
+    table = order_rows(aggregate_seeds(merge_results(FLAGS.results)), FLAGS.row_order)
+    table = select_columns(table, FLAGS.columns, FLAGS.mark_best, FLAGS.skip_missing_columns)
     markdown_path, json_path = write_table(table, FLAGS.output_dir, FLAGS.output_name)
     if FLAGS.chart:
         plot_table(table, os.path.join(FLAGS.output_dir, FLAGS.output_name + ".png"))

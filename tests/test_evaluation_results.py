@@ -219,6 +219,21 @@ def test_selected_columns_in_order_with_the_best_row_bold_and_a_chart(tmp_path):
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_parts_merge_in_a_fixed_row_order_with_missing_columns_skipped_on_request(tmp_path):
+    from dialoguecse_tf.evaluation.results import order_rows, select_columns
+
+    second = write_results(make_results(tmp_path, "ECD", (("DSE", 50.0, 60.0, 70.0),)), str(tmp_path / "b"))
+    first = write_results(make_results(tmp_path, "ECD", (("Untouched", 40.0, 55.0, 65.0),
+                                                         ("MLM", 45.0, 56.0, 66.0))), str(tmp_path / "a"))
+    table = order_rows(merge_results([second, first]), ["Untouched", "MLM", "SiameseBERT_M", "DSE"])
+    assert [row.model for row in table.rows] == ["Untouched", "MLM", "DSE"]
+    assert [row.model for row in order_rows(table, ["DSE"]).rows] == ["DSE", "Untouched", "MLM"]
+    kept = select_columns(table, ["ECD:map", "JDDC:map", "ECD:corr"], skip_missing=True)
+    assert [header for _, _, header in kept.columns()] == ["ECD MAP", "ECD Corr."]
+    with pytest.raises(ValueError, match="column 'JDDC:map' is not in the table"):
+        select_columns(table, ["ECD:map", "JDDC:map"])
+
+
 def test_absolute_paths_in_the_config_are_written_relative(tmp_path):
     config = {"checkpoint": [str(tmp_path / "ckpt"), "runs/x"], "output_dir": str(tmp_path / "out"), "batch_size": 8}
     saved = new_results(config, [])["config"]

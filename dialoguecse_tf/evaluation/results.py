@@ -291,17 +291,29 @@ def metric_directions() -> dict:
             for task in _task_classes() for key, _ in task.metrics}
 
 
-def select_columns(table: "ResultsTable", specs, mark_best: bool = False) -> "ResultsTable":
-    """`table` showing only the columns `specs` names ("Dataset:metric_key", in order)."""
+def select_columns(table: "ResultsTable", specs, mark_best: bool = False,
+                   skip_missing: bool = False) -> "ResultsTable":
+    """`table` showing only the columns `specs` names ("Dataset:metric_key", in order). A column
+    the table lacks is an error, or with `skip_missing` left out (a benchmark whose parts have not
+    all run yet)."""
     available = {(name, key) for name, key, _ in table.all_columns()}
     selected = []
     for spec in specs:
         name, _, key = spec.rpartition(":")
         if (name, key) not in available:
+            if skip_missing:
+                continue
             raise ValueError(f"column {spec!r} is not in the table; it has "
                              + ", ".join(f"{n}:{k}" for n, k, _ in table.all_columns()))
         selected.append((name, key))
     return dataclasses.replace(table, selected=selected or None, mark_best=mark_best)
+
+
+def order_rows(table: "ResultsTable", models) -> "ResultsTable":
+    """`table` with the rows named in `models` first, in that order, then the others as they
+    were: a table merged from files that each hold some of the rows keeps one row order."""
+    rank = {name: index for index, name in enumerate(models)}
+    return dataclasses.replace(table, rows=sorted(table.rows, key=lambda row: rank.get(row.model, len(rank))))
 
 
 def _task_classes() -> tuple:
