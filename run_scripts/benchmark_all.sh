@@ -85,6 +85,35 @@ train_keyed() {
   CHECKPOINTS+=("${out}/${encoder}"); NAMES+=("${display} [seed ${seed}]")
 }
 
+# train_rows TRACK DIR START DIAL2VEC_ENCODER: every wanted method row, each seed, from the
+# track's records in DIR; SiameseBERT_M and DialogueCSE_I2 start from ADAPT (their papers'
+# continued pretraining), SimCSE-unsup, DSE and dial2vec from START.
+train_rows() {
+  local track="$1" dir="$2" start="$3" dial2vec_encoder="$4" seed
+  for seed in ${SEEDS}; do
+    if want siamese_m; then
+      train_keyed "${track}" siamese_m SiameseBERT_M "${seed}" encoder --train_file="${dir}/contrastive_records/contrastive-*" \
+        --init_checkpoint="${ADAPT}" "${SIAMESE[@]}"
+    fi
+    if want dialoguecse_i2; then
+      train_keyed "${track}" dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder \
+        --train_file="${dir}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE[@]}"
+    fi
+    if want simcse_unsup; then
+      train_keyed "${track}" simcse_unsup SimCSE-unsup "${seed}" encoder --train_file="${dir}/pairs_self/pairs-*" \
+        --init_checkpoint="${start}" "${PAIRS[@]}" --contrast_type=Orig
+    fi
+    if want dse; then
+      train_keyed "${track}" dse DSE "${seed}" encoder --train_file="${dir}/pairs_consecutive/pairs-*" \
+        --init_checkpoint="${start}" "${PAIRS[@]}" --contrast_type=HardNeg
+    fi
+    if want dial2vec; then
+      train_keyed "${track}" dial2vec dial2vec "${seed}" "${dial2vec_encoder}" \
+        --train_file="${dir}/dialogue_records/dialogues-*" --init_checkpoint="${start}" "${DIAL2VEC[@]}"
+    fi
+  done
+}
+
 # evaluate_part TRACK FLAGS...: evaluates CHECKPOINTS as NAMES into the track's part folder.
 evaluate_part() {
   local track="$1"; shift
@@ -160,28 +189,7 @@ JSON
   train_keyed zh mlm "MLM-adapted encoder" 12345 encoder --train_file="${ZH}/mlm_records/mlm-*" "${MLM_FLAGS[@]}"
   ADAPT="${CHECKPOINTS[0]}"; CHECKPOINTS=(); NAMES=()
   if want mlm; then CHECKPOINTS=("${ADAPT}"); NAMES=("MLM-adapted encoder"); fi
-  for seed in ${SEEDS}; do
-    if want siamese_m; then
-      train_keyed zh siamese_m SiameseBERT_M "${seed}" encoder --train_file="${ZH}/contrastive_records/contrastive-*" \
-        --init_checkpoint="${ADAPT}" "${SIAMESE[@]}"
-    fi
-    if want dialoguecse_i2; then
-      train_keyed zh dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder \
-        --train_file="${ZH}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE[@]}"
-    fi
-    if want simcse_unsup; then
-      train_keyed zh simcse_unsup SimCSE-unsup "${seed}" encoder --train_file="${ZH}/pairs_self/pairs-*" \
-        --init_checkpoint="${ADAPT}" "${PAIRS[@]}" --contrast_type=Orig
-    fi
-    if want dse; then
-      train_keyed zh dse DSE "${seed}" encoder --train_file="${ZH}/pairs_consecutive/pairs-*" \
-        --init_checkpoint="${ADAPT}" "${PAIRS[@]}" --contrast_type=HardNeg
-    fi
-    if want dial2vec; then
-      train_keyed zh dial2vec dial2vec "${seed}" encoder --train_file="${ZH}/dialogue_records/dialogues-*" \
-        --init_checkpoint="${ADAPT}" "${DIAL2VEC[@]}"
-    fi
-  done
+  train_rows zh "${ZH}" "${ADAPT}" encoder
   evaluate_part zh \
     --dataset_name=ECD --select_file="${DATA}/ecd/dev/select.txt" --sts_file="${DATA}/ecd/dev/sts.txt" \
     --dataset_name=JDDC --select_file="${DATA}/jddc/dev/select.txt" --sts_file="${DATA}/jddc/dev/sts.txt" \
@@ -241,28 +249,7 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
     ADAPT="${CHECKPOINTS[-1]}"; unset 'CHECKPOINTS[-1]' 'NAMES[-1]'
     if want mlm; then CHECKPOINTS+=("${ADAPT}"); NAMES+=("MLM-adapted encoder"); fi
   fi
-  for seed in ${SEEDS}; do
-    if want siamese_m; then
-      train_keyed en siamese_m SiameseBERT_M "${seed}" encoder --train_file="${EN}/contrastive_records/contrastive-*" \
-        --init_checkpoint="${ADAPT}" "${SIAMESE[@]}"
-    fi
-    if want dialoguecse_i2; then
-      train_keyed en dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder \
-        --train_file="${EN}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE[@]}"
-    fi
-    if want simcse_unsup; then
-      train_keyed en simcse_unsup SimCSE-unsup "${seed}" encoder --train_file="${EN}/pairs_self/pairs-*" \
-        --init_checkpoint="${MINILM}" "${PAIRS[@]}" --contrast_type=Orig
-    fi
-    if want dse; then
-      train_keyed en dse DSE "${seed}" encoder --train_file="${EN}/pairs_consecutive/pairs-*" \
-        --init_checkpoint="${MINILM}" "${PAIRS[@]}" --contrast_type=HardNeg
-    fi
-    if want dial2vec; then
-      train_keyed en dial2vec dial2vec "${seed}" best_encoder --train_file="${EN}/dialogue_records/dialogues-*" \
-        --init_checkpoint="${MINILM}" "${DIAL2VEC[@]}"
-    fi
-  done
+  train_rows en "${EN}" "${MINILM}" best_encoder
   INTENT="${DATA}/intent"
   evaluate_part en \
     --dataset_name=SGD-dev --select_file="${EN}/sr/select.txt" --dialogue_file="${DEV}" --intent_file='' --oos_file='' \
