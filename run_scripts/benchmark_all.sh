@@ -31,7 +31,8 @@
 # goes to RESULTS_DIR/parts/<track>[-<rows>]/ (results.json, command.txt, stage_seconds.tsv), and
 # every run of the script merges all parts found there, those committed by earlier runs included,
 # into results.json (every per-seed number), results.md (best cell of each column bold) and
-# results.png (RESULTS_DIR, default results/benchmark). Runs go under RUN_DIR (default
+# results.png (RESULTS_DIR, default results/benchmark); TRACKS=none trains and evaluates nothing
+# and only merges the parts present. Runs go under RUN_DIR (default
 # runs/benchmark_${PRESET}).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
@@ -51,6 +52,9 @@ RESULTS="${RESULTS_DIR:-results/benchmark}"
 REUSE_DIRS="${REUSE_DIRS:-runs}"
 SEEDS="${SEEDS:-12345 23456 34567}"
 TRACKS="${TRACKS:-zh en}"
+for track in ${TRACKS}; do
+  case "${track}" in zh|en|none) ;; *) echo "unknown track ${track} (tracks: zh en, or none to only merge)" >&2; exit 2 ;; esac
+done
 ALL_ROWS="untouched mlm siamese_m dialoguecse_i2 simcse_unsup dse dial2vec"
 ROWS="${ROWS:-${ALL_ROWS}}"
 for row in ${ROWS}; do

@@ -197,6 +197,12 @@ def test_table_columns_follow_the_task_order_then_unknown_metrics():
     ]
 
 
+def test_no_two_metrics_share_a_header():
+    # A dataset scored by SR and by dialogue retrieval (SGD dev) must not show two "MAP" columns.
+    headers = [header for _, header in metric_columns()]
+    assert len(headers) == len(set(headers))
+
+
 def test_selected_columns_in_order_with_the_best_row_bold_and_a_chart(tmp_path):
     from dialoguecse_tf.evaluation.results import plot_table, select_columns
 

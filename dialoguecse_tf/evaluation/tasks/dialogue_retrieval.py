@@ -24,7 +24,7 @@ class DialogueRetrievalEvaluator(DialogueEvaluator):
     label = "Retrieval"
     description = "each dialogue ranks all others by cosine similarity, relevant = same label"
     file_flag = "dialogue_file"
-    metrics = (("dialogue_map", "MAP"), ("dialogue_mrr", "MRR"))
+    metrics = (("dialogue_map", "dialogue MAP"), ("dialogue_mrr", "dialogue MRR"))
     primary_metric = "dialogue_map"
 
     def __call__(self, encode_dialogues) -> dict:
