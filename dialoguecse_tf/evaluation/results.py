@@ -235,20 +235,26 @@ class ResultsTable:
         by_key = {(name, key): (name, key, header) for name, key, header in every}
         return [by_key[pair] for pair in self.selected]
 
-    def best_rows(self) -> dict:
-        """{header: [model, ...]} the rows holding each ranked column's best value (ties all)."""
+    def best_by_column(self) -> dict:
+        """{(dataset, metric key): [model, ...]} the rows holding each ranked column's best value
+        (ties all). Keyed by the column, not its header, so two columns never share a mark."""
         if not self.mark_best:
             return {}
         directions = metric_directions()
         best = {}
-        for name, key, header in self.columns():
+        for name, key, _ in self.columns():
             if directions.get(key) is None:
                 continue
             values = {row.model: row.metrics[name][key] for row in self.rows if key in row.metrics.get(name, {})}
             if values:
                 target = (max if directions[key] else min)(values.values())
-                best[header] = [model for model, value in values.items() if value == target]
+                best[(name, key)] = [model for model, value in values.items() if value == target]
         return best
+
+    def best_rows(self) -> dict:
+        """{header: [model, ...]}: `best_by_column` as the table's readers name the columns."""
+        best = self.best_by_column()
+        return {header: best[(name, key)] for name, key, header in self.columns() if (name, key) in best}
 
     def to_markdown(self) -> str:
         columns = self.columns()
@@ -256,11 +262,11 @@ class ResultsTable:
             "| Model | " + " | ".join(header for _, _, header in columns) + " |",
             "|:--|" + "--:|" * len(columns),
         ]
-        best = self.best_rows()
+        best = self.best_by_column()
         for row in self.rows:
             cells = [_metric_cell(row, name, key) for name, key, _ in columns]
-            cells = [f"**{cell}**" if row.model in best.get(header, ()) else cell
-                     for cell, (_, _, header) in zip(cells, columns)]
+            cells = [f"**{cell}**" if row.model in best.get((name, key), ()) else cell
+                     for cell, (name, key, _) in zip(cells, columns)]
             lines.append(f"| {_cell(_row_label(row))} | " + " | ".join(cells) + " |")
         lines += ["", "All numbers are percentages."]
         if best:
@@ -471,11 +477,11 @@ def plot_table(table: ResultsTable, path: str) -> None:
                                 squeeze=False, sharey=True)
     labels = [_row_label(row) for row in table.rows]
     positions = list(range(len(table.rows)))[::-1]
-    best = table.best_rows()
+    best = table.best_by_column()
     for axis, (name, key, header) in zip(axes.flat, columns):
         values = [row.metrics.get(name, {}).get(key, float("nan")) for row in table.rows]
         errors = [row.spread.get(name, {}).get(key, 0.0) for row in table.rows]
-        colors = ["tab:orange" if row.model in best.get(header, ()) else "tab:blue" for row in table.rows]
+        colors = ["tab:orange" if row.model in best.get((name, key), ()) else "tab:blue" for row in table.rows]
         axis.barh(positions, values, xerr=errors, color=colors, capsize=2, height=0.7)
         axis.set_title(header, fontsize=8)
         axis.tick_params(labelsize=7)
