@@ -27,7 +27,7 @@
 # not retrained, and after one change only the runs whose key changed train again.
 # ROWS (default every row: untouched mlm siamese_m dialoguecse_i2 simcse_unsup dse dial2vec) and
 # TRACKS (default "zh en") pick a part of the table, so that a machine that cannot run all of it
-# at once (the CPU preset needs about 5 hours on 2 cores) runs it in parts: each part's evaluation
+# at once (the CPU preset needs about 4.5 hours on 2 cores, README) runs it in parts: each part's evaluation
 # goes to RESULTS_DIR/parts/<track>[-<rows>]/ (results.json, command.txt, stage_seconds.tsv), and
 # every run of the script merges all parts found there, those committed by earlier runs included,
 # into results.json (every per-seed number), results.md (best cell of each column bold) and
