@@ -3,12 +3,11 @@
 The tables are pasted by hand, so a rerun that changes results.md (or a slip while pasting) would
 otherwise leave README quoting numbers no committed file holds.
 """
-import pathlib
 import re
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+from conftest import REPO_ROOT
 
 # README section -> the committed table its rows are taken from.
 SOURCES = {
@@ -25,10 +24,7 @@ def _table_rows(lines):
     """Rows of every Markdown table in `lines`, header and separator lines dropped."""
     rows, previous = [], ""
     for line in lines:
-        if line.startswith("|") and not re.match(r"^\|\s*:?-", line):
-            if not previous.startswith("|"):
-                previous = line  # a table's header
-                continue
+        if previous.startswith("|") and line.startswith("|") and not re.match(r"^\|\s*:?-", line):
             rows.append(_cells(line))
         previous = line
     return rows
@@ -46,9 +42,9 @@ def _is_slice(part, whole):
 
 @pytest.mark.parametrize("section", sorted(SOURCES))
 def test_readme_table_rows_are_slices_of_the_committed_table(section):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     source = {row[0]: row[1:] for row in _table_rows(
-        (REPO / SOURCES[section]).read_text(encoding="utf-8").splitlines())}
+        (REPO_ROOT / SOURCES[section]).read_text(encoding="utf-8").splitlines())}
     quoted = set()
     for row in _table_rows(_section(readme, section)):
         if row[0] not in source:

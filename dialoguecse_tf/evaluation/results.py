@@ -217,7 +217,7 @@ class ResultsTable:
     def to_dict(self) -> dict:
         return {"datasets": self.datasets, "rows": [dataclasses.asdict(row) for row in self.rows],
                 "columns": [[name, key, header] for name, key, header in self.columns()],
-                "best": {header: rows for header, rows in self.best_rows().items()}}
+                "best": self.best_rows()}
 
     def all_columns(self) -> list[tuple[str, str, str]]:
         """(dataset, metric key, header) for every metric that some row has."""
