@@ -319,3 +319,21 @@ def test_length_buckets_give_the_same_loss_and_gradients(tiny_bert_config, graph
         np.testing.assert_allclose(np.asarray(got), np.asarray(expected), atol=1e-5)
     assert bucketed.get_config()["num_length_buckets"] == 4
 
+
+
+def test_each_variant_aggregates_as_its_source_by_default(tiny_bert_config):
+    """released: the release's (1 + alpha) round attention, its only path; paper_text: I2, the
+    paper's best. The mean on the released variant must be asked for by name."""
+    assert DialogueCSEOptions().aggregation == "attention"
+    assert DialogueCSEOptions(variant="paper_text").aggregation == "mean"
+    assert DialogueCSEOptions(aggregation="mean").aggregation == "mean"
+    vocab = [f"w{i}" for i in range(tiny_bert_config.vocab_size)]
+    tokenizer = type("Tokenizer", (), {"cls_id": 2, "sep_id": 3, "vocab": vocab})()
+    objective = DialogueCSEObjective(DialogueCSEOptions(num_frozen_layers=1))
+    model = objective.build_model(build_backbone(tiny_bert_config), tiny_bert_config, tokenizer, 1)
+    assert model.aggregation == "attention" and model.empty_round_token_ids is None
+    objective = DialogueCSEObjective(DialogueCSEOptions(num_frozen_layers=1, empty_rounds="empty_text"))
+    model = objective.build_model(build_backbone(tiny_bert_config), tiny_bert_config, tokenizer, 1)
+    assert model.empty_round_token_ids == (2, 3)
+    with pytest.raises(ValueError, match="empty_rounds is an option of variant=released"):
+        DialogueCSEOptions(variant="paper_text", empty_rounds="empty_text")

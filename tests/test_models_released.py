@@ -44,7 +44,7 @@ def _unit(x):
 
 
 def _released_reference(h_ctx, m_ctx, rounds_valid, h_rsp, m_rsp, w, b, u, attention, matching_side="context",
-                        normalize=False, fuse=False):
+                        normalize=False, fuse=False, masked_rounds_weigh=False):
     """dse_cl_bert.py, literally: the [Lu, Lr] matching matrix, the unmasked round mean, the
     -(2^32 - 1) round mask, (1 + alpha), a sum over rounds and sides, cos / 0.1. The study
     options, as matrices: M from unit token vectors; R_hat' = M^T U pooled over the candidate's
@@ -65,6 +65,9 @@ def _released_reference(h_ctx, m_ctx, rounds_valid, h_rsp, m_rsp, w, b, u, atten
         for i in range(N):
             for a in range(K):
                 weight = (1 + alpha[:, i]) if attention else np.ones(B)
+                if not masked_rounds_weigh:
+                    # Our "zero" reading: a padding round does not count at all.
+                    weight = weight * (valid[:, i] > 0)
                 matching = 0.1 * np.einsum("bld,bmd->blm", match_ctx[:, side][:, i], match_rsp[:, a])  # l.58-61
                 if matching_side == "response":
                     refined = np.einsum("blm,bld->bmd", matching, u_side[:, i])  # rows: candidate tokens
@@ -74,8 +77,9 @@ def _released_reference(h_ctx, m_ctx, rounds_valid, h_rsp, m_rsp, w, b, u, atten
                 refined = np.einsum("blm,bmd->bld", matching, h_rsp[:, a])  # l.63
                 fused[:, a] += refined * weight[:, None, None]
                 count = m_side[:, i].sum(-1)[:, None]
-                # l.65-66 divides by the token count; an empty round (count 0) is where our
-                # records differ from the release's unreleased data code: it contributes 0.
+                # l.65-66 divides by the token count, NaN for a round with no token: the
+                # release's unreleased data code must fill such slots ("empty_text" does).
+                assert masked_rounds_weigh is False or (count > 0).all()
                 e = np.where(count > 0, refined.sum(1) / np.maximum(count, 1), 0.0)
                 r_tilde[:, a] += e * weight[:, None]
     if fuse and matching_side == "context":
@@ -174,3 +178,53 @@ def test_released_model_refuses_unpaired_sides(tiny_bert_config):
                                                               schema.CONTEXT_TURN_MASK, schema.CONTEXT_TURN_OFFSET)}}
     with pytest.raises(ValueError, match="left and right"):
         model(odd)
+
+
+@pytest.mark.parametrize("aggregation", ["attention", "mean"])
+def test_empty_text_rounds_follow_the_released_arithmetic(tiny_bert_config, aggregation):
+    """empty_rounds="empty_text": a padding slot is encoded as "[CLS] [SEP]" and weighs
+    1 + alpha with alpha from the masked softmax (0 for a masked round next to real ones,
+    1/N on a side with no real round): the release's l.176-184 literally, no round mask."""
+    config = tiny_bert_config.replace(max_position_embeddings=L, hidden_dropout_prob=0.0,
+                                      attention_probs_dropout_prob=0.0)
+    backbone = build_backbone(config)
+    cls_id, sep_id = 2, 3
+    model = ReleasedDialogueCSEModel(backbone, aggregation=aggregation, attention_size=16,
+                                     empty_round_token_ids=(cls_id, sep_id))
+    batch = _batch(config.vocab_size)
+    outputs = model(batch)
+    turn_mask = batch[schema.CONTEXT_TURN_MASK].numpy()
+    ctx_ids = batch[schema.CONTEXT_INPUT_IDS].numpy().copy()
+    ctx_mask = batch[schema.CONTEXT_INPUT_MASK].numpy().copy()
+    filler = np.zeros(L, np.int64)
+    filler[:2] = (cls_id, sep_id)
+    ctx_ids[turn_mask == 0] = filler
+    ctx_mask[turn_mask == 0] = (filler > 0).astype(np.int64)
+    h_ctx = encode_sequences(backbone, tf.constant(ctx_ids.reshape(-1, L)), tf.constant(ctx_mask.reshape(-1, L)))
+    h_rsp = encode_sequences(backbone, tf.reshape(batch[schema.CANDIDATE_INPUT_IDS], (-1, L)),
+                             tf.reshape(batch[schema.CANDIDATE_INPUT_MASK], (-1, L)))
+    attention = model.round_attention
+    args = (h_ctx.numpy().reshape(B, 2 * N, L, -1), ctx_mask, turn_mask, h_rsp.numpy().reshape(B, K, L, -1),
+            batch[schema.CANDIDATE_INPUT_MASK].numpy(), attention.w.numpy(), attention.b.numpy(),
+            attention.u.numpy(), aggregation == "attention")
+    _, r_tilde, _, _ = _released_reference(*args, masked_rounds_weigh=True)
+    np.testing.assert_allclose(outputs["context_aware"], r_tilde, rtol=1e-4, atol=1e-5)
+    # Example 0 has no padding round: both readings agree there and only there.
+    zero = ReleasedDialogueCSEModel(backbone, aggregation=aggregation, attention_size=16)
+    zero.round_attention.set_weights(attention.get_weights())
+    zero_out = zero(batch)["context_aware"].numpy()
+    np.testing.assert_allclose(zero_out[0], outputs["context_aware"][0], rtol=1e-4, atol=1e-5)
+    assert not np.allclose(zero_out[1:], outputs["context_aware"][1:], rtol=1e-3)
+    restored = ReleasedDialogueCSEModel.from_config(model.get_config())
+    assert restored.empty_round_token_ids == (cls_id, sep_id)
+
+
+def test_whole_empty_side_weighs_four_thirds_per_slot():
+    """Where a side has no real round, the release's masked softmax is uniform: each of its
+    N = 3 slots weighs 1 + 1/3."""
+    from dialoguecse_tf.models.layers import RoundAttention
+
+    layer = RoundAttention(8)
+    alphas = layer(tf.random.normal((2, 3, 5)), tf.constant([[0, 0, 0], [1, 1, 0]]))
+    np.testing.assert_allclose(1 + alphas[0].numpy(), [4 / 3] * 3, rtol=1e-6)
+    assert alphas[1, 2] == 0.0

@@ -148,7 +148,9 @@ MATCHING_SIDES = ("context", "response")
 @keras.saving.register_keras_serializable(package="dialoguecse_tf")
 class ReleasedDialogueCSEModel(keras.Model):
     """DialogueCSE as the authors' released TF1 code computes it (`dialogue-cse/`,
-    `model/dse_cl_bert.py`), which produced the paper's numbers.
+    `model/dse_cl_bert.py`). Whether that code, with its own defaults, made the paper's
+    numbers cannot be checked: its data code is not public and its defaults differ from the
+    paper's stated settings (max_seq_len 100, 50 epochs, 4 towers; config_bert.py:39, 46, 50).
 
     Input: contrastive records of `context_layout="sides"`: `num_context_turns` slots of
     left context then as many of right context ([B, 2N, L]), the candidates [B, K, L]. For
@@ -171,9 +173,18 @@ class ReleasedDialogueCSEModel(keras.Model):
     turns; the code weights by (1 + alpha) and sums both sides. `aggregation="attention"`
     is the code exactly; `aggregation="mean"` drops alpha (a plain sum over every valid round
     of both sides, which is the paper's I2 up to a per-candidate scale the cosine ignores).
-    One deviation: a padding round (a side shorter than N) is all padding in our records
-    and contributes zero; in the release its mean divides by a zero token count (NaN) unless
-    its unreleased data code filled the slot with tokens, so that code must have done so.
+    Padding rounds (a side shorter than N) are where the release cannot be known: they are
+    all padding in our records, and the release's mean over a round's tokens (l.65-66)
+    divides by their count, a NaN for an empty slot, so its unreleased data code (`/data`,
+    excluded by its .gitignore, imported at wrapper_bert.py:16) must have put tokens there.
+    `empty_round_token_ids` chooses the reading:
+      * None (the default): a padding round contributes zero (weight 0);
+      * (cls_id, sep_id): the reading the release's arithmetic implies, the slot holds the
+        BERT features of an empty text "[CLS] [SEP]". The release never multiplies a round's
+        matching feature by the round mask (l.176-184), only the attention scores (pooling.py
+        l.34-37), so such a slot adds e_pad with weight 1 + 0 = 1, or 1 + 1/N (4/3 for N = 3)
+        when its whole side is empty and the masked softmax is uniform; with
+        `aggregation="mean"` every slot weighs 1.
 
     Returns {"context_free": r_bar [B, K, D], "context_aware": R_tilde [B, K, D]}; the
     objective compares them by cosine / tau (`losses.released_nt_xent_per_example_loss`).
@@ -194,10 +205,16 @@ class ReleasedDialogueCSEModel(keras.Model):
 
     def __init__(self, backbone, aggregation: str = "attention", num_length_buckets: int = 1,
                  attention_size: int = RELEASED_ATTENTION_SIZE, matching_side: str = "context",
-                 normalize_matching_tokens: bool = False, fuse_turns_before_pooling: bool = False, **kwargs):
+                 normalize_matching_tokens: bool = False, fuse_turns_before_pooling: bool = False,
+                 empty_round_token_ids=None, **kwargs):
         super().__init__(**kwargs)
         if aggregation not in ("attention", "mean"):
             raise ValueError(f"aggregation must be 'attention' or 'mean', got {aggregation!r}")
+        if empty_round_token_ids is not None:
+            empty_round_token_ids = tuple(int(i) for i in empty_round_token_ids)
+            if len(empty_round_token_ids) != 2:
+                raise ValueError(f"empty_round_token_ids must be (cls_id, sep_id), got {empty_round_token_ids!r}")
+        self.empty_round_token_ids = empty_round_token_ids
         if matching_side not in MATCHING_SIDES:
             raise ValueError(f"matching_side must be one of {MATCHING_SIDES}, got {matching_side!r}")
         self.backbone = backbone
@@ -210,7 +227,25 @@ class ReleasedDialogueCSEModel(keras.Model):
         self.round_attention = RoundAttention(attention_size, dtype="float32", name="round_attention")
         self.round_attention.build((None, None, backbone.hidden_dim))
 
+    def _fill_empty_rounds(self, inputs):
+        """Puts "[CLS] [SEP]" into every padding round's slot (the turn mask stays as it is:
+        the round attention still masks those slots)."""
+        ids = ops.cast(inputs[CONTEXT_INPUT_IDS], "int32")
+        mask = ops.cast(inputs[CONTEXT_INPUT_MASK], "int32")
+        seq_length = ids.shape[2]
+        if seq_length < 2:
+            raise ValueError(f"an empty-text round needs 2 positions, got sequences of {seq_length}")
+        positions = ops.arange(seq_length)
+        filler_ids = ops.where(positions == 0, self.empty_round_token_ids[0],
+                               ops.where(positions == 1, self.empty_round_token_ids[1], 0))
+        filler_mask = ops.cast(positions < 2, "int32")
+        empty = (ops.cast(inputs[CONTEXT_TURN_MASK], "int32") == 0)[..., None]  # [B, T, 1]
+        return {**inputs, CONTEXT_INPUT_IDS: ops.where(empty, filler_ids, ids),
+                CONTEXT_INPUT_MASK: ops.where(empty, filler_mask, mask)}
+
     def call(self, inputs, training=False):
+        if self.empty_round_token_ids is not None:
+            inputs = self._fill_empty_rounds(inputs)
         context_tokens, context_mask, turn_mask, candidate_tokens, candidate_mask = encode_contexts_and_candidates(
             self.backbone, inputs, training, self.num_length_buckets)
         num_slots, seq_length = context_tokens.shape[1], context_tokens.shape[2]
@@ -232,8 +267,10 @@ class ReleasedDialogueCSEModel(keras.Model):
             weights = 1.0 + alphas
         else:
             weights = ops.ones_like(turn_mask)
-        # A padding round's e is zero already (its masked mean is zero); the weight keeps it so.
-        context_aware = ops.sum(refined * (weights * turn_mask)[:, None, :, None], axis=2)
+        if self.empty_round_token_ids is None:
+            # A padding round's e is zero already (its masked mean is zero); the weight keeps it so.
+            weights = weights * turn_mask
+        context_aware = ops.sum(refined * weights[:, None, :, None], axis=2)
         return {"context_free": context_free, "context_aware": context_aware}
 
     def _refined_rounds(self, context_tokens, context_mask, candidate_tokens, candidate_mask):
@@ -268,6 +305,7 @@ class ReleasedDialogueCSEModel(keras.Model):
             "matching_side": self.matching_side,
             "normalize_matching_tokens": self.normalize_matching_tokens,
             "fuse_turns_before_pooling": self.fuse_turns_before_pooling,
+            "empty_round_token_ids": self.empty_round_token_ids,
         }
 
     @classmethod

@@ -1,8 +1,11 @@
 """DialogueCSE (paper, section 4) as a registered objective, in two variants.
 
 * `variant="released"` (the default, and of the paper presets): what the authors' released
-  TF1 code computes (AlibabaResearch/DAMO-ConvAI, `dialogue-cse/`), which produced the
-  paper's numbers. Point by point, with the file and line of the release:
+  TF1 code computes (AlibabaResearch/DAMO-ConvAI, `dialogue-cse/`). Whether it made the
+  paper's numbers cannot be checked: its data code is not released (`/data` in its
+  .gitignore) and its defaults differ from the paper's stated settings (max_seq_len 100
+  against 50 for ECD, 50 epochs, 4 GPU towers; config_bert.py:39, 46, 50). Point by point,
+  with the file and line of the release:
   - context: up to `num_context_turns` (3, config_bert.py:31 `round_num`) utterances BEFORE
     the response and as many AFTER it, each side matched on its own and the two summed
     (`bidirectional=1`, config_bert.py:22, dse_cl_bert.py:183-186); records of
@@ -12,14 +15,21 @@
     tokens (l.63-66);
   - turn weighting: per side, alpha = softmax over the valid rounds of u . tanh(W x + b)
     (256 units, pooling.py:23-37) on each round's token mean over all L positions
-    (l.166-167); each round scaled by (1 + alpha), rounds summed (l.180-184). With
-    `aggregation="mean"` alpha is dropped (see `ReleasedDialogueCSEModel`);
+    (l.166-167); each round scaled by (1 + alpha), rounds summed (l.180-184). The release
+    has no other path, so this variant aggregates with it unless `aggregation="mean"` drops
+    alpha: the paper's I2 (eq. 7) on the release's matching, NOT the authors' code;
+  - padding rounds (a side with fewer than 3 turns): the release's data code is not public;
+    `empty_rounds` implements both readings (see `ReleasedDialogueCSEModel`): "zero" (the
+    default; such a slot weighs 0) or "empty_text" (it holds the features of "[CLS] [SEP]"
+    and weighs 1, or 4/3 where its whole side is empty, as the release's arithmetic implies);
   - similarity cos(r_bar, R_tilde) / 0.1 (l.36-47, 188); loss -mean over the B x K
     entries of log_softmax * labels (l.197): eq. 8 divided by K;
   - training: plain Adam (beta 0.9 / 0.999, epsilon 1e-8, no weight decay;
     wrapper_bert.py:222, config_bert.py:52-53), lr 5e-5 * 0.98^(step / 10,000) floored at
     1e-5 with no warmup (wrapper_bert.py:217-219, config_bert.py:51-57), gradients clipped
-    to global norm 3.0 (wrapper_bert.py:360); batch 20, 10 candidates (config_bert.py:36, 48);
+    to global norm 3.0 (wrapper_bert.py:360); batch 20 per GPU tower, 10 candidates
+    (config_bert.py:36, 48; its default `train_gpu="0,1,2,3"` averages 4 towers' gradients,
+    80 examples an update, while its run_train.sh passes one GPU: the presets take 20);
     max length 100 (config_bert.py:39; the paper says 50 for ECD and MDC); trainable: the top
     6 BERT layers and the round attention; embeddings, bottom 6 layers and pooler frozen
     (wrapper_bert.py:341-348); the last layer's output only (dse_cl_bert.py:29, 87).
@@ -46,6 +56,8 @@ from dialoguecse_tf.objectives.base import register
 from dialoguecse_tf.objectives.contrastive import ContrastiveObjective, ContrastiveOptions, candidate_metrics
 
 VARIANTS = ("released", "paper_text")
+VARIANT_AGGREGATION = {"released": "attention", "paper_text": "mean"}
+EMPTY_ROUNDS = ("zero", "empty_text")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,9 +65,16 @@ class DialogueCSEOptions(ContrastiveOptions):
     variant: str = field("released", "released: the authors' released code (left and right contexts, (1 + alpha) "
                          "round weighting, Adam with exponential decay); paper_text: our reading of the paper's "
                          "equations (nearest turns, eq. 5-7, AdamW with warmup).", choices=VARIANTS)
-    aggregation: str = field("mean", "Turn aggregation: mean (I2, eq. 7; released: the rounds' plain sum) or "
-                             "attention (I1, eq. 5-6; released: its (1 + alpha) round attention).",
-                             choices=AGGREGATIONS)
+    aggregation: str = field("", "Turn aggregation: attention (released: its (1 + alpha) round attention, the "
+                             "release's only path; paper_text: I1, eq. 5-6) or mean (released: the rounds' plain "
+                             "sum, the paper's I2 on the release's matching, not the authors' code; paper_text: "
+                             "I2, eq. 7). Empty: the variant's own, attention for released and mean (I2, the "
+                             "paper's best) for paper_text.", choices=("",) + tuple(AGGREGATIONS))
+    empty_rounds: str = field("zero", "released: a padding context round (a side with fewer turns than "
+                              "num_context_turns; the release's data code that fills them is not public) weighs 0 "
+                              "(zero) or holds the features of an empty text '[CLS] [SEP]' with weight 1, 4/3 "
+                              "where its whole side is empty (empty_text, the reading the release's arithmetic "
+                              "implies).", choices=EMPTY_ROUNDS)
     attention_hidden_size: int = field(DEFAULT_ATTENTION_HIDDEN_SIZE,
                                        "Hidden units of the I1 scoring FFN (paper_text) or of the round attention "
                                        "(released: 256).")
@@ -73,6 +92,12 @@ class DialogueCSEOptions(ContrastiveOptions):
                                             "row, then pool once (rounds weigh by token count).")
 
     def __post_init__(self):
+        if not self.aggregation:
+            # Frozen: the variant's default is written into the options, so config.json names it.
+            object.__setattr__(self, "aggregation", VARIANT_AGGREGATION[self.variant])
+        if self.variant != "released" and self.empty_rounds != "zero":
+            raise ValueError("empty_rounds is an option of variant=released (paper_text's records have no "
+                             "padding rounds between real ones, and its mean skips them)")
         if isinstance(self.temperature, bool) or not self.temperature > 0:
             raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
         study = (self.matching_side != "context", self.normalize_matching_tokens, self.fuse_turns_before_pooling)
@@ -107,10 +132,16 @@ class DialogueCSEObjective(ContrastiveObjective):
                                             attention_size=self.options.attention_hidden_size,
                                             matching_side=self.options.matching_side,
                                             normalize_matching_tokens=self.options.normalize_matching_tokens,
-                                            fuse_turns_before_pooling=self.options.fuse_turns_before_pooling)
+                                            fuse_turns_before_pooling=self.options.fuse_turns_before_pooling,
+                                            empty_round_token_ids=self._empty_round_token_ids(tokenizer))
         return DialogueCSEModel(backbone, aggregation=self.options.aggregation,
                                 attention_hidden_size=self.options.attention_hidden_size,
                                 num_length_buckets=num_length_buckets)
+
+    def _empty_round_token_ids(self, tokenizer):
+        if self.options.empty_rounds == "zero":
+            return None
+        return (tokenizer.cls_id, tokenizer.sep_id)
 
     def create_optimizer(self, config, num_train_steps: int, model):
         if self.options.variant == "paper_text":
