@@ -196,3 +196,57 @@ def test_resumes_a_checkpoint_written_without_dropout_state(tmp_path, capsys):
     assert "holds no dropout state" in capsys.readouterr().out
     saved = {name.split("/", 1)[0] for name, _ in tf.train.list_variables(tf.train.latest_checkpoint(str(tmp_path / "checkpoints")))}
     assert "random_state" in saved
+
+
+def _tf1_adam_steps(params, grads_per_step, learning_rates, clip_norm, beta1=0.9, beta2=0.999, epsilon=1e-8):
+    """The DialogueCSE release's update, written from its TF1 calls: tf.clip_by_global_norm
+    (wrapper_bert.py:360) then tf.train.AdamOptimizer (l.222; TF1's formula: lr_t = lr *
+    sqrt(1 - beta2^t) / (1 - beta1^t), var -= lr_t * m / (sqrt(v) + epsilon))."""
+    params = [p.astype(np.float64).copy() for p in params]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    for t, (grads, lr) in enumerate(zip(grads_per_step, learning_rates), start=1):
+        norm = np.sqrt(sum((g.astype(np.float64) ** 2).sum() for g in grads))
+        grads = [g * clip_norm / max(norm, clip_norm) for g in grads]
+        lr_t = lr * np.sqrt(1 - beta2**t) / (1 - beta1**t)
+        for i, g in enumerate(grads):
+            m[i] = beta1 * m[i] + (1 - beta1) * g
+            v[i] = beta2 * v[i] + (1 - beta2) * g * g
+            params[i] -= lr_t * m[i] / (np.sqrt(v[i]) + epsilon)
+    return params
+
+
+def test_released_dialoguecse_optimizer_is_the_release_recipe():
+    """Adam without weight decay, lr max(lr0 * rate^(step / steps), floor) with no warmup,
+    gradients clipped to global norm 3 (wrapper_bert.py:210-223, 360; config_bert.py:51-57)."""
+    from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
+
+    defaults = DialogueCSEOptions()
+    assert (defaults.lr_decay_rate, defaults.lr_decay_steps, defaults.min_learning_rate, defaults.clip_norm) == (
+        0.98, 10000, 1e-5, 3.0)
+    schedule = training.ExponentialDecayFloor(5e-5, 0.98, 10000, 1e-5)
+    steps = np.array([0, 1, 5000, 10000, 123456, 796000, 797000, 2_000_000])
+    expected = np.maximum(5e-5 * 0.98 ** (steps / 10000.0), 1e-5)
+    np.testing.assert_allclose([float(schedule(s)) for s in steps], expected, rtol=1e-5)
+    assert float(schedule(796000)) > 1e-5 and float(schedule(797000)) == pytest.approx(1e-5)
+
+    # A fast schedule so that decay and floor both act within a few steps.
+    options = DialogueCSEOptions(lr_decay_rate=0.5, lr_decay_steps=2, min_learning_rate=0.02, clip_norm=3.0)
+    config = type("Config", (), {"learning_rate": 0.1, "num_warmup_steps": 0, "mixed_precision": False})()
+    optimizer = DialogueCSEObjective(options).create_optimizer(config, 100, None)
+    assert isinstance(optimizer, keras.optimizers.Adam) and not isinstance(optimizer, keras.optimizers.AdamW)
+    rng = np.random.default_rng(3)
+    start = [rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)]
+    variables = [keras.Variable(p) for p in start]
+    # Steps 0-2 are clipped (norm about 20), steps 3-5 are not (norm about 0.2).
+    grads = [[rng.normal(size=p.shape).astype(np.float32) * (8.0 if step < 3 else 0.08) for p in start]
+             for step in range(6)]
+    for step_grads in grads:
+        optimizer.apply_gradients(zip([tf.constant(g) for g in step_grads], variables))
+    rates = np.maximum(0.1 * 0.5 ** (np.arange(6) / 2.0), 0.02)
+    reference = _tf1_adam_steps(start, grads, rates, clip_norm=3.0)
+    for variable, want in zip(variables, reference):
+        np.testing.assert_allclose(variable.numpy(), want, rtol=1e-5, atol=1e-5)
+    # Without the clip the first steps would differ: the test sees the clipping.
+    unclipped = _tf1_adam_steps(start, grads, rates, clip_norm=1e9)
+    assert not np.allclose(unclipped[0], reference[0], atol=1e-4)
