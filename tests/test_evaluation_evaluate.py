@@ -59,7 +59,7 @@ def test_sr_hand_computed_and_each_sentence_embedded_once(tmp_path):
     # Query 4 ("refund") vs 0 (0.874) and 3 (0.935): labels 1 0 -> AP 1, RR 1.
     assert result["map"] == pytest.approx(100 * (0.5 + 1 + 0.5 + 0.5 + 1) / 5)
     assert result["mrr"] == pytest.approx(100 * (0.5 + 1 + 0.5 + 0.5 + 1) / 5)
-    assert result["queries"] == 5
+    assert result["queries"] == 5 and result["skipped_no_negative"] == 0
 
 
 def test_sr_ties_are_broken_by_row_id_not_by_label():
@@ -74,14 +74,18 @@ def test_sr_ties_are_broken_by_row_id_not_by_label():
     assert result["map"] == pytest.approx(100 * 2 / 3)
 
 
-def test_sr_skips_rows_without_positives_and_checks_ids():
-    rows = [SrRow(0, "a", "", (1,), ()), SrRow(1, "b", "", (), ())]
-    result = evaluate_sr(lambda texts: np.eye(2)[: len(texts)], rows)
-    assert result == {"map": 100.0, "mrr": 100.0, "queries": 1}
-    with pytest.raises(ValueError, match="no SR row has a positive"):
-        evaluate_sr(lambda texts: np.eye(2), [SrRow(0, "a", "", (), ())])
+def test_sr_scores_only_rows_with_a_positive_and_a_negative_and_checks_ids():
+    """As the release's eval_selection.py:206: a row with positives but no negative would
+    score AP = RR = 1 whatever the encoder; it is a candidate only, counted as skipped."""
+    vectors = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [0.6, 0.8]}
+    rows = [SrRow(0, "a", "", (1,), (2,)), SrRow(1, "b", "", (0,), ()), SrRow(2, "c", "", (), ())]
+    result = evaluate_sr(lambda texts: np.array([vectors[t] for t in texts]), rows)
+    # Query 0 ("a"): c (cos 0.6, negative) before b (cos 0, positive): AP = RR = 1/2.
+    assert result == {"map": 50.0, "mrr": 50.0, "queries": 1, "skipped_no_negative": 1}
+    with pytest.raises(ValueError, match="no SR row has both a positive and a negative"):
+        evaluate_sr(lambda texts: np.eye(2), [SrRow(0, "a", "", (1,), ()), SrRow(1, "b", "", (), ())])
     with pytest.raises(ValueError, match=r"query 0 refers to ids \[7\]"):
-        evaluate_sr(lambda texts: np.eye(2), [SrRow(0, "a", "", (7,), ())])
+        evaluate_sr(lambda texts: np.eye(2), [SrRow(0, "a", "", (7,), (1,)), SrRow(1, "b", "", (), ())])
 
 
 @pytest.mark.parametrize(
@@ -148,7 +152,8 @@ def test_task_evaluators_give_the_evaluation_functions_numbers(tmp_path):
     expected_sts = evaluate_sts(CountingEmbedder(VECTORS), read_sts_file(sts))
     assert dsts(CountingEmbedder(VECTORS)) == {"corr": expected_sts["corr"]}
     assert (sr.size, dsts.size) == (5, 3)
-    assert sr.record() == dataset_file_record("select", "sr_queries", select, 5)
+    assert sr.record() == {**dataset_file_record("select", "sr_queries", select, 5), "sr_scored_queries": 5,
+                           "sr_skipped_no_negative": 0}
     assert dsts.record() == dataset_file_record("sts", "sts_pairs", sts, 3)
     # Every metric a task gives has a table column, its primary metric among them.
     for evaluator, metrics in ((sr, sr(CountingEmbedder(VECTORS))), (dsts, dsts(CountingEmbedder(VECTORS)))):
@@ -178,7 +183,7 @@ def test_evaluation_dataset_and_suite(tmp_path):
     # Table order: D-STS first, then SR.
     assert [evaluator.task for evaluator in both.evaluators] == ["sts", "select"]
     assert list(both.record()) == ["name", "sts_file", "sts_sha256", "sts_pairs", "select_file", "select_sha256",
-                                   "sr_queries"]
+                                   "sr_queries", "sr_scored_queries", "sr_skipped_no_negative"]
     embed = CountingEmbedder(VECTORS)
     suite = EvaluationSuite([both, sts_only])
     results = suite(embed)

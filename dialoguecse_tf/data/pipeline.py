@@ -256,7 +256,11 @@ def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
     stats.increment("samples_written", len(rows))
     write_config(config, output_dir, "sr_config.json")
     stats.write_json(os.path.join(output_dir, "sr_" + STATS_FILE))
-    log(f"[sr] {len(rows)} queries -> {config.output_file}")
+    log(f"[sr] {len(rows)} rows -> {config.output_file}")
+    if sr_stats["queries_without_negatives"]:
+        log(f"[sr] warning: {sr_stats['queries_without_negatives']} rows have positives but no negative candidate "
+            f"(every retrieved candidate shares their intent); evaluation scores them as candidates only, not as "
+            f"queries")
     return sr_stats
 
 

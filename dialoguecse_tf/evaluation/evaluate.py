@@ -56,19 +56,33 @@ class CachedEmbedder:
         return np.stack([self._vectors[text] for text in texts])
 
 
+def sr_query_counts(rows: Sequence[SrRow]) -> dict:
+    """{"queries": rows scored, "skipped_no_negative": rows with positives but no negative}.
+
+    As the DialogueCSE release's eval_selection.py:206, a row is a query only when it has at
+    least one positive AND one negative: a row with positives only would score AP = RR = 1
+    whatever the encoder, lifting every model alike and shrinking their differences. Rows
+    with no positive are candidates only, in the release and here.
+    """
+    queries = sum(1 for row in rows if row.positive_ids and row.negative_ids)
+    return {"queries": queries,
+            "skipped_no_negative": sum(1 for row in rows if row.positive_ids and not row.negative_ids)}
+
+
 def evaluate_sr(embed_fn: EmbedFn, rows: Sequence[SrRow]) -> dict:
     """MAP and MRR (percent) of ranking each query's candidates by cosine similarity.
 
-    Every row with at least one positive is a query; its candidates are its positive and
-    negative ids, ranked in ascending id order before sorting so that exact ties are broken by
-    row id and not by label (see `metrics`). Returns {"map", "mrr", "queries"}.
+    Every row with at least one positive and one negative is a query (see `sr_query_counts`);
+    its candidates are its positive and negative ids, ranked in ascending id order before
+    sorting so that exact ties are broken by row id and not by label (see `metrics`).
+    Returns {"map", "mrr", "queries", "skipped_no_negative"}.
     """
     by_id = {row.id: row for row in rows}
     if len(by_id) != len(rows):
         raise ValueError("SR rows repeat an id")
-    queries = [row for row in rows if row.positive_ids]
+    queries = [row for row in rows if row.positive_ids and row.negative_ids]
     if not queries:
-        raise ValueError("no SR row has a positive candidate, so there is no query to evaluate")
+        raise ValueError("no SR row has both a positive and a negative candidate, so there is no query to evaluate")
     candidate_lists = []
     for row in queries:
         candidates = sorted(row.positive_ids + row.negative_ids)
@@ -84,7 +98,7 @@ def evaluate_sr(embed_fn: EmbedFn, rows: Sequence[SrRow]) -> dict:
         order = rank_candidates(vectors[index[row.sentence]], candidate_vectors)
         positives = set(row.positive_ids)
         ranked_labels.append([candidates[position] in positives for position in order])
-    return {**sr_metrics(ranked_labels), "queries": len(queries)}
+    return {**sr_metrics(ranked_labels), **sr_query_counts(rows)}
 
 
 def evaluate_sts(embed_fn: EmbedFn, pairs: Sequence[StsPair]) -> dict:

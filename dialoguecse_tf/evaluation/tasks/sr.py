@@ -1,7 +1,9 @@
 """Semantic retrieval (paper, section 5.1.2): each query ranks its candidates; MAP and MRR."""
 
 from dialoguecse_tf.data.sr_builder import read_select_file
-from dialoguecse_tf.evaluation.evaluate import evaluate_sr
+from absl import logging
+
+from dialoguecse_tf.evaluation.evaluate import evaluate_sr, sr_query_counts
 from dialoguecse_tf.evaluation.tasks.base import Evaluator, register_task
 
 
@@ -18,10 +20,19 @@ class SrEvaluator(Evaluator):
     def __init__(self, path: str):
         super().__init__(path)
         self.rows = read_select_file(path)
+        self.query_counts = sr_query_counts(self.rows)
+        if self.query_counts["skipped_no_negative"]:
+            logging.warning("%s: %d rows have positives but no negative candidate; they are not scored as "
+                            "queries (as the DialogueCSE release's eval_selection.py)", path,
+                            self.query_counts["skipped_no_negative"])
 
     @property
     def size(self) -> int:
         return len(self.rows)
+
+    def record(self) -> dict:
+        return {**super().record(), "sr_scored_queries": self.query_counts["queries"],
+                "sr_skipped_no_negative": self.query_counts["skipped_no_negative"]}
 
     def __call__(self, encode) -> dict:
         results = evaluate_sr(encode, self.rows)
