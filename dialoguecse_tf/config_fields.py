@@ -8,14 +8,17 @@ dataclass itself. The module imports nothing heavy, so command lines are checked
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 
 
 def field(default=None, help: str = "", choices: tuple | None = None, flag: str | None = None,  # noqa: A002
-          **kwargs):
+          minimum=None, exclusive_minimum: bool = False, maximum=None, **kwargs):
     """A dataclass field with its help text; `flag="list"` makes a tuple field one
-    comma-separated flag instead of a repeatable one."""
-    metadata = {"help": help, "choices": tuple(choices) if choices else None, "flag": flag}
+    comma-separated flag instead of a repeatable one. `minimum` / `maximum` bound a number
+    (inclusive, or above `minimum` only with `exclusive_minimum`), checked by `check_values`."""
+    metadata = {"help": help, "choices": tuple(choices) if choices else None, "flag": flag, "minimum": minimum,
+                "exclusive_minimum": exclusive_minimum, "maximum": maximum}
     if isinstance(default, (list, dict, set)):
         raise TypeError("use a tuple default: configs are frozen and hashable")
     return dataclasses.field(default=default, metadata=metadata, **kwargs)
@@ -35,3 +38,53 @@ def field_kind(config_class, name: str) -> tuple[type, bool]:
         return inner, False
     return hint, False
 
+
+
+def _type_problem(value, base: type) -> str | None:
+    if base is bool:
+        return None if isinstance(value, bool) else "a boolean"
+    if base is int:
+        return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
+    if base is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return "a number"
+        return None if math.isfinite(value) else "a finite number"
+    if base is str:
+        return None if isinstance(value, str) else "a string"
+    return None
+
+
+def _range_problem(value, metadata) -> str | None:
+    low, high = metadata.get("minimum"), metadata.get("maximum")
+    if low is not None:
+        if metadata.get("exclusive_minimum") and not value > low:
+            return f"greater than {low}"
+        if not metadata.get("exclusive_minimum") and not value >= low:
+            return f"at least {low}"
+    if high is not None and not value <= high:
+        return f"at most {high}"
+    return None
+
+
+def check_values(instance) -> None:
+    """Raises ValueError naming the first field of a config dataclass whose value has the wrong
+    type, is not among its choices or is out of its bounds; `None` passes where the field
+    allows it. Run before any work, so a bad setting fails at once and not hours later."""
+    name_of = type(instance).__name__
+    for spec in dataclasses.fields(instance):
+        value = getattr(instance, spec.name)
+        if value is None:
+            if type(None) in typing.get_args(typing.get_type_hints(type(instance))[spec.name]):
+                continue
+            raise ValueError(f"{name_of}.{spec.name} must be set, got None")
+        base, is_tuple = field_kind(type(instance), spec.name)
+        if is_tuple and not isinstance(value, tuple):
+            raise ValueError(f"{name_of}.{spec.name} must be a tuple, got {value!r}")
+        for item in value if is_tuple else (value,):
+            problem = _type_problem(item, base)
+            if problem is None and spec.metadata.get("choices") and item not in spec.metadata["choices"]:
+                problem = f"one of {spec.metadata['choices']}"
+            if problem is None and base in (int, float):
+                problem = _range_problem(item, spec.metadata)
+            if problem is not None:
+                raise ValueError(f"{name_of}.{spec.name} must be {problem}, got {item!r}")

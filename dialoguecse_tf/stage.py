@@ -16,7 +16,7 @@ import keras
 
 from dialoguecse_tf import run_cache, schema, training
 from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
-from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.io_utils import write_json
 from dialoguecse_tf.objectives.base import get_objective_class
@@ -38,26 +38,30 @@ class TrainConfig:
     bert_config_file: str | None = field(None, "bert_config.json, only to train from a random initialisation.")
     vocab_file: str | None = field(None, "vocab.txt; with init_checkpoint, overrides the checkpoint's own.")
     do_lower_case: bool = field(True, "Lower-casing of the tokenizer when not given by init_checkpoint.")
-    max_seq_length: int = field(50, "Tokens per sequence; must match the records.")
-    train_batch_size: int | None = field(None, "Global batch size, split across replicas (default: the objective's).")
+    max_seq_length: int = field(50, "Tokens per sequence; must match the records.", minimum=3)
+    train_batch_size: int | None = field(None, "Global batch size, split across replicas (default: the objective's).",
+                                          minimum=1)
     learning_rate: float | None = field(
-        None, "Peak AdamW learning rate, linear warmup then linear decay (default: the objective's).")
-    num_train_steps: int | None = field(None, "Training steps; set this or num_train_epochs.")
+        None, "Peak AdamW learning rate, linear warmup then linear decay (default: the objective's).", minimum=0.0,
+        exclusive_minimum=True)
+    num_train_steps: int | None = field(None, "Training steps; set this or num_train_epochs.", minimum=1)
     num_train_epochs: float | None = field(
-        None, "Epochs over the records (fractions allowed); set this or num_train_steps.")
-    num_warmup_steps: int = field(0, "Linear warmup steps.")
+        None, "Epochs over the records (fractions allowed); set this or num_train_steps.", minimum=0.0,
+        exclusive_minimum=True)
+    num_warmup_steps: int = field(0, "Linear warmup steps.", minimum=0)
     warmup_proportion: float = field(0.0, "Warmup as a fraction of the training steps (e.g. 0.1); when set, it "
-                                     "decides num_warmup_steps.")
-    max_train_examples: int = field(0, "Train on only the first this many records (data-scale study); 0: all.")
-    save_checkpoints_steps: int = field(1000, "Checkpoint every this many steps (and at the end).")
-    log_steps: int = field(10, "TensorBoard summaries every this many steps.")
+                                     "decides num_warmup_steps.", minimum=0.0, maximum=1.0)
+    max_train_examples: int = field(0, "Train on only the first this many records (data-scale study); 0: all.",
+                                    minimum=0)
+    save_checkpoints_steps: int = field(1000, "Checkpoint every this many steps (and at the end).", minimum=1)
+    log_steps: int = field(10, "TensorBoard summaries every this many steps.", minimum=1)
     random_seed: int = field(12345, "Seed for initialisation, shuffling and dropout.")
     distribution_strategy: str = field("one_device", "tf.distribute strategy (Model Garden's names).",
                                        choices=training.STRATEGIES)
     tpu_address: str = field("", "TPU name or address for distribution_strategy=tpu.")
     num_length_buckets: int = field(
         4, "Encode a step's sequences in this many length groups, each cut to its longest sequence "
-        "(same result, less padding); 1 encodes all at max_seq_length.")
+        "(same result, less padding); 1 encodes all at max_seq_length.", minimum=1)
     jit_compile: bool = field(False, "Compile each replica's forward and backward pass with XLA "
                               "(slower on CPU, see benchmarks/README.md).")
     mixed_precision: bool = field(False, "float16 compute, float32 weights and dynamic loss scaling; GPU only.")
@@ -68,11 +72,14 @@ class TrainConfig:
                                            "(interlocutor pooling, max_seq_length tokens per dialogue).")
     eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
                             "first task's primary metric in table order (D-STS Corr., else SR MAP, else dialogue "
-                            "purity) is kept in best_encoder/.")
+                            "purity) is kept in best_encoder/.", minimum=0)
     reuse_runs_under: tuple[str, ...] = field(
         (), "Folders searched for a finished run with the same configuration (run_cache: the same settings on "
         "the same record, checkpoint and evaluation bytes); if one is found its encoder is linked into "
         "output_dir instead of training. Repeat for several.")
+
+    def __post_init__(self):
+        check_values(self)
 
     def resolved(self, objective) -> "TrainConfig":
         """This config with the objective's defaults filled in."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+from dialoguecse_tf.config_fields import check_values
+
 _REGISTRY: dict[str, type] = {}
 
 
@@ -50,6 +52,7 @@ class Objective:
         if not isinstance(self.options, self.options_class):
             raise TypeError(f"objective {self.name!r} takes {self.options_class.__name__}, got "
                             f"{type(self.options).__name__}")
+        check_values(self.options)
 
     def record_requirements(self) -> dict:
         """Keyword arguments of `schema.check_compatible` beyond max_seq_length."""

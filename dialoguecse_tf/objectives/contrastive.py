@@ -13,9 +13,11 @@ from dialoguecse_tf.objectives.base import Objective
 
 @dataclasses.dataclass(frozen=True)
 class ContrastiveOptions:
-    num_context_turns: int = field(3, "Context turns (paper: 3); at most what the records carry.")
-    num_negatives: int = field(9, "Negatives per response (paper: 9); at most what the records carry.")
-    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (paper: 6).")
+    num_context_turns: int = field(3, "Context turns (paper: 3); at most what the records carry.", minimum=1)
+    num_negatives: int = field(9, "Negatives per response (paper: 9); at most what the records carry.",
+                                   minimum=1)
+    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (paper: 6).",
+                                       minimum=0)
 
 
 def select_context_turns(batch: dict, num_context_turns: int) -> dict:

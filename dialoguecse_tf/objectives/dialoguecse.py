@@ -77,12 +77,14 @@ class DialogueCSEOptions(ContrastiveOptions):
                               "implies).", choices=EMPTY_ROUNDS)
     attention_hidden_size: int = field(DEFAULT_ATTENTION_HIDDEN_SIZE,
                                        "Hidden units of the I1 scoring FFN (paper_text) or of the round attention "
-                                       "(released: 256).")
+                                       "(released: 256).", minimum=1)
     temperature: float = field(0.1, "NT-Xent temperature tau (paper and release: 0.1).")
-    lr_decay_rate: float = field(0.98, "released: learning rate factor per lr_decay_steps (continuous).")
-    lr_decay_steps: int = field(10000, "released: steps per lr_decay_rate factor.")
-    min_learning_rate: float = field(1e-5, "released: floor of the decayed learning rate.")
-    clip_norm: float = field(3.0, "released: global gradient-norm clip (paper_text clips at 1, as BERT).")
+    lr_decay_rate: float = field(0.98, "released: learning rate factor per lr_decay_steps (continuous).", minimum=0.0,
+                                  exclusive_minimum=True, maximum=1.0)
+    lr_decay_steps: int = field(10000, "released: steps per lr_decay_rate factor.", minimum=1)
+    min_learning_rate: float = field(1e-5, "released: floor of the decayed learning rate.", minimum=0.0)
+    clip_norm: float = field(3.0, "released: global gradient-norm clip (paper_text clips at 1, as BERT).",
+                              minimum=0.0, exclusive_minimum=True)
     matching_side: str = field("context", "released, study only: pool R_hat over the context's tokens (the "
                                "release) or R_hat' = M^T U over the candidate's tokens (response).",
                                choices=MATCHING_SIDES)
