@@ -144,3 +144,18 @@ def scalars(output_dir, tag: str) -> dict:
         except tf.errors.DataLossError:
             pass  # the last record of a killed run's file may be cut short; the rest was read
     return values
+
+
+def assert_best_is_the_first_argmax(run_dir, metric: str, best: dict, evaluated_steps: tuple) -> None:
+    """The kept encoder is the evaluation with the highest `metric` in the run's train log, the
+    earliest on a tie (a later equal score does not replace it); the logged scores must differ,
+    so that a broken comparison could not pick the right step by chance."""
+    from dialoguecse_tf.training import TRAIN_LOG_FILE, read_train_log
+
+    scores = {entry["step"]: entry[f"eval_{metric}"] for entry in read_train_log(os.path.join(run_dir, TRAIN_LOG_FILE))
+              if f"eval_{metric}" in entry}
+    assert tuple(sorted(scores)) == evaluated_steps
+    assert len(set(scores.values())) > 1, f"every evaluation scored {metric} alike: {scores}"
+    best_value = max(scores.values())
+    assert best["step"] == min(step for step, value in scores.items() if value == best_value), (best, scores)
+    assert best["eval"][metric] == best_value
