@@ -69,9 +69,11 @@ def _file_digest(path: str) -> str:
 
 
 def _records_digest(patterns) -> list:
+    if not patterns:
+        raise ValueError("no training records given (train_file / --train_file is empty)")
     files = sorted({path for pattern in patterns for path in glob.glob(pattern)})
     if not files:
-        raise FileNotFoundError(f"{list(patterns)} matches no file")
+        raise FileNotFoundError(f"train_file {list(patterns)} matches no file")
     return [content_digest(path) for path in files]
 
 
