@@ -1,64 +1,308 @@
-"""README's headline and demo tables must be copies of the committed results they cite.
+"""Every table of README.md, docs/ and benchmarks/README.md is declared here with the committed
+file (or the paper) its numbers come from, and each of its rows must be found there.
 
-The tables are pasted by hand, so a rerun that changes results.md (or a slip while pasting) would
-otherwise leave README quoting numbers no committed file holds.
+The tables are pasted by hand, so a rerun that changes a results file (or a slip while pasting)
+would otherwise leave the docs quoting numbers no committed file holds. A table nobody declared
+fails, a declared table that no longer exists fails, and a row whose label cannot be found in
+its source fails unless the declaration names it as unsourced, with the reason.
+
+What is compared: the decimal numbers of a row (e.g. "52.49 ± 0.47" gives 52.49 and 0.47), in
+order, must be a subsequence of the source row's (Markdown sources, matched by row label), or
+each must be a number of the source file at the printed precision (JSON measurements), or each
+must appear in the paper's text (transcribed paper numbers). Integers (counts, step numbers) are
+not compared.
 """
+
+import dataclasses
+import json
 import re
 
 import pytest
 
 from conftest import REPO_ROOT
 
-# README section -> the committed table its rows are taken from.
-SOURCES = {
-    "Headline: three methods on one benchmark": "results/benchmark/results.md",
-    "Quick start": "results/demo/results_table.md",
+PAPERS = REPO_ROOT.parent / "shared" / "papers"
+DOCS = ("README.md", "docs/reliability.md", "benchmarks/README.md")
+DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?![\w.])")
+STUDY = "DialogueCSE_I2 / {} (1 seed)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    doc: str
+    heading: str
+    ordinal: int  # 0-based, among the tables under the same heading
+    line: int
+    header: tuple
+    rows: tuple  # of cell tuples
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Where a table's numbers come from.
+
+    kind: "results" (Markdown tables under results/: rows matched by label), "measurements"
+    (JSON files: each number found at the printed precision), "paper" (each number in the paper's
+    text: `paper` names the file, or maps a row-label prefix to a file), "text" (no number to
+    source: the table may hold no decimal number at all), "tests" (numbers are the tolerances
+    and observations of the tests the table names; `why` says so).
+    """
+
+    kind: str
+    files: tuple = ()
+    labels: dict = dataclasses.field(default_factory=dict)  # README label -> source label
+    template: str = "{}"  # how an unmapped README label reads in the source
+    key_columns: int = 1  # cells that make a row's label (2 for sweeps: value, model)
+    skip_columns: tuple = ()  # headers of text or derived columns
+    any_order: bool = False  # the doc orders the source's columns differently
+    unsourced_rows: dict = dataclasses.field(default_factory=dict)  # label -> why it has no source
+    paper: object = None
+    why: str = ""
+
+
+def _results(*files, **kwargs):
+    return Source("results", files, **kwargs)
+
+
+HEADLINE = "## Headline: three methods on one benchmark"
+ECD_MAIN = "### The main table: 3 seeds for the paper's key comparison"
+SWEEPS = "### Context turns and data scale, DialogueCSE_I2 beside SiameseBERT_M (paper Figures 2 and 3)"
+FIRST_SWEEPS = "### Sweeps of the first run (paper Tables 3 and 4, Figure 2; DialogueCSE_I2 only)"
+STUDY_COLUMNS = ("What it changes", "Whose reading", "vs 68.30")
+PAPER_TABLE_ROWS = {"DialogueCSE": "dialoguecse_emnlp2021.txt", "DSE": "dse_naacl2022.txt",
+                    "dial2vec": "dial2vec_emnlp2022.md"}
+
+# (document, heading, ordinal) -> Source
+DECLARED = {
+    ("README.md", HEADLINE, 0): _results("results/benchmark/results.md"),
+    ("README.md", HEADLINE, 1): _results("results/benchmark/results.md"),
+    ("README.md", HEADLINE, 2): Source("paper", paper=PAPER_TABLE_ROWS),
+    ("README.md", "## Quick start", 0): _results("results/demo/results_table.md"),
+    ("README.md", "## Layout", 0): Source("text"),
+    ("README.md", ECD_MAIN, 0): _results("results/ecd_cpu/table.md"),
+    ("README.md", ECD_MAIN, 1): Source("paper", paper="dialoguecse_emnlp2021.txt"),
+    ("README.md", SWEEPS, 0): _results("results/ecd_cpu/sweeps/num_context_turns.md", key_columns=2),
+    ("README.md", SWEEPS, 1): _results("results/ecd_cpu/sweeps/train_records.md", key_columns=2),
+    ("README.md", "### The released code's DialogueCSE against our paper-text reading", 0):
+        _results("results/ecd_cpu_variants/table.md"),
+    ("README.md", "### The first run: paper-text DialogueCSE, MLM on the dialogue turns only", 0):
+        _results("results/ecd_cpu_first_run/table.md",
+                 labels={"DialogueCSE_I1 (paper_text)": "DialogueCSE_I1", "DialogueCSE_I2 (paper_text)": "DialogueCSE_I2"}),
+    ("README.md", FIRST_SWEEPS, 0): _results("results/ecd_cpu_first_run/sweeps/temperature.md"),
+    ("README.md", FIRST_SWEEPS, 1): _results("results/ecd_cpu_first_run/sweeps/num_negatives.md"),
+    ("README.md", FIRST_SWEEPS, 2): _results("results/ecd_cpu_first_run/sweeps/num_context_turns.md"),
+    ("README.md", "## Results on English dialogues: all-MiniLM-L6-v2 on SGD (the English track)", 0):
+        _results("results/sgd_minilm/table.md"),
+    ("README.md", "### Why DialogueCSE does not pull ahead here: the study on the English track", 0): _results(
+        "results/sgd_minilm/study/table.md", template=STUDY, skip_columns=STUDY_COLUMNS,
+        labels={"DialogueCSE_I2, main run (3 seeds)": "DialogueCSE_I2 (3 seeds)",
+                "SiameseBERT_M, main run (3 seeds)": "SiameseBERT_M (3 seeds)",
+                "SiameseBERT_M, no MLM": "SiameseBERT_M / no MLM (1 seed)"}),
+    ("README.md", "### The same study on ECD", 0): _results(
+        "results/ecd_cpu/study/table.md", template=STUDY, skip_columns=STUDY_COLUMNS,
+        labels={"DialogueCSE_I2, main run (3 seeds)": "DialogueCSE_I2 (3 seeds)",
+                "SiameseBERT_M, main run (3 seeds)": "SiameseBERT_M (3 seeds)"}),
+    ("README.md", "### DSE on the English track: results", 0): _results(
+        "results/dse_sgd_minilm/table.md", labels={"MiniLM (untouched)": "MiniLM"}, any_order=True),
+    ("README.md", "### dial2vec on the English track: results", 0): _results(
+        "results/dial2vec_sgd_minilm/table.md",
+        labels={"MiniLM, mean pooling": "MiniLM (mean pooling)",
+                "MiniLM, interlocutor pooling": "MiniLM (interlocutor pooling)",
+                "DialogueCSE_I2 (SGD train, seed 12345)": "DialogueCSE_I2 (SGD train)",
+                "DSE (SGD train, seed 12345)": "DSE (SGD train)",
+                "dial2vec (3 seeds, dev-selected)": "dial2vec (3 seeds)",
+                "dial2vec, tau 0.05 (1 seed, dev-selected)": "dial2vec tau 0.05 (1 seed)"}),
+    ("README.md", "## Performance and reliability", 0): Source(
+        "measurements", ("benchmarks/results/encode_throughput.json", "benchmarks/results/train_step_ecd.json",
+                         "benchmarks/results/flops.json"), skip_columns=("ratio",)),
+    ("docs/reliability.md", "# Reliability: what was tried and what held", 0): Source(
+        "tests", why="each row names the test whose assertions and tolerances it states"),
+    ("benchmarks/README.md", "# Benchmarks", 0): Source("text"),
+    ("benchmarks/README.md", "### 1. Encoding throughput (512 demo-corpus sentences, batch 64, max length 128, "
+     "5 repeats)", 0): Source("measurements", ("benchmarks/results/encode_throughput.json",),
+                              skip_columns=("vs PyTorch peer",)),
+    ("benchmarks/README.md", "### 2. Contrastive training step (batch 20, 3 turns, 10 candidates, L=50: 260 "
+     "sequences/step; MiniLM, bottom 3 of 6 layers frozen; 5 x 3 steps)", 0): Source(
+        "measurements", ("benchmarks/results/train_step_synthetic.json", "benchmarks/results/train_step_ecd.json"),
+        skip_columns=("vs peer",)),
+    # ms per sequence and per 1k tokens are s/step divided by the preceding column.
+    ("benchmarks/README.md", "### 3. Scaling", 0): Source("measurements", ("benchmarks/results/scaling.json",),
+                                                         skip_columns=("ms/sequence",)),
+    ("benchmarks/README.md", "### 3. Scaling", 1): Source("measurements", ("benchmarks/results/scaling.json",),
+                                                         skip_columns=("ms/sequence",)),
+    ("benchmarks/README.md", "### 3. Scaling", 2): Source("measurements", ("benchmarks/results/scaling.json",),
+                                                         skip_columns=("ms per 1k tokens",)),
+    ("benchmarks/README.md", "### 4. Hardware utilisation (forward pass, batch 64 x 128 tokens, all real tokens; "
+     "5 repeats)", 0): Source("measurements", ("benchmarks/results/flops.json",)),
+    ("benchmarks/README.md", "### 6. DSE training step (MiniLM, 64 synthetic pairs of at most 32 tokens, mean "
+     "20.3; every layer trained; 5 x 3 steps)", 0): Source("measurements", ("benchmarks/results/dse_step.json",)),
+    ("benchmarks/README.md", "### 7. dial2vec training step (MiniLM, 4 dialogues x 5 sequences, window 10, bottom "
+     "3 of 6 layers frozen; 3 x 2 steps)", 0): Source("measurements", ("benchmarks/results/dial2vec_step.json",)),
+    ("benchmarks/README.md", "## What the fast path is, and its flags", 0): Source(
+        "tests", why="the effects are the benchmarks above and the equality tests named in each row"),
 }
 
 
 def _cells(line):
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+    return tuple(cell.strip() for cell in line.strip().strip("|").split("|"))
 
 
-def _table_rows(lines):
-    """Rows of every Markdown table in `lines`, header and separator lines dropped."""
-    rows, previous = [], ""
-    for line in lines:
-        if previous.startswith("|") and line.startswith("|") and not re.match(r"^\|\s*:?-", line):
-            rows.append(_cells(line))
-        previous = line
+def read_tables(doc) -> list:
+    """Every Markdown table of `doc` (a header line followed by a separator line)."""
+    lines = (REPO_ROOT / doc).read_text(encoding="utf-8").splitlines()
+    tables, heading, counts, index, fenced = [], "", {}, 0, False
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"^#{1,6} ", line):
+            heading = line.strip()
+        if (not fenced and line.startswith("|") and index + 1 < len(lines)
+                and re.match(r"^\|\s*:?-", lines[index + 1])):
+            end = index + 2
+            while end < len(lines) and lines[end].startswith("|"):
+                end += 1
+            ordinal = counts.get(heading, 0)
+            counts[heading] = ordinal + 1
+            tables.append(Table(doc, heading, ordinal, index + 1, _cells(line),
+                                tuple(_cells(row) for row in lines[index + 2:end])))
+            index = end
+            continue
+        index += 1
+    return tables
+
+
+def _decimals(cells) -> list:
+    return [match for cell in cells for match in DECIMAL.findall(cell.replace("**", ""))]
+
+
+def _is_subsequence(part, whole) -> bool:
+    remaining = iter(whole)
+    return all(any(item == candidate for candidate in remaining) for item in part)
+
+
+def _is_submultiset(part, whole) -> bool:
+    remaining = list(whole)
+    for item in part:
+        if item not in remaining:
+            return False
+        remaining.remove(item)
+    return True
+
+
+def _json_numbers(value):
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield float(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _json_numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _json_numbers(item)
+
+
+def _printed_as(number: float, text: str) -> bool:
+    """Whether `number` prints as `text`, as it is or in the units the docs use: a fraction as a
+    percentage, FLOP as GFLOP, MiB as GiB."""
+    decimals = len(text.split(".")[1])
+    target = float(text)
+    return any(abs(round(scaled, decimals) - target) < 1e-9
+               for scaled in (number, 100 * number, number / 1e9, number / 1024))
+
+
+def _kept_cells(table, source, row):
+    skipped = {i for i, header in enumerate(table.header) if header in source.skip_columns}
+    return [cell for i, cell in enumerate(row) if i >= source.key_columns and i not in skipped]
+
+
+def _source_rows(source) -> dict:
+    rows = {}
+    for path in source.files:
+        for table in read_tables(path):
+            for row in table.rows:
+                rows[" | ".join(row[:source.key_columns])] = row[source.key_columns:]
     return rows
 
 
-def _section(text, title):
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", text, re.M | re.S)
-    assert match, f"README has no section '## {title}'"
-    return match.group(1).splitlines()
+def _check(table, source) -> list:
+    """Problems of `table` against `source`, one line each."""
+    where = f"{table.doc}:{table.line}"
+    problems = []
+    if source.kind == "text":
+        problems += [f"{where}: row {row[0]!r} holds decimal numbers but the table is declared text-only"
+                     for row in table.rows if _decimals(row[1:])]
+    elif source.kind == "results":
+        rows = _source_rows(source)
+        for row in table.rows:
+            label = " | ".join(row[:source.key_columns])
+            if label in source.unsourced_rows:
+                continue
+            wanted = label if label in rows else source.labels.get(label, source.template.format(label))
+            if wanted not in rows:
+                problems.append(f"{where}: row {label!r} is not a row of {', '.join(source.files)}")
+                continue
+            numbers = _decimals(_kept_cells(table, source, row))
+            found = (_is_submultiset(numbers, _decimals(rows[wanted])) if source.any_order
+                     else _is_subsequence(numbers, _decimals(rows[wanted])))
+            if not found:
+                problems.append(f"{where}: row {label!r} {numbers} is not in {source.files[0]}'s row "
+                                f"{wanted!r} {_decimals(rows[wanted])}")
+    elif source.kind == "measurements":
+        measured = [n for path in source.files
+                    for n in _json_numbers(json.loads((REPO_ROOT / path).read_text(encoding="utf-8")))]
+        for row in table.rows:
+            for text in _decimals(_kept_cells(table, source, row)):
+                if not any(_printed_as(n, text) for n in measured):
+                    problems.append(f"{where}: row {row[0]!r}: {text} is in none of {list(source.files)}")
+    elif source.kind == "paper":
+        for row in table.rows:
+            name = source.paper if isinstance(source.paper, str) else next(
+                (f for prefix, f in source.paper.items() if row[0].startswith(prefix)), None)
+            if name is None:
+                problems.append(f"{where}: row {row[0]!r} names no paper")
+                continue
+            text = (PAPERS / name).read_text(encoding="utf-8")
+            problems += [f"{where}: row {row[0]!r}: {number} is not in {name}" for number in _decimals(row[1:])
+                         if not re.search(rf"(?<![\d.]){re.escape(number)}(?!\d)", text)]
+    elif source.kind != "tests" or not source.why:
+        problems.append(f"{where}: bad declaration {source}")
+    return problems
 
 
-def _is_slice(part, whole):
-    return any(whole[i:i + len(part)] == part for i in range(len(whole) - len(part) + 1))
+def _all_tables():
+    return [table for doc in DOCS for table in read_tables(doc)]
 
 
-@pytest.mark.parametrize("section", sorted(SOURCES))
-def test_readme_table_rows_are_slices_of_the_committed_table(section):
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    source = {row[0]: row[1:] for row in _table_rows(
-        (REPO_ROOT / SOURCES[section]).read_text(encoding="utf-8").splitlines())}
-    quoted = set()
-    for row in _table_rows(_section(readme, section)):
-        if row[0] not in source:
-            continue
-        assert _is_slice(row[1:], source[row[0]]), (
-            f"README '{section}' row {row[0]!r} is not a run of columns of {SOURCES[section]}: "
-            f"{row[1:]} vs {source[row[0]]}")
-        quoted.add(row[0])
-    assert quoted == set(source), (
-        f"README '{section}' does not quote {sorted(set(source) - quoted)} of {SOURCES[section]}")
+def test_every_table_is_declared_and_every_declaration_is_a_table():
+    found = {(t.doc, t.heading, t.ordinal): t for t in _all_tables()}
+    undeclared = [f"{t.doc}:{t.line} ({t.heading!r}, table {t.ordinal})" for key, t in found.items()
+                  if key not in DECLARED]
+    assert not undeclared, f"tables without a declared source: {undeclared}"
+    assert not set(DECLARED) - set(found), f"declared tables not found: {sorted(set(DECLARED) - set(found))}"
 
 
-def test_is_slice_rejects_a_changed_cell():
-    whole = ["–", "56.11", "76.54", "**71.71**"]
-    assert _is_slice(["76.54", "**71.71**"], whole)
-    assert not _is_slice(["76.54", "71.71"], whole)
-    assert not _is_slice(["56.11", "**71.71**"], whole)
+@pytest.mark.parametrize("key", sorted(DECLARED), ids=lambda key: f"{key[0]}:{key[1][:40]}:{key[2]}")
+def test_table_numbers_are_in_their_source(key, shared_data):
+    tables = {(t.doc, t.heading, t.ordinal): t for t in _all_tables()}
+    if key not in tables:
+        pytest.fail(f"declared table {key} not found")
+    problems = _check(tables[key], DECLARED[key])
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_fails_on_a_changed_cell_an_unknown_row_and_a_foreign_number(tmp_path, monkeypatch):
+    source_doc = tmp_path / "source.md"
+    source_doc.write_text("| Model | A | B |\n|:--|--:|--:|\n| M (3 seeds) | 52.49 ± 0.47 | **71.71** |\n",
+                          encoding="utf-8")
+    monkeypatch.setattr("test_readme_numbers.REPO_ROOT", tmp_path)
+    source = _results("source.md", labels={"M, main": "M (3 seeds)"})
+    table = Table("x.md", "# x", 0, 1, ("Model", "A", "B"), (("M, main", "52.49 ± 0.47", "71.71"),))
+    assert _check(table, source) == []
+    changed = dataclasses.replace(table, rows=(("M, main", "52.49 ± 0.46", "71.71"),))
+    assert "is not in" in _check(changed, source)[0]
+    unknown = dataclasses.replace(table, rows=(("N", "52.49", "71.71"),))
+    assert "is not a row of" in _check(unknown, source)[0]
+    assert _check(dataclasses.replace(table, rows=(("N", "1.5"),)), Source("text"))
+    assert _printed_as(0.7165, "71.65") and not _printed_as(0.7165, "71.66")

@@ -56,7 +56,7 @@ def tiny_setup(tmp_path, tiny_bert_config, tiny_vocab_file):
 
 def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     from dialoguecse_tf.data.sr_builder import read_select_file
-    from dialoguecse_tf.evaluation.evaluate import evaluate_sr, evaluate_sts
+    from dialoguecse_tf.evaluation.evaluate import evaluate_sr, evaluate_sts, sr_query_counts
     from dialoguecse_tf.evaluation.results import file_sha256
     from dialoguecse_tf.evaluation.sts import read_sts_file
     from dialoguecse_tf.sentence_encoder import SentenceEncoder
@@ -85,6 +85,8 @@ def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
         "select_file": os.path.relpath(tmp_path / "select.txt", REPO_ROOT),
         "select_sha256": file_sha256(str(tmp_path / "select.txt")),
         "sr_queries": 12,
+        "sr_scored_queries": sr_query_counts(read_select_file(tmp_path / "select.txt"))["queries"],
+        "sr_skipped_no_negative": sr_query_counts(read_select_file(tmp_path / "select.txt"))["skipped_no_negative"],
         "sts_file": os.path.relpath(tmp_path / "sts.txt", REPO_ROOT),
         "sts_sha256": file_sha256(str(tmp_path / "sts.txt")),
         "sts_pairs": 6,
