@@ -13,6 +13,12 @@
 #   response_side   R_hat' = M^T U pooled over the response's tokens (paper leaves it open)
 #   unit_tokens     M from L2-normalised token vectors (paper leaves it open)
 #   fused_turns     rounds fused as token matrices before pooling (the paper's order of eq. 7 and sim)
+#   empty_text      padding context rounds hold "[CLS] [SEP]" (weight 1, 4/3 on an empty side), the
+#                   reading the release's arithmetic implies; the default gives them weight 0
+#   release         the release's own (1 + alpha) round attention instead of the I2 mean
+#   release_empty_text  both of the above
+#   baseline        DialogueCSE_I2 unchanged (this run's own reference where the main run's
+#                   encoders are not at hand)
 # TRACK_RESULTS_DIR, FINETUNE_STEPS and FROZEN (sgd) or LAYERS (ecd) must match the main run's.
 # One seed (SEED, default the tracks' first) per ablation; the default rows carry every seed of
 # the main run. Output: RESULTS_DIR (default results/<track>/study): table.md/json, the train
@@ -48,9 +54,9 @@ case "${TRACK}" in
 esac
 ADAPT="${RUN}/pretrain/encoder"
 MAIN_RESULTS="${RUN}/eval/dialogue_models/results.json"
-for needed in "${ADAPT}" "${MAIN_RESULTS}"; do
-  [ -e "${needed}" ] || { echo "missing ${needed}: run the ${TRACK} track's main script first" >&2; exit 1; }
-done
+[ -e "${ADAPT}" ] || { echo "missing ${ADAPT}: run the ${TRACK} track's main script first" >&2; exit 1; }
+# Without the main run's evaluation the table holds the study's rows only (add the baseline row).
+[ -e "${MAIN_RESULTS}" ] || echo "note: ${MAIN_RESULTS} missing; the table will not show the main run's rows"
 ROWS=("$@")
 if [ ${#ROWS[@]} -eq 0 ]; then
   ROWS=(paper_text lr_x2 steps_x2 tau_0.05 frozen_0 response_side unit_tokens fused_turns)
@@ -87,6 +93,11 @@ for row in "${ROWS[@]}"; do
     response_side) ablation "${row}" "DialogueCSE_I2 / R_hat over response tokens" --matching_side=response ;;
     unit_tokens) ablation "${row}" "DialogueCSE_I2 / M of unit token vectors" --normalize_matching_tokens=true ;;
     fused_turns) ablation "${row}" "DialogueCSE_I2 / turns fused before pooling" --fuse_turns_before_pooling=true ;;
+    empty_text) ablation "${row}" "DialogueCSE_I2 / empty rounds as empty text" --empty_rounds=empty_text ;;
+    release) ablation "${row}" "DialogueCSE (release)" --aggregation=attention ;;
+    release_empty_text) ablation "${row}" "DialogueCSE (release) / empty rounds as empty text" \
+      --aggregation=attention --empty_rounds=empty_text ;;
+    baseline) ablation "${row}" "DialogueCSE_I2" ;;
     *) echo "unknown row ${row}" >&2; exit 2 ;;
   esac
 done
@@ -96,6 +107,8 @@ stage eval "${RUN}/study/eval/results.json" python evaluation/run_evaluation.py 
   --checkpoint="$(IFS=,; echo "${CHECKPOINTS[*]}")" --model_name="$(IFS=,; echo "${NAMES[*]}")" \
   --pooling=mean --max_seq_length="${LENGTH}" --output_dir="${RUN}/study/eval"
 # The main run's DialogueCSE_I2 and SiameseBERT_M rows (every seed) first, then the ablations.
+MERGE=(--results="${RUN}/study/eval/results.json")
+if [ -e "${MAIN_RESULTS}" ]; then
 python - "${MAIN_RESULTS}" "${RUN}/study/main_rows" <<'PY'
 import sys
 from dialoguecse_tf.evaluation.results import SEED_SUFFIX, read_results, write_results
@@ -105,8 +118,10 @@ results["models"] = [m for m in results["models"]
                      if (match := SEED_SUFFIX.match(m["display_name"])) and match.group("model") in keep]
 write_results(results, sys.argv[2])
 PY
-stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results="${RUN}/study/main_rows/results.json" \
-  --results="${RUN}/study/eval/results.json" --output_dir="${RESULTS}" --output_name=table
+  MERGE=(--results="${RUN}/study/main_rows/results.json" "${MERGE[@]}")
+fi
+stage merge "${RESULTS}/table.json" python evaluation/merge_results.py "${MERGE[@]}" --output_dir="${RESULTS}" \
+  --output_name=table
 python evaluation/plot_train_logs.py "${CURVES[@]}" --output_dir="${RESULTS}" --output_name=train_curves
 cp "${timings}" "${RESULTS}/stage_seconds.tsv"
 write_command "${RESULTS}/command.txt" "TRACK=${TRACK} RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} SEED=${SEED} FINETUNE_STEPS=${STEPS} bash run_scripts/dialoguecse_study.sh ${ROWS[*]}"
