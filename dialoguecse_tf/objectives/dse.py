@@ -9,9 +9,8 @@ Utterances") as a registered objective, as the authors' released PyTorch code co
 * loss: `losses.dse_per_anchor_loss` over the 2M texts of the GLOBAL batch (every replica's
   rows gathered, as the release's DataParallel gathers its GPUs' features), mean over the
   2M anchors; `contrast_type` HardNeg (default, main.py:76) or Orig; tau 0.05 (main.py:80);
-* optimiser: Adam (PyTorch defaults: beta 0.9 / 0.999, epsilon 1e-8, no weight decay; Keras
-  adds epsilon to sqrt(v) before the bias correction and PyTorch after, so Keras's 1e-8 acts
-  as PyTorch's 1e-8 * sqrt(1 - 0.999^t), a difference only while v is near zero), the
+* optimiser: `torch.optim.Adam` with its defaults (beta 0.9 / 0.999, epsilon 1e-8, no weight
+  decay), epsilon added after the bias correction as PyTorch does (`TwoRateAdam`), the
   encoder at `learning_rate` and the head at `learning_rate * head_learning_rate_scale`
   (3e-6 and 3e-4 in the paper and README; utils/optimizer.py:13-27); constant rate, no
   warmup, no gradient clipping (training.py:131-139). Every layer trains.
@@ -24,6 +23,7 @@ import dataclasses
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from dialoguecse_tf import losses, schema
 from dialoguecse_tf.config_fields import field
@@ -52,8 +52,13 @@ class DSEOptions:
 
 
 class TwoRateAdam(keras.optimizers.Adam):
-    """Adam with a second learning rate, `learning_rate * head_scale`, for `head_variables`
-    (the release's two parameter groups)."""
+    """`torch.optim.Adam` with a second learning rate, `learning_rate * head_scale`, for
+    `head_variables` (the release's two parameter groups).
+
+    PyTorch adds epsilon to the bias-corrected sqrt(v / (1 - beta_2^t)); Keras's Adam adds it
+    to sqrt(v) before the correction, which makes its epsilon act as PyTorch's epsilon /
+    sqrt(1 - beta_2^t) (3.2e-7 at the first step for 1e-8). This step is PyTorch's.
+    """
 
     def __init__(self, head_variables, head_scale: float, **kwargs):
         super().__init__(**kwargs)
@@ -61,9 +66,19 @@ class TwoRateAdam(keras.optimizers.Adam):
         self._head_keys = {self._var_key(variable) for variable in head_variables}
 
     def update_step(self, gradient, variable, learning_rate):
+        dtype = variable.dtype
+        learning_rate = ops.cast(learning_rate, dtype)
         if self._var_key(variable) in self._head_keys:
-            learning_rate = tf.cast(learning_rate, variable.dtype) * self.head_scale
-        super().update_step(gradient, variable, learning_rate)
+            learning_rate = learning_rate * self.head_scale
+        gradient = ops.cast(gradient, dtype)
+        step = ops.cast(self.iterations + 1, dtype)
+        beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        self.assign_add(m, (gradient - m) * (1 - beta_1))
+        self.assign_add(v, (ops.square(gradient) - v) * (1 - beta_2))
+        denominator = ops.sqrt(v) / ops.sqrt(1 - ops.power(beta_2, step)) + self.epsilon
+        self.assign_sub(variable, learning_rate / (1 - ops.power(beta_1, step)) * m / denominator)
 
 
 def pair_metrics(first, second) -> dict:
