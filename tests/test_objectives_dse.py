@@ -1,5 +1,6 @@
 """DSE beyond the shared objective harness: its pair records, its model and its two learning rates."""
 
+import dataclasses
 import itertools
 import random
 
@@ -15,7 +16,7 @@ from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.models import DSEModel
-from dialoguecse_tf.objectives.dse import TwoRateAdam, pair_metrics
+from dialoguecse_tf.objectives.dse import DSEObjective, DSEOptions, TwoRateAdam, pair_metrics
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
 from dialoguecse_tf.tokenization import Tokenizer
 
@@ -90,6 +91,23 @@ def test_model_embeds_with_the_evaluation_pooling_and_projects_without_bias(tiny
     hidden = np.maximum(np.reshape(outputs["embeddings"], (4, -1)) @ model.head_variables()[0].numpy(), 0)
     np.testing.assert_allclose(np.reshape(outputs["projections"], (4, -1)), hidden @ model.head_variables()[1].numpy(),
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("head_init", ["normal", "uniform"])
+def test_the_head_is_drawn_as_the_release_draws_it_or_as_nn_linear(tiny_bert_config, head_init):
+    # 0.3 is far above BERT's 0.02, so that a normal draw leaves nn.Linear's uniform bounds.
+    config = dataclasses.replace(tiny_bert_config, initializer_range=0.3)
+    keras.utils.set_random_seed(0)
+    model = DSEObjective(DSEOptions(projection_size=32, head_init=head_init)).build_model(
+        build_backbone(config), config, None, 1)
+    kernels = np.concatenate([v.numpy().ravel() for v in model.head_variables()])
+    bound = 1 / np.sqrt(config.hidden_size)  # both kernels have fan-in d
+    if head_init == "normal":
+        assert np.std(kernels) == pytest.approx(0.3, rel=0.1) and np.abs(kernels).max() > bound
+    else:
+        assert np.std(kernels) == pytest.approx(bound / np.sqrt(3), rel=0.1) and np.abs(kernels).max() <= bound
+    with pytest.raises(ValueError, match="head_init must be one of"):
+        DSEOptions(head_init="xavier")
 
 
 def _torch_adam(weights, gradients, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-8):

@@ -5,7 +5,8 @@ Utterances") as a registered objective, as the authors' released PyTorch code co
 * records: positive pairs (`schema.PairRecordSpec`): consecutive utterances, or an utterance
   with itself for DSE-dropout / unsupervised SimCSE (`data_prep/create_pair_data.py`);
 * model: mean-pooled BERT -> Linear(d, d, no bias) -> ReLU -> Linear(d, 128, no bias)
-  (`models/dse.py`), L2-normalised;
+  (`models/dse.py`), L2-normalised; the head drawn from N(0, 0.02) as the release's
+  `from_pretrained` re-initialises it (`head_init`; `models/dse.py` says why);
 * loss: `losses.dse_per_anchor_loss` over the 2M texts of the GLOBAL batch (every replica's
   rows gathered, as the release's DataParallel gathers its GPUs' features), mean over the
   2M anchors; `contrast_type` HardNeg (default, main.py:76) or Orig; tau 0.05 (main.py:80);
@@ -28,7 +29,7 @@ from keras import ops
 from dialoguecse_tf import losses, schema
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
-from dialoguecse_tf.models.dse import DEFAULT_PROJECTION_SIZE, DSEModel
+from dialoguecse_tf.models.dse import DEFAULT_PROJECTION_SIZE, HEAD_INITS, DSEModel
 from dialoguecse_tf.objectives.base import Objective, register
 
 
@@ -40,6 +41,9 @@ class DSEOptions:
     head_learning_rate_scale: float = field(100.0, "The projection head's learning rate over the encoder's (DSE: "
                                             "3e-4 / 3e-6 = 100).")
     projection_size: int = field(DEFAULT_PROJECTION_SIZE, "Output width of the projection head (DSE: 128).")
+    head_init: str = field("normal", "Initialisation of the head's kernels: normal, N(0, the BERT config's "
+                           "initializer_range), as the release's from_pretrained re-initialises them; uniform, "
+                           "PyTorch nn.Linear's U(+-1/sqrt(fan_in)).", choices=HEAD_INITS)
     num_frozen_layers: int = field(0, "Bottom BERT layers kept frozen, with the embeddings (DSE trains all: 0).")
 
     def __post_init__(self):
@@ -47,6 +51,8 @@ class DSEOptions:
             raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
         if not self.head_learning_rate_scale > 0:
             raise ValueError(f"head_learning_rate_scale must be positive, got {self.head_learning_rate_scale!r}")
+        if self.head_init not in HEAD_INITS:
+            raise ValueError(f"head_init must be one of {HEAD_INITS}, got {self.head_init!r}")
         if self.contrast_type not in losses.CONTRAST_TYPES:
             raise ValueError(f"contrast_type must be one of {losses.CONTRAST_TYPES}, got {self.contrast_type!r}")
 
@@ -121,7 +127,8 @@ class DSEObjective(Objective):
         freeze_bottom_layers(backbone, self.options.num_frozen_layers)
         # Mean pooling never reads BERT's [CLS] pooler.
         freeze_pooler(backbone)
-        return DSEModel(backbone, self.options.projection_size, num_length_buckets)
+        return DSEModel(backbone, self.options.projection_size, num_length_buckets, self.options.head_init,
+                        bert_config.initializer_range)
 
     def create_optimizer(self, config, num_train_steps: int, model):
         if config.num_warmup_steps:
