@@ -3,7 +3,10 @@ Utterances") as a registered objective, as the authors' released PyTorch code co
 (amazon-research/dse; the code index holds it as amazon-science/dse):
 
 * records: positive pairs (`schema.PairRecordSpec`): consecutive utterances, or an utterance
-  with itself for DSE-dropout / unsupervised SimCSE (`data_prep/create_pair_data.py`);
+  with itself (`data_prep/create_pair_data.py`), which makes this objective the DSE paper's
+  DSE-dropout (L363-364). That is not the paper's SimCSE-unsup row, Gao et al.'s released
+  model trained on Wikipedia (L355-356, L900-901), whose own recipe pools [CLS] through an
+  MLP and takes a one-directional loss over N - 1 negatives;
 * model: mean-pooled BERT -> Linear(d, d, no bias) -> ReLU -> Linear(d, 128, no bias)
   (`models/dse.py`), L2-normalised; the head drawn from N(0, 0.02) as the release's
   `from_pretrained` re-initialises it (`head_init`; `models/dse.py` says why);
@@ -14,7 +17,11 @@ Utterances") as a registered objective, as the authors' released PyTorch code co
   decay), epsilon added after the bias correction as PyTorch does (`TwoRateAdam`), the
   encoder at `learning_rate` and the head at `learning_rate * head_learning_rate_scale`
   (3e-6 and 3e-4 in the paper and README; utils/optimizer.py:13-27); constant rate, no
-  warmup, no gradient clipping (training.py:131-139). Every layer trains.
+  warmup, no gradient clipping (training.py:131-139). Every layer trains;
+* batches (`training.make_dataset`): each epoch is shuffled within a 10,000-record buffer
+  over records shuffled once when written, and its last partial batch is dropped; the
+  release's `DataLoader(shuffle=True)` reshuffles the whole set every epoch and keeps the
+  last partial batch (pretrain/dataloader/dataloader.py:36, 53).
 
 The head is dropped afterwards: the written encoder is the backbone, whose mean-pooled output
 is the sentence embedding (the release's evaluation loads the encoder alone).
