@@ -14,8 +14,8 @@ Several datasets: repeat --dataset_name/--select_file/--sts_file once per datase
 DSE's evaluations (Banking77, CLINC150 and its out-of-scope queries):
 
   --dataset_name=Banking77 --dataset_name=CLINC150 --intent_file=../shared/data/intent/banking77 \
-  --intent_file=../shared/data/intent/clinc150/data_full.json --oos_file='' \
-  --oos_file=../shared/data/intent/clinc150/data_full.json
+  --intent_file=../shared/data/intent/clinc150/data_oos_plus.json --oos_file='' \
+  --oos_file=../shared/data/intent/clinc150/data_oos_plus.json
 
 dial2vec's dialogue-level evaluations (clustering, relatedness, retrieval) of SGD dev's
 single-service dialogues, labelled by service:

@@ -258,9 +258,9 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
   evaluate_part en \
     --dataset_name=SGD-dev --select_file="${EN}/sr/select.txt" --dialogue_file="${DEV}" --intent_file='' --oos_file='' \
     --dataset_name=Banking77 --select_file='' --dialogue_file='' --intent_file="${INTENT}/banking77" --oos_file='' \
-    --dataset_name=CLINC150 --select_file='' --dialogue_file='' --intent_file="${INTENT}/clinc150/data_full.json" \
-    --oos_file="${INTENT}/clinc150/data_full.json" \
-    --dataset_name=HWU64 --select_file='' --dialogue_file='' --intent_file="${INTENT}/hwu64/all.json" --oos_file='' \
+    --dataset_name=CLINC150 --select_file='' --dialogue_file='' --intent_file="${INTENT}/clinc150/data_oos_plus.json" \
+    --oos_file="${INTENT}/clinc150/data_oos_plus.json" \
+    --dataset_name=HWU64 --select_file='' --dialogue_file='' --intent_file="${INTENT}/hwu64/hwu64_64intents.json" --oos_file='' \
     --dialogue_label=service --dialogue_pooling=interlocutor --dialogue_max_seq_length="${DIALOGUE_LENGTH}" \
     --pooling=mean --max_seq_length=64
 fi

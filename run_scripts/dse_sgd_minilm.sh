@@ -72,8 +72,8 @@ train dialoguecse_i2 DialogueCSE_I2 "${FIRST_SEED}" --objective=dialoguecse --ag
 rm -f "${RUN}/eval/results.json" "${RESULTS}/table.json"
 stage eval "${RUN}/eval/results.json" python evaluation/run_evaluation.py \
   --dataset_name=Banking77 --intent_file="${INTENT}/banking77" --oos_file='' \
-  --dataset_name=CLINC150 --intent_file="${INTENT}/clinc150/data_full.json" --oos_file="${INTENT}/clinc150/data_full.json" \
-  --dataset_name=HWU64 --intent_file="${INTENT}/hwu64/all.json" --oos_file='' \
+  --dataset_name=CLINC150 --intent_file="${INTENT}/clinc150/data_oos_plus.json" --oos_file="${INTENT}/clinc150/data_oos_plus.json" \
+  --dataset_name=HWU64 --intent_file="${INTENT}/hwu64/hwu64_64intents.json" --oos_file='' \
   --checkpoint="$(IFS=,; echo "${CHECKPOINTS[*]}")" --model_name="$(IFS=,; echo "${NAMES[*]}")" \
   --pooling=mean --max_seq_length=64 --output_dir="${RUN}/eval"
 stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results="${RUN}/eval/results.json" \

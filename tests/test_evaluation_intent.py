@@ -3,6 +3,7 @@ sampling and prototype arithmetic against hand computations, and bad input."""
 
 import json
 import math
+import random
 import zlib
 
 import numpy as np
@@ -18,26 +19,56 @@ from dialoguecse_tf.evaluation.prototypes import (
     sample_support,
 )
 from dialoguecse_tf.evaluation.tasks.intent import IntentEvaluator, few_shot_accuracies
-from dialoguecse_tf.evaluation.tasks.oos import OosEvaluator
+from dialoguecse_tf.evaluation.tasks.oos import OosEvaluator, support_pool
 
 
 def test_readers_take_each_layout_of_the_real_sets(shared_data):
     banking = read_intent_dataset(str(shared_data / "intent" / "banking77"))
     assert (len(banking.train), len(banking.test), len(banking.labels)) == (10003, 3080, 77)
-    clinc = read_intent_dataset(str(shared_data / "intent" / "clinc150" / "data_full.json"))
-    assert (len(clinc.train), len(clinc.test), len(clinc.oos_train), len(clinc.oos_test)) == (15000, 4500, 100, 1000)
+    clinc = read_intent_dataset(str(shared_data / "intent" / "clinc150" / "data_oos_plus.json"))
+    assert (len(clinc.train), len(clinc.test), len(clinc.oos_train), len(clinc.oos_test)) == (15000, 4500, 250, 1000)
     assert len(clinc.labels) == 150 and OOS_LABEL not in clinc.labels
     assert {label for _, label in clinc.oos_test} == {OOS_LABEL}
-    hwu = read_intent_dataset(str(shared_data / "intent" / "hwu64" / "all.json"))
-    # 4,898 items of all.json (most of them general_* intents) have a blank text: skipped and
-    # counted; 4 of the 64 intents have no other item, so 60 remain.
-    assert hwu.skipped_blank == 4898 and banking.skipped_blank == clinc.skipped_blank == 0
-    assert len(hwu.train) + len(hwu.test) == 25716 - 4898 and len(hwu.labels) == 60
-    # The seeded split is the same every time, and keeps 85 % (rounded up) of every label.
-    assert read_intent_dataset(str(shared_data / "intent" / "hwu64" / "all.json")) == hwu
-    for label in hwu.labels:
-        total = sum(1 for _, l in hwu.train + hwu.test if l == label)
-        assert sum(1 for _, l in hwu.train if l == label) == math.ceil(0.85 * total)
+    assert len(read_intent_dataset(str(shared_data / "intent" / "clinc150" / "data_full.json")).oos_train) == 100
+    hwu = read_intent_dataset(str(shared_data / "intent" / "hwu64" / "hwu64_64intents.json"))
+    assert (len(hwu.train) + len(hwu.test), len(hwu.labels)) == (11036, 64)
+    assert banking.blank_texts == clinc.blank_texts == hwu.blank_texts == 0
+    # all.json's blank texts stay, as in the release; 8 of its labels have nothing else.
+    everything = read_intent_dataset(str(shared_data / "intent" / "hwu64" / "all.json"))
+    assert everything.blank_texts == 4898 and len(everything.train) + len(everything.test) == 25716
+    assert len(everything.labels) == 68
+    assert sum(all(not text for text, l in everything.train if l == label) for label in everything.labels) == 8
+
+
+def _release_split(items):
+    """DSE's `process_evaluate.py` (l.166-186), transcribed: in file order, an item goes to
+    test once its label already has 85 % of its items in train."""
+    total, count, train, test = {}, {}, [], []
+    for _, label in items:
+        total[label] = total.get(label, 0) + 1
+    for item in items:
+        label = item[1]
+        (test if count.get(label, 0) >= total[label] * 0.85 else train).append(item)
+        count[label] = count.get(label, 0) + 1
+    return tuple(train), tuple(test)
+
+
+def test_one_list_is_split_as_the_release_splits_it_or_after_a_seeded_shuffle(shared_data):
+    path = str(shared_data / "intent" / "hwu64" / "hwu64_64intents.json")
+    items = tuple((text.strip(), label.strip()) for text, label in json.load(open(path, encoding="utf-8")))
+    first = read_intent_dataset(path)
+    assert (first.train, first.test) == _release_split(items)
+    assert first.split == "first 85% per label in file order"
+    seeded = read_intent_dataset(path, "seeded")
+    assert seeded == read_intent_dataset(path, "seeded") and seeded.train != first.train
+    for label in seeded.labels:
+        total = sum(1 for _, l in items if l == label)
+        assert sum(1 for _, l in seeded.train if l == label) == math.ceil(0.85 * total)
+    # Both halves keep the file's order.
+    order = {item: i for i, item in enumerate(items)}
+    assert all(order[a] < order[b] for half in (seeded.train, seeded.test) for a, b in zip(half, half[1:]))
+    with pytest.raises(ValueError, match="split must be one of"):
+        read_intent_dataset(path, "random")
 
 
 def test_a_bad_item_names_its_file_and_line(tmp_path):
@@ -47,7 +78,7 @@ def test_a_bad_item_names_its_file_and_line(tmp_path):
         read_intent_dataset(str(path))
     path.write_text(json.dumps({"train": [["book a table", "restaurant"], ["  ", "restaurant"]],
                                 "test": [["a table", "restaurant"]]}), encoding="utf-8")
-    assert read_intent_dataset(str(path)).skipped_blank == 1
+    assert read_intent_dataset(str(path)).blank_texts == 1
     path.write_text(json.dumps({"train": [["a b", "x"]], "test": [["a", ""]]}), encoding="utf-8")
     with pytest.raises(DataFormatError, match="'test' item 0"):
         read_intent_dataset(str(path))
@@ -72,12 +103,37 @@ def test_support_sets_follow_the_release_sampling():
     labels = [train[i][1] for i in support]
     assert labels.count("a") == 5 and labels.count("b") == 4 and len(set(support)) == 9
     # Run r is Python's random seeded with r, as the release's `random.seed(run)`.
-    import random
     rng = random.Random(3)
     assert support[:5] == rng.sample(range(12), 10)[:5]
     assert sample_support(train, ["a", "b"], 5, run=3, source="x") == support
     assert sample_support(train, ["a", "b"], 5, run=4, source="x") != support
     assert len(sample_support(train, ["a", "b", "c"], 1, run=0, source="x")) == 3
+
+
+def _release_support_texts(items, shots, run):
+    """The release's `_sample_few_shot_from_original_data` (evaluate/utils/data.py:395-437)
+    on rows in HuggingFace's order, transcribed: the support texts of one run."""
+    random.seed(run)
+    by_label = {}
+    for i, (_, label) in enumerate(items):
+        by_label[label] = by_label.get(label, []) + [i]
+    support = []
+    for label in by_label:
+        drawn = random.sample(by_label[label], min(shots * 2, len(by_label[label])))
+        support.extend(items[i][0] for i in drawn[:len(drawn) - int(len(drawn) / 2)])
+    return support
+
+
+def test_oos_support_sets_are_the_releases_on_its_clinc150_file(shared_data):
+    dataset = read_intent_dataset(str(shared_data / "intent" / "clinc150" / "data_oos_plus.json"))
+    train, labels = support_pool(dataset)
+    assert labels[-1] == OOS_LABEL and len(labels) == 151
+    # HuggingFace's clinc_oos "plus" train split: the in-scope items, then oos_train.
+    hf_rows = [list(item) for item in json.load(open(dataset.path, encoding="utf-8"))["train"]] + [
+        list(item) for item in json.load(open(dataset.path, encoding="utf-8"))["oos_train"]]
+    for shots, run in ((1, 0), (5, 7)):
+        ours = [train[i][0] for i in sample_support(train, labels, shots, run, "x")]
+        assert ours == _release_support_texts(hf_rows, shots, run)
 
 
 def test_prototypes_are_means_of_unit_vectors_and_scores_are_not_renormalised():
@@ -137,7 +193,7 @@ def test_unseen_test_labels_and_sets_without_oos_are_refused(tmp_path):
 
 
 def test_oos_on_real_clinc150_with_a_bag_of_words_encoder(shared_data):
-    evaluator = OosEvaluator(str(shared_data / "intent" / "clinc150" / "data_full.json"))
+    evaluator = OosEvaluator(str(shared_data / "intent" / "clinc150" / "data_oos_plus.json"))
     assert evaluator.size == 5500
     metrics = evaluator(_label_encoder(512))
     assert set(metrics) == {key for key, _ in OosEvaluator.metrics}

@@ -195,8 +195,13 @@ def test_mirrored_equals_one_device(real_inputs, reference_runs, tmp_path, name)
     assert losses[1] == pytest.approx(reference_losses[1], abs=1e-5)
     np.testing.assert_allclose([losses[s] for s in sorted(losses)],
                                [reference_losses[s] for s in sorted(reference_losses)], rtol=3e-3, atol=1e-4)
-    for mirrored, single in zip(_encoder_weights(tmp_path), _encoder_weights(reference_dir)):
-        np.testing.assert_allclose(mirrored, single, atol=1e-3)
+    paths = [variable.path for variable in load_checkpoint(str(real_inputs[0] / "init"), MAX_SEQ_LENGTH).backbone.weights]
+    for path, mirrored, single in zip(paths, _encoder_weights(tmp_path), _encoder_weights(reference_dir)):
+        # The attention key's bias adds one constant to each query's scores over all keys,
+        # which the softmax removes: its gradient is summation noise, which PyTorch's Adam
+        # (DSE's) turns into steps of the full learning rate in either direction.
+        if not path.endswith("key/bias"):
+            np.testing.assert_allclose(mirrored, single, atol=1e-3, err_msg=path)
 
 
 class _Crash(Exception):

@@ -1,5 +1,6 @@
 """DSE beyond the shared objective harness: its pair records, its model and its two learning rates."""
 
+import dataclasses
 import itertools
 import random
 
@@ -15,7 +16,7 @@ from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.models import DSEModel
-from dialoguecse_tf.objectives.dse import TwoRateAdam, pair_metrics
+from dialoguecse_tf.objectives.dse import DSEObjective, DSEOptions, TwoRateAdam, pair_metrics
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
 from dialoguecse_tf.tokenization import Tokenizer
 
@@ -92,14 +93,47 @@ def test_model_embeds_with_the_evaluation_pooling_and_projects_without_bias(tiny
                                atol=1e-5)
 
 
-def test_the_head_learns_at_its_own_rate():
-    encoder_weight, head_weight = keras.Variable(np.zeros(3, np.float32)), keras.Variable(np.zeros(3, np.float32))
-    optimizer = TwoRateAdam([head_weight], 100.0, learning_rate=1e-3)
-    gradient = tf.constant([1.0, -2.0, 0.5])
-    optimizer.apply_gradients([(gradient, encoder_weight), (gradient, head_weight)])
-    # Adam's first step moves each weight by the learning rate against the gradient's sign.
-    np.testing.assert_allclose(encoder_weight.numpy(), -1e-3 * np.sign(gradient), rtol=1e-4)
-    np.testing.assert_allclose(head_weight.numpy(), -1e-1 * np.sign(gradient), rtol=1e-4)
+@pytest.mark.parametrize("head_init", ["normal", "uniform"])
+def test_the_head_is_drawn_as_the_release_draws_it_or_as_nn_linear(tiny_bert_config, head_init):
+    # 0.3 is far above BERT's 0.02, so that a normal draw leaves nn.Linear's uniform bounds.
+    config = dataclasses.replace(tiny_bert_config, initializer_range=0.3)
+    keras.utils.set_random_seed(0)
+    model = DSEObjective(DSEOptions(projection_size=32, head_init=head_init)).build_model(
+        build_backbone(config), config, None, 1)
+    kernels = np.concatenate([v.numpy().ravel() for v in model.head_variables()])
+    bound = 1 / np.sqrt(config.hidden_size)  # both kernels have fan-in d
+    if head_init == "normal":
+        assert np.std(kernels) == pytest.approx(0.3, rel=0.1) and np.abs(kernels).max() > bound
+    else:
+        assert np.std(kernels) == pytest.approx(bound / np.sqrt(3), rel=0.1) and np.abs(kernels).max() <= bound
+    with pytest.raises(ValueError, match="head_init must be one of"):
+        DSEOptions(head_init="xavier")
+
+
+def _torch_adam(weights, gradients, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-8):
+    """`torch.optim.Adam`'s update, written out: epsilon after the bias correction."""
+    m, v = np.zeros_like(weights), np.zeros_like(weights)
+    for step, gradient in enumerate(gradients, start=1):
+        m = beta_1 * m + (1 - beta_1) * gradient
+        v = beta_2 * v + (1 - beta_2) * gradient ** 2
+        denominator = np.sqrt(v) / np.sqrt(1 - beta_2 ** step) + epsilon
+        weights = weights - learning_rate / (1 - beta_1 ** step) * m / denominator
+    return weights
+
+
+def test_two_rate_adam_is_torch_adam_with_the_head_at_its_own_rate():
+    start = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+    encoder_weight, head_weight = keras.Variable(start), keras.Variable(start)
+    optimizer = TwoRateAdam([head_weight], 100.0, learning_rate=1e-3, epsilon=1e-8)
+    # Gradients near epsilon's size are where the two placements of epsilon part: at 3e-8 one
+    # step of Keras's Adam moves a weight by a tenth of what PyTorch's moves it.
+    gradients = [np.array([1.0, -2.0, 3e-8, -1e-7], np.float32), np.array([0.5, 1e-7, -3e-8, 2e-7], np.float32),
+                 np.array([-0.25, 1.0, 5e-8, 0.0], np.float32)]
+    for gradient in gradients:
+        optimizer.apply_gradients([(tf.constant(gradient), encoder_weight), (tf.constant(gradient), head_weight)])
+    np.testing.assert_allclose(encoder_weight.numpy(), _torch_adam(start.astype(np.float64), gradients, 1e-3),
+                               rtol=1e-5)
+    np.testing.assert_allclose(head_weight.numpy(), _torch_adam(start.astype(np.float64), gradients, 1e-1), rtol=1e-5)
 
 
 def test_pair_metrics_by_hand():

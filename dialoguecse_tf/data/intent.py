@@ -4,17 +4,21 @@ Three layouts, each item a `[text, label]` pair:
 
 * a folder holding `train.json` and `test.json`, each a JSON list of items (Banking77);
 * one JSON object whose `train` and `test` keys hold such lists, and for out-of-scope
-  detection `oos_train` and `oos_test` (CLINC150's `data_full.json`; its `val` keys are
-  not read);
-* one JSON list with no split (HWU64's `all.json`): split here, per label, by shuffling the
-  label's items with `random.Random(HOLDOUT_SEED)` and keeping the first 85 % (rounded up)
-  for training, the rest for test. DSE's `data/process_evaluate.py` (l.149-181) also keeps
-  85 % per class, but takes the first ones in file order and needs a label map it does not
-  release; the seeded shuffle is ours, so our HWU64 numbers are not the paper's split.
+  detection `oos_train` and `oos_test` (CLINC150's `data_oos_plus.json`, the "plus" variant
+  with 250 out-of-scope training items that DSE's `data/process_evaluate.py` loads (l.15), or
+  `data_full.json` with 100; the `val` keys are not read);
+* one JSON list with no split (HWU64's `hwu64_64intents.json` or `all.json`): split here, per
+  label, into the first 85 % (rounded up) for training and the rest for test. `split="first"`
+  takes them in file order, as DSE's `process_evaluate.py` does (l.166-186); the release
+  reads the HWU64 CSV through a label map it does not ship, so on the same items its file
+  order, and hence its split, may still differ. `split="seeded"` shuffles each label's items
+  with `random.Random(HOLDOUT_SEED)` first (this project's earlier split).
 
 A malformed item is an error naming the file and the item's line (or, inside a JSON object,
-the key and item number). An item whose text is blank (HWU64's `all.json` has one) is skipped
-and counted in `skipped_blank`, which the evaluators report.
+the key and item number). A blank text is kept, as the release keeps it (its tokenizer makes
+it `[CLS] [SEP]`, `evaluate/utils/data.py:160`, `get_embeddings.py:81`), and counted in `blank_texts`,
+which the evaluators report: HWU64's `all.json` has 4,898 of its 25,716 items blank, and 8 of
+its 68 labels have no other item; the other sets have none.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from dialoguecse_tf.data.readers import json_list_items
 OOS_LABEL = "oos"
 HOLDOUT_SEED = 0
 TRAIN_FRACTION = 0.85
+SPLITS = ("first", "seeded")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +48,8 @@ class IntentDataset:
     test: tuple
     oos_train: tuple = ()
     oos_test: tuple = ()
-    split: str = "given"  # "given" or "seeded 85% per label (seed 0)"
-    skipped_blank: int = 0
+    split: str = "given"  # "given", or how `_holdout_split` split one list
+    blank_texts: int = 0
 
     @property
     def labels(self) -> list:
@@ -63,22 +68,20 @@ def _decode(path: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _item(value, path: str, line_number: int, where: str) -> tuple | None:
-    """(text, label), or None for a blank text."""
+def _item(value, path: str, line_number: int, where: str) -> tuple:
     if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value) or not value[1].strip():
         raise DataFormatError(path, line_number, f"{where}expected a [text, label] pair of strings with a non-empty "
                               f"label, got {json.dumps(value, ensure_ascii=False)[:80]}", reason="bad_item")
-    return (value[0].strip(), value[1].strip()) if value[0].strip() else None
+    return value[0].strip(), value[1].strip()
 
 
-def _kept(items) -> tuple[tuple, int]:
-    items = list(items)
-    kept = tuple(item for item in items if item is not None)
-    return kept, len(items) - len(kept)
+def _blank_texts(items) -> int:
+    return sum(1 for text, _ in items if not text)
 
 
-def _read_list_file(path: str) -> tuple[tuple, int]:
-    return _kept(_item(value, path, line, "") for line, value in json_list_items(path, _decode(path), "[text, label] pairs"))
+def _read_list_file(path: str) -> tuple:
+    return tuple(_item(value, path, line, "") for line, value in json_list_items(path, _decode(path),
+                                                                                 "[text, label] pairs"))
 
 
 def _read_object_file(path: str, text: str) -> IntentDataset:
@@ -90,47 +93,53 @@ def _read_object_file(path: str, text: str) -> IntentDataset:
     if missing:
         raise DataFormatError(path, 1, f"a JSON object of splits needs the keys 'train' and 'test'; missing {missing}",
                               reason="bad_json")
-    splits, skipped = {}, 0
+    splits = {}
     for key in ("train", "test", "oos_train", "oos_test"):
         values = data.get(key, [])
         if not isinstance(values, list):
             raise DataFormatError(path, 1, f"key {key!r} must hold a list of [text, label] pairs", reason="bad_json")
-        splits[key], blank = _kept(_item(value, path, 1, f"{key!r} item {i}: ") for i, value in enumerate(values))
-        skipped += blank
-    return IntentDataset(path, **splits, skipped_blank=skipped)
+        splits[key] = tuple(_item(value, path, 1, f"{key!r} item {i}: ") for i, value in enumerate(values))
+    return IntentDataset(path, **splits, blank_texts=sum(_blank_texts(items) for items in splits.values()))
 
 
-def _holdout_split(path: str, items: tuple, skipped: int) -> IntentDataset:
+def _holdout_split(path: str, items: tuple, split: str) -> IntentDataset:
+    """Each label's first 85 % (rounded up) for training, taken in file order or after a seeded
+    shuffle; both halves keep the items' file order across labels, as the release writes them."""
     by_label: dict[str, list] = {}
-    for item in items:
-        by_label.setdefault(item[1], []).append(item)
+    for position, item in enumerate(items):
+        by_label.setdefault(item[1], []).append(position)
     rng = random.Random(HOLDOUT_SEED)
-    train, test = [], []
-    for label_items in by_label.values():
-        shuffled = list(label_items)
-        rng.shuffle(shuffled)
-        cut = math.ceil(TRAIN_FRACTION * len(shuffled))
-        train.extend(shuffled[:cut])
-        test.extend(shuffled[cut:])
-    return IntentDataset(path, tuple(train), tuple(test), split=f"seeded {TRAIN_FRACTION:.0%} per label "
-                         f"(seed {HOLDOUT_SEED})", skipped_blank=skipped)
+    in_train = set()
+    for positions in by_label.values():
+        if split == "seeded":
+            positions = list(positions)
+            rng.shuffle(positions)
+        in_train.update(positions[:math.ceil(TRAIN_FRACTION * len(positions))])
+    train = tuple(item for position, item in enumerate(items) if position in in_train)
+    test = tuple(item for position, item in enumerate(items) if position not in in_train)
+    how = "in file order" if split == "first" else f"after a shuffle (seed {HOLDOUT_SEED})"
+    return IntentDataset(path, train, test, split=f"first {TRAIN_FRACTION:.0%} per label {how}",
+                         blank_texts=_blank_texts(items))
 
 
-def read_intent_dataset(path: str) -> IntentDataset:
-    """Reads one intent set in any of the module's layouts; raises `DataFormatError` on bad input."""
+def read_intent_dataset(path: str, split: str = "first") -> IntentDataset:
+    """Reads one intent set in any of the module's layouts, `split` saying how a set without a
+    split is split (see the module docstring); raises `DataFormatError` on bad input."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     if os.path.isdir(path):
         files = [os.path.join(path, name) for name in ("train.json", "test.json")]
         missing = [file for file in files if not os.path.isfile(file)]
         if missing:
             raise FileNotFoundError(f"intent folder {path} needs train.json and test.json; missing {missing}")
-        (train, blank_train), (test, blank_test) = _read_list_file(files[0]), _read_list_file(files[1])
-        dataset = IntentDataset(path, train, test, skipped_blank=blank_train + blank_test)
+        train, test = _read_list_file(files[0]), _read_list_file(files[1])
+        dataset = IntentDataset(path, train, test, blank_texts=_blank_texts(train) + _blank_texts(test))
     else:
         text = _decode(path)
         if text.lstrip().startswith("{"):
             dataset = _read_object_file(path, text)
         else:
-            dataset = _holdout_split(path, *_read_list_file(path))
+            dataset = _holdout_split(path, _read_list_file(path), split)
     if not dataset.train or not dataset.test:
         raise ValueError(f"{path}: the intent set needs training and test items "
                          f"({len(dataset.train)} train, {len(dataset.test)} test)")

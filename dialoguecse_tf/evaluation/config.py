@@ -13,6 +13,7 @@ import os
 
 from dialoguecse_tf.data.readers import READERS
 from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.data.intent import SPLITS as INTENT_SPLITS
 from dialoguecse_tf.evaluation.dialogue_sets import DIALOGUE_LABELS
 from dialoguecse_tf.evaluation.registry import BASELINES, display_name, get_baseline
 from dialoguecse_tf.evaluation.tasks.base import task_classes
@@ -89,9 +90,12 @@ class EvaluationConfig:
     intent_file: tuple[str, ...] = field(
         (), "Few-shot intent set of a dataset (a folder with train.json and test.json, a JSON object with 'train' "
         "and 'test', or one JSON list split 85/15 per label); repeat once per dataset, '' for none.")
+    intent_split: str = field(
+        "first", "How an intent set given as one JSON list is split, per label: first, its first 85% in file order "
+        "for training (DSE's release); seeded, the first 85% after a seeded shuffle.", choices=INTENT_SPLITS)
     oos_file: tuple[str, ...] = field(
-        (), "Out-of-scope detection set of a dataset (CLINC150's data_full.json); repeat once per dataset, '' for "
-        "none.")
+        (), "Out-of-scope detection set of a dataset (CLINC150's data_oos_plus.json, as DSE's release, or "
+        "data_full.json); repeat once per dataset, '' for none.")
     dialogue_file: tuple[str, ...] = field(
         (), "Labelled dialogues of a dataset for dial2vec's clustering, relatedness and retrieval (an SGD folder or "
         "dialogues_*.json, or a .jsonl corpus with services; single-service dialogues are used); repeat once per "

@@ -21,7 +21,7 @@ from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationS
 
 def load_suite(config: EvaluationConfig) -> EvaluationSuite:
     """Reads and validates every dataset's files (`DataFormatError` names file and line)."""
-    options = {"dialogue_label": config.dialogue_label}
+    options = {"dialogue_label": config.dialogue_label, "intent_split": config.intent_split}
     return EvaluationSuite([EvaluationDataset.from_files(files.name, files.files, options)
                             for files in config.datasets()])
 

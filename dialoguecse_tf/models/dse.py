@@ -8,6 +8,14 @@ tokens included); the head is Linear(d, d, no bias) -> ReLU -> Linear(d, 128, no
 that the layers have no bias), and its output is L2-normalised by the loss. The head serves
 training only: the written encoder is the backbone, evaluated with mean pooling.
 
+The head's initialisation (`head_init`): "normal" draws N(0, initializer_range), 0.02 for
+BERT, as the release's head ends up: PSCBert's `__init__` builds it with nn.Linear's uniform
+default (l.19-22) and never calls `init_weights`, but `PSCBert.from_pretrained` (main.py:44)
+under its transformers 4.8.1 (requirements.txt) re-initialises every module missing from the
+checkpoint with `BertPreTrainedModel._init_weights` (`_fast_init`), a normal draw. "uniform"
+keeps nn.Linear's U(+-1 / sqrt(fan_in)), which is what the code reads as; its spread is
+0.0208 for BERT-base (d = 768) but 0.0295 for MiniLM (d = 384).
+
 Both sides of every pair are encoded in one backbone call of 2B sequences; dropout draws an
 independent mask per sequence either way, so this is the release's two calls (l.51-52) in one.
 """
@@ -21,6 +29,16 @@ from dialoguecse_tf.pooling import masked_mean
 
 DEFAULT_PROJECTION_SIZE = 128
 HEAD_NAME = "dse_head"
+HEAD_INITS = ("normal", "uniform")
+
+
+def head_initializer(head_init: str, initializer_range: float) -> keras.initializers.Initializer:
+    """The head's kernel initializer (see the module docstring)."""
+    if head_init == "normal":
+        return keras.initializers.RandomNormal(stddev=initializer_range)
+    if head_init == "uniform":
+        return keras.initializers.VarianceScaling(1.0 / 3.0, "fan_in", "uniform")
+    raise ValueError(f"head_init must be one of {HEAD_INITS}, got {head_init!r}")
 
 
 @keras.saving.register_keras_serializable(package="dialoguecse_tf")
@@ -29,13 +47,14 @@ class DSEModel(keras.Model):
     `projections` [B, 2, projection_size] (the head's output, not normalised)."""
 
     def __init__(self, backbone, projection_size: int = DEFAULT_PROJECTION_SIZE, num_length_buckets: int = 1,
-                 **kwargs):
+                 head_init: str = "normal", initializer_range: float = 0.02, **kwargs):
         super().__init__(**kwargs)
         self.backbone = backbone
         self.projection_size = projection_size
         self.num_length_buckets = check_num_length_buckets(num_length_buckets)
-        # PyTorch's nn.Linear initialisation, as in the release: uniform within 1 / sqrt(fan_in).
-        initializer = keras.initializers.VarianceScaling(1.0 / 3.0, "fan_in", "uniform")
+        self.head_init = head_init
+        self.initializer_range = initializer_range
+        initializer = head_initializer(head_init, initializer_range)
         self.head = keras.Sequential([
             keras.layers.Dense(backbone.hidden_dim, activation="relu", use_bias=False, name="hidden",
                                kernel_initializer=initializer),
@@ -60,7 +79,8 @@ class DSEModel(keras.Model):
 
     def get_config(self):
         return {**super().get_config(), "backbone": backbone_config(self.backbone),
-                "projection_size": self.projection_size, "num_length_buckets": self.num_length_buckets}
+                "projection_size": self.projection_size, "num_length_buckets": self.num_length_buckets,
+                "head_init": self.head_init, "initializer_range": self.initializer_range}
 
     @classmethod
     def from_config(cls, config):

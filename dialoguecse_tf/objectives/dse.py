@@ -3,18 +3,25 @@ Utterances") as a registered objective, as the authors' released PyTorch code co
 (amazon-research/dse; the code index holds it as amazon-science/dse):
 
 * records: positive pairs (`schema.PairRecordSpec`): consecutive utterances, or an utterance
-  with itself for DSE-dropout / unsupervised SimCSE (`data_prep/create_pair_data.py`);
+  with itself (`data_prep/create_pair_data.py`), which makes this objective the DSE paper's
+  DSE-dropout (L363-364). That is not the paper's SimCSE-unsup row, Gao et al.'s released
+  model trained on Wikipedia (L355-356, L900-901), whose own recipe pools [CLS] through an
+  MLP and takes a one-directional loss over N - 1 negatives;
 * model: mean-pooled BERT -> Linear(d, d, no bias) -> ReLU -> Linear(d, 128, no bias)
-  (`models/dse.py`), L2-normalised;
+  (`models/dse.py`), L2-normalised; the head drawn from N(0, 0.02) as the release's
+  `from_pretrained` re-initialises it (`head_init`; `models/dse.py` says why);
 * loss: `losses.dse_per_anchor_loss` over the 2M texts of the GLOBAL batch (every replica's
   rows gathered, as the release's DataParallel gathers its GPUs' features), mean over the
   2M anchors; `contrast_type` HardNeg (default, main.py:76) or Orig; tau 0.05 (main.py:80);
-* optimiser: Adam (PyTorch defaults: beta 0.9 / 0.999, epsilon 1e-8, no weight decay; Keras
-  adds epsilon to sqrt(v) before the bias correction and PyTorch after, so Keras's 1e-8 acts
-  as PyTorch's 1e-8 * sqrt(1 - 0.999^t), a difference only while v is near zero), the
+* optimiser: `torch.optim.Adam` with its defaults (beta 0.9 / 0.999, epsilon 1e-8, no weight
+  decay), epsilon added after the bias correction as PyTorch does (`TwoRateAdam`), the
   encoder at `learning_rate` and the head at `learning_rate * head_learning_rate_scale`
   (3e-6 and 3e-4 in the paper and README; utils/optimizer.py:13-27); constant rate, no
-  warmup, no gradient clipping (training.py:131-139). Every layer trains.
+  warmup, no gradient clipping (training.py:131-139). Every layer trains;
+* batches (`training.make_dataset`): each epoch is shuffled within a 10,000-record buffer
+  over records shuffled once when written, and its last partial batch is dropped; the
+  release's `DataLoader(shuffle=True)` reshuffles the whole set every epoch and keeps the
+  last partial batch (pretrain/dataloader/dataloader.py:36, 53).
 
 The head is dropped afterwards: the written encoder is the backbone, whose mean-pooled output
 is the sentence embedding (the release's evaluation loads the encoder alone).
@@ -24,11 +31,12 @@ import dataclasses
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from dialoguecse_tf import losses, schema
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
-from dialoguecse_tf.models.dse import DEFAULT_PROJECTION_SIZE, DSEModel
+from dialoguecse_tf.models.dse import DEFAULT_PROJECTION_SIZE, HEAD_INITS, DSEModel
 from dialoguecse_tf.objectives.base import Objective, register
 
 
@@ -40,6 +48,9 @@ class DSEOptions:
     head_learning_rate_scale: float = field(100.0, "The projection head's learning rate over the encoder's (DSE: "
                                             "3e-4 / 3e-6 = 100).")
     projection_size: int = field(DEFAULT_PROJECTION_SIZE, "Output width of the projection head (DSE: 128).")
+    head_init: str = field("normal", "Initialisation of the head's kernels: normal, N(0, the BERT config's "
+                           "initializer_range), as the release's from_pretrained re-initialises them; uniform, "
+                           "PyTorch nn.Linear's U(+-1/sqrt(fan_in)).", choices=HEAD_INITS)
     num_frozen_layers: int = field(0, "Bottom BERT layers kept frozen, with the embeddings (DSE trains all: 0).")
 
     def __post_init__(self):
@@ -47,13 +58,20 @@ class DSEOptions:
             raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
         if not self.head_learning_rate_scale > 0:
             raise ValueError(f"head_learning_rate_scale must be positive, got {self.head_learning_rate_scale!r}")
+        if self.head_init not in HEAD_INITS:
+            raise ValueError(f"head_init must be one of {HEAD_INITS}, got {self.head_init!r}")
         if self.contrast_type not in losses.CONTRAST_TYPES:
             raise ValueError(f"contrast_type must be one of {losses.CONTRAST_TYPES}, got {self.contrast_type!r}")
 
 
 class TwoRateAdam(keras.optimizers.Adam):
-    """Adam with a second learning rate, `learning_rate * head_scale`, for `head_variables`
-    (the release's two parameter groups)."""
+    """`torch.optim.Adam` with a second learning rate, `learning_rate * head_scale`, for
+    `head_variables` (the release's two parameter groups).
+
+    PyTorch adds epsilon to the bias-corrected sqrt(v / (1 - beta_2^t)); Keras's Adam adds it
+    to sqrt(v) before the correction, which makes its epsilon act as PyTorch's epsilon /
+    sqrt(1 - beta_2^t) (3.2e-7 at the first step for 1e-8). This step is PyTorch's.
+    """
 
     def __init__(self, head_variables, head_scale: float, **kwargs):
         super().__init__(**kwargs)
@@ -61,9 +79,19 @@ class TwoRateAdam(keras.optimizers.Adam):
         self._head_keys = {self._var_key(variable) for variable in head_variables}
 
     def update_step(self, gradient, variable, learning_rate):
+        dtype = variable.dtype
+        learning_rate = ops.cast(learning_rate, dtype)
         if self._var_key(variable) in self._head_keys:
-            learning_rate = tf.cast(learning_rate, variable.dtype) * self.head_scale
-        super().update_step(gradient, variable, learning_rate)
+            learning_rate = learning_rate * self.head_scale
+        gradient = ops.cast(gradient, dtype)
+        step = ops.cast(self.iterations + 1, dtype)
+        beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        self.assign_add(m, (gradient - m) * (1 - beta_1))
+        self.assign_add(v, (ops.square(gradient) - v) * (1 - beta_2))
+        denominator = ops.sqrt(v) / ops.sqrt(1 - ops.power(beta_2, step)) + self.epsilon
+        self.assign_sub(variable, learning_rate / (1 - ops.power(beta_1, step)) * m / denominator)
 
 
 def pair_metrics(first, second) -> dict:
@@ -106,7 +134,8 @@ class DSEObjective(Objective):
         freeze_bottom_layers(backbone, self.options.num_frozen_layers)
         # Mean pooling never reads BERT's [CLS] pooler.
         freeze_pooler(backbone)
-        return DSEModel(backbone, self.options.projection_size, num_length_buckets)
+        return DSEModel(backbone, self.options.projection_size, num_length_buckets, self.options.head_init,
+                        bert_config.initializer_range)
 
     def create_optimizer(self, config, num_train_steps: int, model):
         if config.num_warmup_steps:

@@ -25,10 +25,11 @@ class IntentEvaluator(Evaluator):
     metrics = tuple(column for k in SHOTS for column in ((f"acc_{k}shot", f"{k}-shot acc."),
                                                           (f"acc_{k}shot_std", f"{k}-shot std")))
     primary_metric = f"acc_{SHOTS[0]}shot"
+    option_names = ("intent_split",)
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, intent_split: str = "first"):
         super().__init__(path)
-        self.dataset = read_intent_dataset(path)
+        self.dataset = read_intent_dataset(path, intent_split)
 
     @property
     def size(self) -> int:
@@ -36,7 +37,7 @@ class IntentEvaluator(Evaluator):
 
     def record(self) -> dict:
         return {**super().record(), f"{self.task}_split": self.dataset.split,
-                f"{self.task}_skipped_blank": self.dataset.skipped_blank}
+                f"{self.task}_blank_texts": self.dataset.blank_texts}
 
     def __call__(self, encode) -> dict:
         metrics = {}

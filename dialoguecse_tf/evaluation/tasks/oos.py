@@ -1,7 +1,14 @@
 """Out-of-scope detection on CLINC150 (DSE, section 4.2.2, Tables 3 and 8): prototypes of the
 150 intents and of the oos class, the mean - std threshold on the best normalised score;
 accuracy, in-scope accuracy, oos-vs-rest accuracy and oos recall, at 1 and 5 shots, each the
-mean over 10 sampled support sets (`prototypes` says what the release does)."""
+mean over 10 sampled support sets (`prototypes` says what the release does).
+
+The release's CLINC150 training file is HuggingFace's `clinc_oos` "plus" train split, which
+lists the in-scope `train` items and then `oos_train` (the dataset script's
+`_generate_examples` yields `j[split] + j["oos_" + split]`): its items come in the order of
+`train + oos_train` here, and its labels, taken in order of first appearance, end with oos.
+So on the same file the support sets drawn here are the release's.
+"""
 
 import numpy as np
 
@@ -13,11 +20,17 @@ from dialoguecse_tf.evaluation.tasks.intent import IntentEvaluator
 OOS_METRICS = (("acc", "acc."), ("in_acc", "in-scope acc."), ("oos_acc", "OOS acc."), ("oos_recall", "OOS recall"))
 
 
+def support_pool(dataset) -> tuple[tuple, list]:
+    """(training items, labels in order of first appearance) the support sets are drawn from:
+    in-scope and out-of-scope items in the release's order (see the module docstring)."""
+    train = dataset.train + dataset.oos_train
+    return train, list(dict.fromkeys(label for _, label in train))
+
+
 def oos_runs(dataset, encode, shots: int, num_runs: int = NUM_RUNS) -> list:
     """Each run's `oos_metrics` at `shots` shots."""
-    labels = [label for label in dataset.labels if label != OOS_LABEL] + [OOS_LABEL]
-    gold, runs = run_scores(dataset.train + dataset.oos_train, dataset.test + dataset.oos_test, labels, encode, shots,
-                            dataset.path, num_runs)
+    train, labels = support_pool(dataset)
+    gold, runs = run_scores(train, dataset.test + dataset.oos_test, labels, encode, shots, dataset.path, num_runs)
     oos = labels.index(OOS_LABEL)
     return [oos_metrics(oos_predictions(scores, oos)[0], gold, oos) for scores in runs]
 
@@ -34,11 +47,11 @@ class OosEvaluator(IntentEvaluator):
     metrics = tuple((f"oos_{k}shot_{key}", f"OOS {k}-shot {header}") for k in SHOTS for key, header in OOS_METRICS)
     primary_metric = f"oos_{SHOTS[0]}shot_acc"
 
-    def __init__(self, path: str):
-        super().__init__(path)
+    def __init__(self, path: str, intent_split: str = "first"):
+        super().__init__(path, intent_split)
         if not self.dataset.oos_train or not self.dataset.oos_test:
             raise ValueError(f"{path}: out-of-scope detection needs 'oos_train' and 'oos_test' items (CLINC150's "
-                             "data_full.json)")
+                             "data_oos_plus.json)")
 
     @property
     def size(self) -> int:
