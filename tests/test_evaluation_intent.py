@@ -56,11 +56,12 @@ def _release_split(items):
 def test_one_list_is_split_as_the_release_splits_it_or_after_a_seeded_shuffle(shared_data):
     path = str(shared_data / "intent" / "hwu64" / "hwu64_64intents.json")
     items = tuple((text.strip(), label.strip()) for text, label in json.load(open(path, encoding="utf-8")))
-    first = read_intent_dataset(path)
+    first = read_intent_dataset(path, "first")
     assert (first.train, first.test) == _release_split(items)
     assert first.split == "first 85% per label in file order"
-    seeded = read_intent_dataset(path, "seeded")
+    seeded = read_intent_dataset(path)
     assert seeded == read_intent_dataset(path, "seeded") and seeded.train != first.train
+    assert "shuffle (seed" in seeded.split
     for label in seeded.labels:
         total = sum(1 for _, l in items if l == label)
         assert sum(1 for _, l in seeded.train if l == label) == math.ceil(0.85 * total)

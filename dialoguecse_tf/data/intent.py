@@ -8,11 +8,13 @@ Three layouts, each item a `[text, label]` pair:
   with 250 out-of-scope training items that DSE's `data/process_evaluate.py` loads (l.15), or
   `data_full.json` with 100; the `val` keys are not read);
 * one JSON list with no split (HWU64's `hwu64_64intents.json` or `all.json`): split here, per
-  label, into the first 85 % (rounded up) for training and the rest for test. `split="first"`
-  takes them in file order, as DSE's `process_evaluate.py` does (l.166-186); the release
-  reads the HWU64 CSV through a label map it does not ship, so on the same items its file
-  order, and hence its split, may still differ. `split="seeded"` shuffles each label's items
-  with `random.Random(HOLDOUT_SEED)` first (this project's earlier split).
+  label, into the first 85 % (rounded up) for training and the rest for test.
+  `split="seeded"` (the default) shuffles each label's items with `random.Random(HOLDOUT_SEED)`
+  first. `split="first"` takes them in file order, as DSE's `process_evaluate.py` does
+  (l.166-186); but the release reads the HWU64 CSV through a label map it does not ship, so
+  the order of its items, and hence its split, is not known: no file here is in that order,
+  and a file-order split would only reproduce whatever order this file's maker chose. The
+  split is therefore seeded and says so, and neither reading is the paper's split.
 
 A malformed item is an error naming the file and the item's line (or, inside a JSON object,
 the key and item number). A blank text is kept, as the release keeps it (its tokenizer makes
@@ -122,7 +124,7 @@ def _holdout_split(path: str, items: tuple, split: str) -> IntentDataset:
                          blank_texts=_blank_texts(items))
 
 
-def read_intent_dataset(path: str, split: str = "first") -> IntentDataset:
+def read_intent_dataset(path: str, split: str = "seeded") -> IntentDataset:
     """Reads one intent set in any of the module's layouts, `split` saying how a set without a
     split is split (see the module docstring); raises `DataFormatError` on bad input."""
     if split not in SPLITS:

@@ -91,8 +91,9 @@ class EvaluationConfig:
         (), "Few-shot intent set of a dataset (a folder with train.json and test.json, a JSON object with 'train' "
         "and 'test', or one JSON list split 85/15 per label); repeat once per dataset, '' for none.")
     intent_split: str = field(
-        "first", "How an intent set given as one JSON list is split, per label: first, its first 85% in file order "
-        "for training (DSE's release); seeded, the first 85% after a seeded shuffle.", choices=INTENT_SPLITS)
+        "seeded", "How an intent set given as one JSON list (HWU64) is split, per label: seeded, the first 85% "
+        "after a seeded shuffle; first, its first 85% in file order (DSE's release's rule, on a file whose order "
+        "is not the release's: its label map is not public).", choices=INTENT_SPLITS)
     oos_file: tuple[str, ...] = field(
         (), "Out-of-scope detection set of a dataset (CLINC150's data_oos_plus.json, as DSE's release, or "
         "data_full.json); repeat once per dataset, '' for none.")
