@@ -145,13 +145,15 @@ def test_prototypes_are_means_of_unit_vectors_and_scores_are_not_renormalised():
 
 
 def test_oos_rule_and_metrics_by_hand():
-    # Three in-scope classes and oos (index 3); best normalised scores 0.9, 0.6, 0.95, 0.5.
+    """The release's rule (run_similarity.py:283-299): rows L2-normalised, threshold = mean -
+    population std of the rows' best scores, a row is out of scope unless its best is above it."""
+    # Three in-scope classes and oos (index 3). Normalised best scores, by hand: 0.9 / sqrt(0.99)
+    # = 0.90453, 0.8, 0.99 / sqrt(1.0001) = 0.98995, 0.5; mean 0.79862, std 0.18507, threshold
+    # 0.61355: the last row (0.5) falls below it and becomes oos, the others keep their argmax.
     scores = np.array([[0.9, 0.3, 0.3, 0.0], [0.6, 0.8, 0.0, 0.0], [0.1, 0.1, 0.99, 0.0], [0.5, 0.5, 0.5, 0.5]])
     predicted, threshold = oos_predictions(scores, 3)
-    best = (scores / np.linalg.norm(scores, axis=1, keepdims=True)).max(axis=1)
-    assert threshold == pytest.approx(best.mean() - best.std())
-    expected = np.where(best > threshold, np.argmax(scores, axis=1), 3)
-    np.testing.assert_array_equal(predicted, expected)
+    assert threshold == pytest.approx(0.61355, abs=1e-5)
+    np.testing.assert_array_equal(predicted, [0, 1, 2, 3])
     metrics = oos_metrics(np.array([0, 3, 2, 3, 1]), np.array([0, 1, 2, 3, 3]), 3)
     assert metrics == pytest.approx({"acc": 60.0, "in_acc": 200 / 3, "oos_acc": 60.0, "oos_recall": 50.0})
 
@@ -203,3 +205,28 @@ def test_oos_on_real_clinc150_with_a_bag_of_words_encoder(shared_data):
         # Chance in-scope accuracy is 1/150; hashed words already do far better.
         assert metrics[f"oos_{shots}shot_in_acc"] > 5.0
     assert metrics["oos_5shot_in_acc"] > metrics["oos_1shot_in_acc"]
+
+
+def test_oos_recall_on_real_clinc150_separates_an_oracle_from_noise(shared_data):
+    """OOS recall, the number the tables report, on the real file: an encoder that embeds each
+    text as its label's one-hot vector plus a little noise sends every oos query to the oos
+    prototype (recall 100, whatever the threshold), while the mean - std threshold still flags
+    the in-scope queries of lowest best score (so in-scope accuracy stays below 100; an exact
+    one-hot oracle would tie every best score at the threshold and flag everything). Random
+    vectors flag about the share of queries below mean - std of a bell-shaped score
+    distribution, some 16 %, in and out of scope alike."""
+    path = shared_data / "intent" / "clinc150" / "data_oos_plus.json"
+    data = json.load(open(path, encoding="utf-8"))
+    label_of = {text: label for key in ("train", "test", "oos_train", "oos_test") for text, label in data[key]}
+    labels = sorted(set(label_of.values()))
+    evaluator = OosEvaluator(str(path))
+    rng = np.random.default_rng(0)
+    oracle = evaluator(lambda texts: np.eye(len(labels))[[labels.index(label_of[t]) for t in texts]]
+                       + rng.uniform(0, 0.05, size=(len(texts), len(labels))))
+    for shots in (1, 5):
+        assert oracle[f"oos_{shots}shot_oos_recall"] == pytest.approx(100.0)
+        assert 70.0 < oracle[f"oos_{shots}shot_in_acc"] < 100.0
+    noise = evaluator(lambda texts: rng.normal(size=(len(texts), 256)))
+    for shots in (1, 5):
+        assert 5.0 < noise[f"oos_{shots}shot_oos_recall"] < 30.0
+        assert noise[f"oos_{shots}shot_in_acc"] < 5.0
