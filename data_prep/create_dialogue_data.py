@@ -23,6 +23,8 @@ flags.DEFINE_enum("keep_role", "random", ["random", "released"],
 flags.DEFINE_integer("min_dialogue_turns", 5, "Drop dialogues with fewer turns (dial2vec: 5).")
 flags.DEFINE_integer("max_dialogues", 0, "Write a seeded sample of this many dialogues (0: all); negatives still "
                      "draw from the whole corpus.")
+flags.DEFINE_integer("samples_per_dialogue", 10, "Samples written per dialogue, each with freshly drawn negatives "
+                     "(the release's samples_per_line: 10), so one pass over the records is one release epoch.")
 flags.DEFINE_integer("random_seed", 12345, "Seed of the sample and of the negatives.")
 flags.DEFINE_integer("num_shards", 1, "Number of output files.")
 flags.mark_flags_as_required(["output_dir", "vocab_file"])

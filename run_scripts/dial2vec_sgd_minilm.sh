@@ -5,7 +5,8 @@
 # Spearman, retrieval MAP/MRR. SGD dev is also the selection set (the encoder best by dev purity,
 # every 100 steps, as the paper selects), so the final numbers are DEV numbers; SGD test is held back.
 #   1. dialogue records: DIAL2VEC_DIALOGUES (default 3000) sampled dialogues of SGD train with at
-#      least 5 turns, each with 4 negatives keeping a random interlocutor (the paper's rule);
+#      least 5 turns, each written 10 times (the release's samples per session) with 4 fresh
+#      negatives keeping a random interlocutor (the paper's rule);
 #   2. dial2vec with --preset=cpu_dial2vec (192 tokens per dialogue, 4 negatives, batch 4, lr 2e-5,
 #      tau 0.2, window 10, bottom 3 of 6 layers frozen, STEPS=300), once per seed in SEEDS;
 #   3. baselines on the same evaluators, all at 192 tokens per dialogue: untouched MiniLM with mean

@@ -16,7 +16,7 @@ from dialoguecse_tf.dialogue_encoder import DialogueEncoder
 from dialoguecse_tf.dialogue_packing import pack_dialogues, ragged_dialogues
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.models.dial2vec import Dial2vecModel, cross_representations
-from dialoguecse_tf.tokenization import Tokenizer
+from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 
 
 def _numpy_forward(h, mask, roles, turns, window):
@@ -100,7 +100,7 @@ def test_dialogue_records_on_real_sgd(shared_data, tiny_vocab_file, tmp_path):
     tokenizer = Tokenizer(tiny_vocab_file)
     dialogues = _dialogues(shared_data, 12)
     stats = write_dialogue_records(dialogues, tokenizer, str(tmp_path), schema.DialogueRecordSpec(48, 3),
-                                   log=lambda _: None)
+                                   log=lambda _: None, samples_per_dialogue=1)
     usable = usable_dialogues(dialogues, 5, PrepStats())
     assert stats["samples_written"] == len(usable) > 5
     assert stats["dialogues_truncated"] > 0  # SGD dialogues are longer than 48 tokens
@@ -116,3 +116,44 @@ def test_dialogue_records_on_real_sgd(shared_data, tiny_vocab_file, tmp_path):
     with pytest.raises(ValueError, match="dial2vec needs at least 2"):
         write_dialogue_records(dialogues[:1], tokenizer, str(tmp_path / "one"), schema.DialogueRecordSpec(48, 3),
                                log=lambda _: None)
+
+
+def _read_records(folder):
+    files, spec, info = schema.resolve_records([str(folder / "dialogues-*")], schema.RECORD_TYPE_DIALOGUES)
+    ids = np.stack([record[schema.DIALOGUE_INPUT_IDS].numpy() for record in schema.read_dataset(files, spec)])
+    return files, info, ids
+
+
+def test_each_dialogue_gives_ten_samples_with_fresh_negatives_as_the_release(shared_data, tmp_path):
+    dialogues = _dialogues(shared_data, 8)
+    texts = [turn.text for dialogue in dialogues for turn in dialogue.turns]
+    write_vocab(build_vocab(texts, vocab_size=3000, min_count=1), str(tmp_path / "vocab.txt"))
+    tokenizer = Tokenizer(str(tmp_path / "vocab.txt"))
+    usable = usable_dialogues(dialogues, 5, PrepStats())
+    count = len(usable)
+
+    def write(name, seed):
+        write_dialogue_records(dialogues, tokenizer, str(tmp_path / name), schema.DialogueRecordSpec(96, 3),
+                               random_seed=seed, log=lambda _: None)
+        return _read_records(tmp_path / name)
+
+    files, info, ids = write("a", 7)
+    # The release's samples_per_line (generate_training.py:93) is 10.
+    assert len(ids) == info["samples_written"] == 10 * count and count >= 5
+    assert info["samples_per_dialogue"] == 10 and info["dialogues_written"] == count
+    rounds = ids.reshape(10, count, 4, 96)
+    # Round r holds every dialogue once, in the same order, with the dialogue itself unchanged ...
+    assert all(np.array_equal(rounds[r, :, 0], rounds[0, :, 0]) for r in range(10))
+    assert len({rounds[0, d, 0].tobytes() for d in range(count)}) == count
+    # ... and negatives drawn afresh: no two of a dialogue's ten samples share their negatives.
+    for d in range(count):
+        assert len({rounds[r, d, 1:].tobytes() for r in range(10)}) == 10
+    again_files, _, again = write("b", 7)
+    np.testing.assert_array_equal(again, ids)
+    assert [open(f, "rb").read() for f in again_files] == [open(f, "rb").read() for f in files]
+    _, _, other = write("c", 8)
+    np.testing.assert_array_equal(other.reshape(rounds.shape)[:, :, 0], rounds[:, :, 0])
+    assert not np.array_equal(other, ids)
+    with pytest.raises(ValueError, match="samples_per_dialogue must be a positive int"):
+        write_dialogue_records(dialogues, tokenizer, str(tmp_path / "d"), schema.DialogueRecordSpec(96, 3),
+                               samples_per_dialogue=0, log=lambda _: None)

@@ -1,6 +1,15 @@
 """dial2vec's training samples (Liu et al., EMNLP 2022, section 3.2; the authors'
 `data/generate_training.py`): a dialogue and `num_negatives` negatives made from it.
 
+Each dialogue gives `samples_per_dialogue` samples (default 10), each with freshly drawn
+negatives, as the release's `get_result` writes `samples_per_line` lines per session
+(l.88-103; 10, the value its clustering files and `network.py:60` `sample_nums = 10` assume).
+So one pass over the records is one release epoch: a dialogue is seen that many times, with as
+many different sets of negatives. The records are written round by round (every dialogue once,
+then every dialogue again with new negatives, ...), not copy after copy as the release's file:
+the release's sampler reshuffles the whole file, the training stage only shuffles within a
+buffer, and a prefix of the records (`max_train_examples`) stays a set of distinct dialogues.
+
 A negative keeps one interlocutor's turns and replaces every turn of the other with an
 utterance of that other role drawn uniformly, turn by turn, from all such utterances of the
 corpus (the release draws each replaced turn independently, l.72-73, from a pool that may
@@ -19,6 +28,7 @@ release counts raw turns); on SGD, whose speakers alternate, the two agree.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 
@@ -30,6 +40,7 @@ from dialoguecse_tf.dialogue_packing import NUM_ROLES, pack_dialogues, ragged_di
 
 KEEP_ROLES = ("random", "released")
 DEFAULT_MIN_TURNS = 5
+DEFAULT_SAMPLES_PER_DIALOGUE = 10
 _CHUNK = 64
 _PROGRESS_EVERY = 2000
 
@@ -63,12 +74,16 @@ def make_negatives(texts, roles, pools, num_negatives: int, keep_role: str, rng:
 def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.DialogueRecordSpec,
                            keep_role: str = "random", min_turns: int = DEFAULT_MIN_TURNS, random_seed: int = 12345,
                            num_shards: int = 1, stats: PrepStats | None = None, log=print,
-                           max_dialogues: int = 0) -> PrepStats:
+                           max_dialogues: int = 0,
+                           samples_per_dialogue: int = DEFAULT_SAMPLES_PER_DIALOGUE) -> PrepStats:
     """Writes sharded dialogue records (`dialogues-*.tfrecord`) and `records_info.json`.
 
     `max_dialogues` > 0 writes a seeded sample of that many dialogues (a CPU run reads only a
-    few thousand); the negatives still draw from the whole corpus's utterances.
+    few thousand); the negatives still draw from the whole corpus's utterances. Every dialogue
+    is written `samples_per_dialogue` times, in rounds, each time with new negatives.
     """
+    if isinstance(samples_per_dialogue, bool) or not isinstance(samples_per_dialogue, int) or samples_per_dialogue < 1:
+        raise ValueError(f"samples_per_dialogue must be a positive int, got {samples_per_dialogue!r}")
     stats = stats if stats is not None else PrepStats()
     usable = usable_dialogues(dialogues, min_turns, stats)
     if len(usable) < 2:
@@ -82,7 +97,7 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.D
         usable = [usable[i] for i in sorted(rng.sample(range(len(usable)), max_dialogues))]
     os.makedirs(output_dir, exist_ok=True)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "dialogues"), num_shards) as writer:
-        for start in range(0, len(usable), _CHUNK):
+        for sample_round, start in itertools.product(range(samples_per_dialogue), range(0, len(usable), _CHUNK)):
             chunk = usable[start:start + _CHUNK]
             turn_lists, role_lists = [], []
             for _, texts, roles in chunk:
@@ -93,8 +108,9 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.D
                       for key, value in pack_dialogues(tokenizer, *ragged_dialogues(turn_lists, role_lists),
                                                        spec.max_seq_length).items()}
             for row, (_, texts, _) in enumerate(chunk):
-                kept_turns = int(packed["turn_ids"][row, 0].max()) + 1
-                stats.increment("dialogues_truncated", int(kept_turns < len(texts)))
+                if sample_round == 0:
+                    kept_turns = int(packed["turn_ids"][row, 0].max()) + 1
+                    stats.increment("dialogues_truncated", int(kept_turns < len(texts)))
                 writer.write(spec.serialize({
                     schema.DIALOGUE_INPUT_IDS: packed["token_ids"][row].astype(np.int64),
                     schema.DIALOGUE_INPUT_MASK: packed["padding_mask"][row].astype(np.int64),
@@ -103,8 +119,11 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.D
                 }))
             if writer.num_written // _PROGRESS_EVERY > (writer.num_written - len(chunk)) // _PROGRESS_EVERY:
                 log(f"[dialogues] {writer.num_written} records written")
+    stats.increment("dialogues_written", len(usable))
     stats.increment("samples_written", writer.num_written)
     schema.write_records_info(output_dir, spec, {**stats.to_dict(), "keep_role": keep_role, "min_turns": min_turns,
+                                                 "samples_per_dialogue": samples_per_dialogue,
                                                  "random_seed": random_seed})
-    log(f"[dialogues] {writer.num_written} dialogues with {spec.num_negatives} negatives each -> {output_dir}")
+    log(f"[dialogues] {len(usable)} dialogues x {samples_per_dialogue} samples, each with {spec.num_negatives} "
+        f"negatives: {writer.num_written} records -> {output_dir}")
     return stats
