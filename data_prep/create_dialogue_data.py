@@ -15,7 +15,10 @@ flags.DEFINE_string("output_dir", None, "Folder for the dialogues-*.tfrecord sha
                     "stats.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary of the encoder to train.")
 flags.DEFINE_bool("do_lower_case", True, "Must match the vocabulary.")
-flags.DEFINE_integer("max_seq_length", 512, "Tokens per dialogue; the most recent turns are kept (dial2vec: 512).")
+flags.DEFINE_integer("max_seq_length", 512, "Tokens per dialogue (dial2vec: 512); see --truncation.")
+flags.DEFINE_enum("truncation", "head", ["head", "recent_turns"],
+                  "Too long a dialogue keeps its first max_seq_length tokens (head: the release's BERT path) or its "
+                  "most recent whole turns (recent_turns); train with the same --truncation.")
 flags.DEFINE_integer("num_negatives", 9, "Negatives per dialogue (dial2vec: 9).")
 flags.DEFINE_enum("keep_role", "random", ["random", "released"],
                   "Which interlocutor a negative keeps: random per negative (the paper) or always the second "

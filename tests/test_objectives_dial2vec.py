@@ -88,3 +88,18 @@ def test_loss_equals_a_numpy_transcription_of_the_release(window, temperature):
                               window, temperature)
     np.testing.assert_allclose(float(loss), expected, rtol=2e-5)
 
+
+
+def test_records_must_be_cut_as_the_options_say_and_the_encoder_records_how():
+    head = schema.DialogueRecordSpec(64, 4)
+    assert head.truncation == "head"
+    recent = Dial2vecObjective(Dial2vecOptions(truncation="recent_turns", role_segment_ids=True))
+    with pytest.raises(ValueError, match="records were written with truncation=head but truncation=recent_turns"):
+        schema.check_compatible(head, **recent.record_requirements())
+    schema.check_compatible(schema.DialogueRecordSpec(64, 4, "recent_turns"), **recent.record_requirements())
+    assert {"truncation": "recent_turns", "role_segment_ids": True}.items() <= recent.metadata().items()
+    # records_info.json written before the spec had the field: those records kept the recent turns.
+    assert schema.DialogueRecordSpec.from_dict({"max_seq_length": 64, "num_negatives": 4}).truncation == "recent_turns"
+    for bad in ({"truncation": "tail"}, {"role_segment_ids": 1}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            Dial2vecOptions(**bad)

@@ -20,8 +20,9 @@ include the dialogue's own utterances, as here). Which interlocutor is kept:
 
 Dialogues need at least `min_turns` turns (the release: 5, l.15, 47-50) and exactly two
 interlocutors (roles 0/1 by order of first appearance); others are dropped and counted.
-Each sequence is packed by `dialogue_packing` (most recent turns kept); dialogues whose
-turns did not all fit are counted (`dialogues_truncated`). Turns are counted after the corpus
+Each sequence is packed by `dialogue_packing` with the spec's `truncation` (by default the
+first `max_seq_length` tokens, as the release's BERT path); dialogues that did not fit whole
+are counted (`dialogues_truncated`). Turns are counted after the corpus
 stage's merging of a speaker's consecutive utterances (`--merge_speakers`, on by default; the
 release counts raw turns); on SGD, whose speakers alternate, the two agree.
 """
@@ -104,17 +105,17 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.D
                 for turns in [texts] + make_negatives(texts, roles, pools, spec.num_negatives, keep_role, rng):
                     turn_lists.append(turns)
                     role_lists.append(roles)
-            packed = {key: value.numpy().reshape(len(chunk), spec.num_samples, spec.max_seq_length)
+            packed = {key: value.numpy().reshape(len(chunk), spec.num_samples, -1)
                       for key, value in pack_dialogues(tokenizer, *ragged_dialogues(turn_lists, role_lists),
-                                                       spec.max_seq_length).items()}
-            for row, (_, texts, _) in enumerate(chunk):
+                                                       spec.max_seq_length, spec.truncation).items()}
+            for row in range(len(chunk)):
                 if sample_round == 0:
-                    kept_turns = int(packed["turn_ids"][row, 0].max()) + 1
-                    stats.increment("dialogues_truncated", int(kept_turns < len(texts)))
+                    stats.increment("dialogues_truncated",
+                                    int(packed["untruncated_length"][row, 0, 0] > spec.max_seq_length))
                 writer.write(spec.serialize({
                     schema.DIALOGUE_INPUT_IDS: packed["token_ids"][row].astype(np.int64),
                     schema.DIALOGUE_INPUT_MASK: packed["padding_mask"][row].astype(np.int64),
-                    schema.DIALOGUE_ROLE_IDS: packed["segment_ids"][row].astype(np.int64),
+                    schema.DIALOGUE_ROLE_IDS: packed["role_ids"][row].astype(np.int64),
                     schema.DIALOGUE_TURN_IDS: packed["turn_ids"][row].astype(np.int64),
                 }))
             if writer.num_written // _PROGRESS_EVERY > (writer.num_written - len(chunk)) // _PROGRESS_EVERY:

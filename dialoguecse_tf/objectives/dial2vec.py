@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from dialoguecse_tf import losses, schema
 from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.dialogue_packing import TRUNCATIONS
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
 from dialoguecse_tf.models.dial2vec import DEFAULT_WINDOW, Dial2vecModel
 from dialoguecse_tf.objectives.base import Objective, register
@@ -42,6 +43,13 @@ class Dial2vecOptions:
                         "representations (dial2vec: 10).")
     num_negatives: int = field(9, "Negatives per dialogue (dial2vec: 9); at most what the records carry.")
     num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (dial2vec: 6).")
+    truncation: str = field("head", "How the records cut too long a dialogue (create_dialogue_data.py "
+                            "--truncation; checked against them): head, the first tokens (the release's BERT path), "
+                            "or recent_turns. Recorded in the encoder, whose dialogue embedding then cuts alike.",
+                            choices=TRUNCATIONS)
+    role_segment_ids: bool = field(False, "Feed each token's role as BERT's token type (segment id). Off: all-zero "
+                                   "token types, as the release's BERT path; roles act only through the role masks. "
+                                   "Recorded in the encoder, whose dialogue embedding then feeds them alike.")
 
     def __post_init__(self):
         if isinstance(self.temperature, bool) or not self.temperature > 0:
@@ -50,6 +58,10 @@ class Dial2vecOptions:
             raise ValueError(f"window must be a non-negative int, got {self.window!r}")
         if isinstance(self.num_negatives, bool) or not isinstance(self.num_negatives, int) or self.num_negatives < 1:
             raise ValueError(f"num_negatives must be a positive int, got {self.num_negatives!r}")
+        if self.truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
+        if not isinstance(self.role_segment_ids, bool):
+            raise ValueError(f"role_segment_ids must be a bool, got {self.role_segment_ids!r}")
 
 
 @register
@@ -62,6 +74,9 @@ class Dial2vecObjective(Objective):
     options_class = Dial2vecOptions
     training_defaults = {"train_batch_size": 5, "learning_rate": 1e-5}
 
+    def record_requirements(self) -> dict:
+        return {"truncation": self.options.truncation}
+
     def check_records(self, spec, records_dir: str) -> None:
         if self.options.num_negatives > spec.num_negatives:
             raise ValueError(f"num_negatives={self.options.num_negatives} but the records in {records_dir} carry only "
@@ -70,7 +85,7 @@ class Dial2vecObjective(Objective):
     def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
         freeze_bottom_layers(backbone, self.options.num_frozen_layers)
         freeze_pooler(backbone)
-        return Dial2vecModel(backbone, window=self.options.window)
+        return Dial2vecModel(backbone, window=self.options.window, role_segment_ids=self.options.role_segment_ids)
 
     def prepare_batch(self, batch: dict) -> dict:
         keep = self.options.num_negatives + 1
