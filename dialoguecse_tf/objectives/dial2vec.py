@@ -1,26 +1,39 @@
 """dial2vec (Liu et al., EMNLP 2022, "Self-Guided Contrastive Learning of Unsupervised Dialogue
-Embeddings") as a registered objective, as the authors' released code computes it
-(AlibabaResearch/DAMO-ConvAI `dial2vec/`):
+Embeddings") as a registered objective, after the authors' released code (AlibabaResearch/
+DAMO-ConvAI `dial2vec/`, its BERT path). What follows the release and what departs from it:
 
-* records: `schema.DialogueRecordSpec`, each dialogue with negatives that keep one
-  interlocutor (`data/dialogue_records.py`; the paper keeps a random one, the release role 1);
-* model: `models/dial2vec.py`, self- and cross-representations per role within a turn window;
+* records (`data/dialogue_records.py`): as the release, each dialogue `samples_per_dialogue`
+  = 10 times with freshly drawn negatives (generate_training.py:88-103), the first 512 tokens
+  of `[CLS] u_1 [SEP] ... u_n` (data_provider.py:217-244). Departures: the negatives keep a
+  random interlocutor by default (the paper's text; `keep_role="released"` keeps role 1 as the
+  code does), the last turn also ends in a [SEP], and `truncation="recent_turns"` (an option)
+  keeps the most recent whole turns instead;
+* model (`models/dial2vec.py`): self- and cross-representations per role within a turn window
+  (network.py:95-127), token types all zero as the release's BERT path (data_provider.py:250);
+  `role_segment_ids` (an option) feeds the roles as token types instead;
 * loss: per role, the dialogue's cos(self, cross) / tau against its negatives', as the
   release's `calc_loss` (network.py:210-216): -mean over the B x S entries of
   log_softmax * onehot, i.e. each dialogue's cross-entropy divided by S; the two roles' losses
-  summed (l.155-161). tau: the paper and the released scripts say 0.2 (run_plato.sh:22); the
-  authors say their released checkpoints used 0.05 (presets `paper_dial2vec` and
-  `paper_dial2vec_tau005`);
+  summed (l.155-161; tests/test_objectives_dial2vec.py checks it against a NumPy transcription).
+  tau: the paper and the released scripts say 0.2 (run_plato.sh:22); the authors say their
+  released checkpoints used 0.05 (presets `paper_dial2vec` and `paper_dial2vec_tau005`);
 * training: the bottom `num_frozen_layers` layers and the embeddings frozen (the release
   unfreezes parameters whose names contain 6..11, i.e. the top 6 of 12 layers, network.py:65-77),
-  lr 1e-5 with 10 % warmup, batch 5 dialogues per replica. The release's optimizer is BERTAdam
-  (no bias correction, per-tensor clipping at 1.0, weight decay 0.01 on every parameter) with a
-  schedule that decays over the number of EXAMPLES rather than steps and turns negative after
-  5 epochs (optimization.py:32-35, run.py:218-225); that is a defect, not a setting: the
-  project's AdamW with warmup and linear decay to zero over the run is used instead.
+  lr 1e-5 with 10 % warmup, batch 5 dialogues per replica. Departure: the optimizer. The release's
+  is BERTAdam (no bias correction, per-tensor clipping at 1.0, weight decay 0.01 on every
+  parameter, since `n not in no_decay` compares whole names: run.py:221-225,
+  optimization.py:146-163) with `warmup_linear` of x = step / the number of training lines
+  (run.py:49, 218, 225; optimization.py:32-35, 165-167). With batch 5 on one GPU an epoch is
+  lines / 5 steps, so the 5 epochs of SGD and doc2dial end exactly at x = 1: 10 % warmup, then
+  linear decay to 0, the shape of the schedule here. Only bitod's 10 epochs
+  (train_all_datasets.sh) drive the rate below zero after epoch 5, and on the paper's 4 GPUs
+  (DistributedSampler) x reaches only 0.25. The project's AdamW (bias-corrected, decay
+  excluding LayerNorm and biases, global clipping at 1.0) with warmup and linear decay to zero
+  over the run is used.
 
 The dialogue embedding after training is `pooling.interlocutor_mean` of the backbone's output
-(`DialogueEncoder`): the sum of the two roles' token means.
+(`DialogueEncoder`, reading dialogues with the truncation and token types recorded here in the
+encoder's metadata): the sum of the two roles' token means.
 """
 
 import dataclasses
