@@ -15,7 +15,10 @@ flags.DEFINE_string("output_dir", None, "Folder for the dialogues-*.tfrecord sha
                     "stats.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary of the encoder to train.")
 flags.DEFINE_bool("do_lower_case", True, "Must match the vocabulary.")
-flags.DEFINE_integer("max_seq_length", 512, "Tokens per dialogue; the most recent turns are kept (dial2vec: 512).")
+flags.DEFINE_integer("max_seq_length", 512, "Tokens per dialogue (dial2vec: 512); see --truncation.")
+flags.DEFINE_enum("truncation", "head", ["head", "recent_turns"],
+                  "Too long a dialogue keeps its first max_seq_length tokens (head: the release's BERT path) or its "
+                  "most recent whole turns (recent_turns); train with the same --truncation.")
 flags.DEFINE_integer("num_negatives", 9, "Negatives per dialogue (dial2vec: 9).")
 flags.DEFINE_enum("keep_role", "random", ["random", "released"],
                   "Which interlocutor a negative keeps: random per negative (the paper) or always the second "
@@ -23,6 +26,8 @@ flags.DEFINE_enum("keep_role", "random", ["random", "released"],
 flags.DEFINE_integer("min_dialogue_turns", 5, "Drop dialogues with fewer turns (dial2vec: 5).")
 flags.DEFINE_integer("max_dialogues", 0, "Write a seeded sample of this many dialogues (0: all); negatives still "
                      "draw from the whole corpus.")
+flags.DEFINE_integer("samples_per_dialogue", 10, "Samples written per dialogue, each with freshly drawn negatives "
+                     "(the release's samples_per_line: 10), so one pass over the records is one release epoch.")
 flags.DEFINE_integer("random_seed", 12345, "Seed of the sample and of the negatives.")
 flags.DEFINE_integer("num_shards", 1, "Number of output files.")
 flags.mark_flags_as_required(["output_dir", "vocab_file"])

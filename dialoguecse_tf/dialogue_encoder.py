@@ -1,8 +1,11 @@
 """The one inference path for whole dialogues, beside `SentenceEncoder` for sentences:
-turns and speakers -> `dialogue_packing` -> BERT (roles as segment ids) -> dialogue pooling.
+turns and speakers -> `dialogue_packing` -> BERT -> dialogue pooling.
 
 Evaluation of every dialogue model, its baselines and the export's dialogue signature embed
-through `DialogueEncoder`, so a number in a results table and a served vector agree.
+through `DialogueEncoder`, so a number in a results table and a served vector agree. A
+dial2vec encoder records how it read dialogues in training (its truncation, and whether roles
+were BERT's token types); `from_checkpoint` and `dialogue_settings` read that record, so a
+dialogue is embedded as the model was trained on it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.data.dialogue import Dialogue
-from dialoguecse_tf.dialogue_packing import pack_dialogues, ragged_dialogues, speaker_roles
+from dialoguecse_tf.dialogue_packing import TRUNCATIONS, pack_dialogues, ragged_dialogues, speaker_roles
 from dialoguecse_tf.encoder import run_backbone
 from dialoguecse_tf.pooling import DIALOGUE_POOLING_MODES, interlocutor_mean, masked_mean
 from dialoguecse_tf.sentence_encoder import encode_in_batches
@@ -30,15 +33,32 @@ def dialogue_turns(dialogue) -> tuple[list[str], list[int]]:
     return [text for _, text in pairs], speaker_roles([speaker for speaker, _ in pairs], where)
 
 
+def dialogue_settings(metadata: dict) -> dict:
+    """`truncation` and `role_segment_ids` of `DialogueEncoder` for a checkpoint with this
+    metadata: as a dial2vec run trained it (its options, `objectives/dial2vec.py`); for any
+    other checkpoint, the release's BERT path (the first tokens, all-zero token types)."""
+    if metadata.get("objective") != "dial2vec":
+        return {"truncation": "head", "role_segment_ids": False}
+    # A dial2vec encoder written before these options existed was trained with roles as token
+    # types on records that kept the most recent turns, the only way there was then.
+    return {"truncation": metadata.get("truncation", "recent_turns"),
+            "role_segment_ids": metadata.get("role_segment_ids", True)}
+
+
 class DialogueEncoder(tf.Module):
     """A tokenizer and a BERT backbone that embed whole dialogues (`pooling`: "interlocutor",
-    dial2vec's sum of the two roles' token means, or "mean" over all tokens)."""
+    dial2vec's sum of the two roles' token means, or "mean" over all tokens). `truncation` and
+    `separators` are `dialogue_packing`'s; `role_segment_ids` feeds the roles as BERT's token
+    types (default: all zero, as the release's BERT path)."""
 
     def __init__(self, backbone, tokenizer, max_seq_length: int = 512, pooling: str = "interlocutor",
+                 truncation: str = "head", role_segment_ids: bool = False, separators: bool = True,
                  name: str = "dialogue_encoder"):
         super().__init__(name=name)
         if pooling not in DIALOGUE_POOLING_MODES:
             raise ValueError(f"dialogue pooling must be one of {DIALOGUE_POOLING_MODES}, got {pooling!r}")
+        if truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
         if max_seq_length > backbone.max_sequence_length:
             raise ValueError(f"max_seq_length {max_seq_length} exceeds the backbone's {backbone.max_sequence_length} "
                              "positions")
@@ -46,14 +66,28 @@ class DialogueEncoder(tf.Module):
         self.tokenizer = tokenizer
         self.max_seq_length = int(max_seq_length)
         self.pooling = pooling
+        self.truncation = truncation
+        self.role_segment_ids = bool(role_segment_ids)
+        self.separators = bool(separators)
         self._embed_fn = tf.function(self._embed, reduce_retracing=True)
 
     @classmethod
     def from_checkpoint(cls, path: str, max_seq_length: int = 512, pooling: str = "interlocutor", **kwargs):
+        """The checkpoint's encoder, reading dialogues as its training did (`dialogue_settings`)."""
         from dialoguecse_tf.checkpoints import load_checkpoint
 
         loaded = load_checkpoint(path, max_seq_length=max_seq_length, **kwargs)
-        return cls(loaded.backbone, loaded.tokenizer, max_seq_length, pooling)
+        return cls(loaded.backbone, loaded.tokenizer, max_seq_length, pooling, **dialogue_settings(loaded.metadata))
+
+    def describe(self) -> str:
+        """What the vectors are, for results tables."""
+        cut = "its first tokens kept" if self.truncation == "head" else "its most recent turns kept"
+        layout = "[CLS] u_1 [SEP] u_2 [SEP] ..." if self.separators else "[CLS] u_1 u_2 ... (no [SEP])"
+        types = "roles as token types" if self.role_segment_ids else "token types 0"
+        pooled = ("the mean of each interlocutor's token outputs, the two summed" if self.pooling == "interlocutor"
+                  else "the mean of all token outputs")
+        return (f"the dialogue as one sequence {layout} of at most {self.max_seq_length} tokens ({cut}; {types}): "
+                f"{pooled}")
 
     @property
     def dimension(self) -> int:
@@ -65,12 +99,13 @@ class DialogueEncoder(tf.Module):
         return interlocutor_mean(sequence_output, padding_mask, roles)
 
     def _embed(self, turns, roles):
-        packed = pack_dialogues(self.tokenizer, turns, roles, self.max_seq_length)
+        packed = pack_dialogues(self.tokenizer, turns, roles, self.max_seq_length, self.truncation, self.separators)
         # Cut the columns that are padding in every row: the vectors stay the same.
         length = tf.maximum(tf.reduce_max(tf.reduce_sum(packed["padding_mask"], axis=1)), 1)
-        ids, mask, segments = (packed[key][:, :length] for key in ("token_ids", "padding_mask", "segment_ids"))
-        outputs = run_backbone(self.backbone, ids, mask, segment_ids=segments)["sequence_output"]
-        return self.pool(tf.cast(outputs, tf.float32), mask, segments)
+        ids, mask, role_ids = (packed[key][:, :length] for key in ("token_ids", "padding_mask", "role_ids"))
+        outputs = run_backbone(self.backbone, ids, mask,
+                               segment_ids=role_ids if self.role_segment_ids else None)["sequence_output"]
+        return self.pool(tf.cast(outputs, tf.float32), mask, role_ids)
 
     def embed_dialogues(self, turns: tf.RaggedTensor, roles: tf.RaggedTensor):
         """[B, (T)] turn strings and [B, (T)] roles 0/1 -> [B, D] vectors (a graph function)."""

@@ -2,22 +2,26 @@
 dial2vec's records, `DialogueEncoder` and the exported dialogue signature share.
 
 Layout: `[CLS] u_1 [SEP] u_2 [SEP] ... u_n [SEP] [PAD] ...`, the BERT path of dial2vec's
-released `data/data_provider.py` (l.177-281: [CLS], turns separated by [SEP]) with a [SEP]
-closing the last turn too, so every turn ends in one. Per token:
-* `segment_ids`: the turn's role, 0 or 1 (the [CLS] takes the first kept turn's role,
-  padding 0). BERT's token-type embedding carries the role, so a Google or HuggingFace BERT
-  checkpoint loads unchanged. This differs from the release: its BERT path passes all-zero
-  token types, and only its (unreleased) PLATO backbone receives roles, through a role
-  embedding of its own. With the embeddings frozen (dial2vec freezes them with the bottom
-  layers), the role-1 embedding stays the pretrained second token type;
+released `data/data_provider.py` (l.217-232: [CLS], turns separated by [SEP]) with a [SEP]
+closing the last turn too, so every turn ends in one. `separators=False` leaves every [SEP]
+out, `[CLS] u_1 u_2 ... u_n`, as the release packs a dialogue with `--use_sep_token False`
+(l.228-232), the setting of its PLM baselines (`scripts/inference/run_bert.sh`). Per token:
+* `role_ids`: the turn's role, 0 or 1 (the [CLS] takes the first turn's role, a [SEP] its
+  turn's, padding 0), as the release's `role_ids` (l.218-232). Whether a model also feeds
+  them to BERT as token types is the model's choice: the release's BERT path passes all-zero
+  `token_type_ids` (l.250) and reads roles only through its role masks; only its (unreleased)
+  PLATO backbone receives roles, through a role embedding of its own;
 * `turn_ids`: the index of the token's turn among the kept turns (the [CLS]: 0), which
   dial2vec's window over turns reads.
 
-Too long a dialogue keeps its MOST RECENT turns: the oldest whole turns are dropped until the
-rest fits; when even the last turn alone does not fit, it is kept and cut to its first
-`max_seq_length - 2` word pieces. (The release keeps the last 15 turns and then cuts the
-token sequence's end, losing the most recent turns; it also misaligns roles in dialogues of
-more than 15 turns. Neither is reproduced.)
+Too long a dialogue is cut by `truncation`:
+* `"head"` (the default): the sequence keeps its first `max_seq_length` tokens, as the
+  release's BERT path (l.242-244), so the end of the dialogue is lost, possibly mid-turn;
+* `"recent_turns"`: the oldest whole turns are dropped until the rest fits; when even the last
+  turn alone does not fit, it is kept and cut to its first `max_seq_length - 2` word pieces.
+  (The release's PLATO path keeps the last 15 turns and then cuts the sequence's end, l.342,
+  362-366; that is not reproduced.)
+`untruncated_length` says how many tokens the whole dialogue would have taken.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 NUM_ROLES = 2
+TRUNCATIONS = ("head", "recent_turns")
 
 
 def speaker_roles(speakers: Sequence, where: str = "dialogue") -> list[int]:
@@ -43,51 +48,57 @@ def _row_local_index(ragged: tf.RaggedTensor) -> tf.Tensor:
     return tf.range(tf.shape(rows, out_type=rows.dtype)[0]) - tf.gather(ragged.row_starts(), rows)
 
 
-def pack_dialogues(tokenizer, turns: tf.RaggedTensor, roles: tf.RaggedTensor, max_seq_length: int) -> dict:
-    """[B, (T)] turn strings and their [B, (T)] roles -> int32 `token_ids`, `segment_ids`
-    (roles), `turn_ids` and `padding_mask`, each [B, max_seq_length] (module docstring)."""
+def pack_dialogues(tokenizer, turns: tf.RaggedTensor, roles: tf.RaggedTensor, max_seq_length: int,
+                   truncation: str = "head", separators: bool = True) -> dict:
+    """[B, (T)] turn strings and their [B, (T)] roles -> int32 `token_ids`, `role_ids`, `turn_ids`
+    and `padding_mask`, each [B, max_seq_length], and `untruncated_length` [B] (module docstring)."""
+    if truncation not in TRUNCATIONS:
+        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
     length = int(max_seq_length)
     tf.debugging.assert_positive(turns.row_lengths(), message="every dialogue needs at least one turn")
     pieces = tf.RaggedTensor.from_row_splits(tokenizer.tokenize(turns.flat_values), turns.row_splits)
-    piece_counts = tf.cast(pieces.row_lengths(axis=2), tf.int64)
-    # Tokens a turn costs (its pieces and its [SEP]); a turn is kept while it and every later
-    # turn fit beside the [CLS].
-    cost = piece_counts + 1
-    flat_cost = cost.flat_values
-    before = tf.cumsum(flat_cost, exclusive=True)
-    rows = cost.value_rowids()
-    before_in_row = before - tf.gather(tf.gather(before, cost.row_starts()), rows)
-    row_total = tf.gather(tf.reduce_sum(cost, axis=1), rows)
-    from_here_on = row_total - before_in_row
-    is_last = tf.equal(_row_local_index(cost), tf.gather(cost.row_lengths(), rows) - 1)
-    keep_flat = tf.logical_or(from_here_on <= length - 1, is_last)
-    keep = tf.RaggedTensor.from_row_splits(keep_flat, cost.row_splits)
-    kept_pieces = tf.ragged.boolean_mask(pieces, keep)[:, :, :length - 2]
-    kept_roles = tf.ragged.boolean_mask(tf.cast(roles, tf.int64), keep)
+    # Tokens a turn costs: its pieces and its [SEP].
+    cost = tf.cast(pieces.row_lengths(axis=2), tf.int64) + int(separators)
+    roles = tf.cast(roles, tf.int64)
+    if truncation == "recent_turns":
+        # A turn is kept while it and every later turn fit beside the [CLS].
+        flat_cost = cost.flat_values
+        before = tf.cumsum(flat_cost, exclusive=True)
+        rows = cost.value_rowids()
+        before_in_row = before - tf.gather(tf.gather(before, cost.row_starts()), rows)
+        row_total = tf.gather(tf.reduce_sum(cost, axis=1), rows)
+        from_here_on = row_total - before_in_row
+        is_last = tf.equal(_row_local_index(cost), tf.gather(cost.row_lengths(), rows) - 1)
+        keep = tf.RaggedTensor.from_row_splits(tf.logical_or(from_here_on <= length - 1, is_last), cost.row_splits)
+        pieces = tf.ragged.boolean_mask(pieces, keep)[:, :, :length - 1 - int(separators)]
+        roles = tf.ragged.boolean_mask(roles, keep)
 
-    turn_tokens = kept_pieces.values  # [kept turns, (pieces)]
-    sep = tf.fill([turn_tokens.nrows(), 1], tf.constant(tokenizer.sep_id, tf.int64))
-    turn_tokens = tf.concat([turn_tokens, sep], axis=1)
+    turn_tokens = pieces.values  # [turns, (pieces)]
+    if separators:
+        sep = tf.fill([turn_tokens.nrows(), 1], tf.constant(tokenizer.sep_id, tf.int64))
+        turn_tokens = tf.concat([turn_tokens, sep], axis=1)
     tokens_per_turn = turn_tokens.row_lengths()
-    role_tokens = tf.repeat(kept_roles.flat_values, tokens_per_turn)
-    turn_index = tf.repeat(_row_local_index(kept_roles), tokens_per_turn)
+    role_tokens = tf.repeat(roles.flat_values, tokens_per_turn)
+    turn_index = tf.repeat(_row_local_index(roles), tokens_per_turn)
 
     def dialogue_rows(flat_values):
         per_turn = tf.RaggedTensor.from_row_lengths(flat_values, tokens_per_turn)
-        return tf.RaggedTensor.from_row_splits(per_turn, kept_roles.row_splits).merge_dims(1, 2)
+        return tf.RaggedTensor.from_row_splits(per_turn, roles.row_splits).merge_dims(1, 2)
 
-    batch = kept_roles.nrows()
-    first_role = tf.gather(kept_roles.flat_values, kept_roles.row_starts())[:, None]
+    batch = roles.nrows()
+    first_role = tf.gather(roles.flat_values, roles.row_starts())[:, None]
     ids = tf.concat([tf.fill([batch, 1], tf.constant(tokenizer.cls_id, tf.int64)), dialogue_rows(turn_tokens.values)],
                     axis=1)
-    segments = tf.concat([first_role, dialogue_rows(role_tokens)], axis=1)
+    role_ids = tf.concat([first_role, dialogue_rows(role_tokens)], axis=1)
     turn_ids = tf.concat([tf.zeros([batch, 1], tf.int64), dialogue_rows(turn_index)], axis=1)
+    # `to_tensor` with a fixed width keeps each row's first `length` values: the head truncation.
     shape = [None, length]
     return {
         "token_ids": tf.cast(ids.to_tensor(0, shape=shape), tf.int32),
-        "segment_ids": tf.cast(segments.to_tensor(0, shape=shape), tf.int32),
+        "role_ids": tf.cast(role_ids.to_tensor(0, shape=shape), tf.int32),
         "turn_ids": tf.cast(turn_ids.to_tensor(0, shape=shape), tf.int32),
         "padding_mask": tf.cast(tf.ones_like(ids).to_tensor(0, shape=shape), tf.int32),
+        "untruncated_length": tf.cast(1 + tf.reduce_sum(cost, axis=1), tf.int32),
     }
 
 

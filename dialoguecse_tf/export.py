@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.config_io import write_config
-from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_turns
+from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings, dialogue_turns
 from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches
 
 SERVING_SIGNATURE = "serving_default"
@@ -92,8 +92,8 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
                       version: int | None = None, dialogue_encoder: DialogueEncoder | None = None) -> str:
     """Writes `export_dir/<version>/`, the layout TF Serving expects; returns that path.
 
-    `dialogue_encoder` (default: interlocutor pooling over the backbone's full length) serves
-    the dialogue signature.
+    `dialogue_encoder` (default: interlocutor pooling over the backbone's full length, the
+    release's first tokens and all-zero token types) serves the dialogue signature.
 
     The SavedModel is written beside its final name and renamed into place, so a serving
     process polling `export_dir` never sees a half-written version.
@@ -124,10 +124,15 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
 
 
 def run_export(config: ExportConfig) -> str:
-    encoder = SentenceEncoder.from_checkpoint(config.checkpoint, config.max_seq_length, config.pooling)
-    dialogue_encoder = DialogueEncoder(encoder.backbone, encoder.tokenizer,
-                                       config.dialogue_max_seq_length or encoder.backbone.max_sequence_length,
-                                       config.dialogue_pooling)
+    from dialoguecse_tf.checkpoints import load_checkpoint
+
+    loaded = load_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length)
+    encoder = SentenceEncoder(loaded.backbone, loaded.tokenizer, pooling=config.pooling)
+    # The dialogue signature reads dialogues as the encoder's training did (a dial2vec run's
+    # truncation and token types, recorded in its metadata).
+    dialogue_encoder = DialogueEncoder(loaded.backbone, loaded.tokenizer,
+                                       config.dialogue_max_seq_length or loaded.backbone.max_sequence_length,
+                                       config.dialogue_pooling, **dialogue_settings(loaded.metadata))
     path = export_savedmodel(encoder, config.export_dir, config.normalize, config.version, dialogue_encoder)
     write_config(config, path, "export_config.json")
     return path

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
+from dialoguecse_tf.dialogue_packing import TRUNCATIONS
 from dialoguecse_tf.io_utils import parse_json_object
 
 # Google BERT pretraining features (names and types must not change).
@@ -341,17 +342,27 @@ class PairRecordSpec(_RecordSpec):
 class DialogueRecordSpec(_RecordSpec):
     """A dialogue (row 0) and its ``num_negatives`` negatives, each one packed sequence
     (``dialogue_packing``): ``dialogue_input_ids``/``_mask``, ``dialogue_role_ids`` (0/1 per
-    token, the segment ids) and ``dialogue_turn_ids`` (the token's turn), all
-    ``[1 + num_negatives, max_seq_length]``."""
+    token, the token's interlocutor) and ``dialogue_turn_ids`` (the token's turn), all
+    ``[1 + num_negatives, max_seq_length]``. ``truncation`` is the packing's rule for too long
+    a dialogue (``dialogue_packing.TRUNCATIONS``)."""
 
     record_type: ClassVar[str] = RECORD_TYPE_DIALOGUES
 
     max_seq_length: int
     num_negatives: int
+    truncation: str = "head"
 
     def __post_init__(self):
         _check_positive_int("DialogueRecordSpec", "max_seq_length", self.max_seq_length, 4)
         _check_positive_int("DialogueRecordSpec", "num_negatives", self.num_negatives, 1)
+        if self.truncation not in TRUNCATIONS:
+            raise ValueError(f"DialogueRecordSpec.truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]):
+        # Records written before the spec named its truncation kept the most recent turns, the
+        # only rule there was then.
+        return super().from_dict({"truncation": "recent_turns", **values})
 
     @property
     def num_samples(self) -> int:

@@ -69,7 +69,8 @@ class TrainConfig:
     eval_sts_file: str | None = field(None, "D-STS set (sts.txt) to evaluate on every eval_steps and at the end.")
     eval_dialogue_file: str | None = field(None, "Labelled dialogues (an SGD folder or file) for dial2vec's "
                                            "clustering, relatedness and retrieval every eval_steps and at the end "
-                                           "(interlocutor pooling, max_seq_length tokens per dialogue).")
+                                           "(interlocutor pooling, max_seq_length tokens per dialogue, truncation "
+                                           "and token types as in training).")
     eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
                             "first task's primary metric in table order (D-STS Corr., else SR MAP, else dialogue "
                             "purity) is kept in best_encoder/.", minimum=0)
@@ -124,7 +125,7 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
              "dialogue_file": config.eval_dialogue_file}
     if not any(files.values()):
         return None
-    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
+    from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings
     from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
 
     dataset = EvaluationDataset.from_files("dev", files)
@@ -133,7 +134,9 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
 
     def evaluate(step):
         encoder = SentenceEncoder(backbone, tokenizer, pooling="mean")
-        dialogue_encoder = DialogueEncoder(backbone, tokenizer, config.max_seq_length, pooling="interlocutor")
+        # Dialogues read as the written encoder will read them (`DialogueEncoder.from_checkpoint`).
+        dialogue_encoder = DialogueEncoder(backbone, tokenizer, config.max_seq_length, pooling="interlocutor",
+                                           **dialogue_settings({"objective": objective.name, **objective.metadata()}))
         results = {key: float(value) for key, value in dataset(encoder.encode, dialogue_encoder.encode_dialogues).items()}
         value = results[primary_metric]
         previous = best.get("value")

@@ -18,9 +18,12 @@ DSE's evaluations (Banking77, CLINC150 and its out-of-scope queries):
   --oos_file=../shared/data/intent/clinc150/data_oos_plus.json
 
 dial2vec's dialogue-level evaluations (clustering, relatedness, retrieval) of SGD dev's
-single-service dialogues, labelled by service:
+single-service dialogues, labelled by service, each checkpoint's row with its dialogue protocol
+(plain_mean for an untouched encoder, utterance_mean for sentence encoders, interlocutor for
+dial2vec):
 
-  --dataset_name=SGD-dev --dialogue_file=../shared/data/sgd/dev --dialogue_pooling=interlocutor
+  --dataset_name=SGD-dev --dialogue_file=../shared/data/sgd/dev \
+  --checkpoint=MINILM,DSE_ENCODER,DIAL2VEC_ENCODER --dialogue_protocol=plain_mean,utterance_mean,interlocutor
 
 Writes config.json, results.json and results.md into --output_dir.
 """

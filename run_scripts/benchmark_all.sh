@@ -7,7 +7,10 @@
 #     ECD dev and JDDC dev SR (MAP, MRR) and D-STS (Corr.).
 #   English: SGD train, from all-MiniLM-L6-v2; SGD dev SR (the sgd_minilm.sh set), 1- and 5-shot
 #     intent accuracy on Banking77, CLINC150 and HWU64, CLINC150 out-of-scope recall, and SGD dev
-#     dialogue purity / Spearman / MAP (836 single-service dialogues, interlocutor pooling).
+#     dialogue purity / Spearman / MAP (836 single-service dialogues), each row's dialogues embedded
+#     by the protocol dial2vec's comparison gives its kind of model (evaluation/dialogue_protocols.py):
+#     plain_mean for the untouched and MLM-adapted encoders, utterance_mean for the sentence
+#     encoders (SiameseBERT_M, DialogueCSE_I2, SimCSE-unsup, DSE), interlocutor for dial2vec.
 # Each method follows its own paper's pipeline: DialogueCSE and SiameseBERT_M train from the MLM
 # encoder (their papers' continued pretraining), SimCSE-unsup, DSE and dial2vec from the start
 # encoder; dial2vec keeps its encoder best by SGD dev purity as its paper does (so its SGD dev
@@ -77,16 +80,17 @@ known = {key for key, _ in metric_columns()}
 bad = [c for c in sys.argv[1].split(",") if c and c.rpartition(":")[2] not in known]
 sys.exit(f"unknown metric in COLUMNS: {bad}" if bad else 0)' "${COLUMNS}"
 
-# train_keyed TRACK NAME DISPLAY SEED ENCODER_DIR FLAGS...: one training run in a folder named by
-# its key; appends its encoder to CHECKPOINTS and "DISPLAY [seed SEED]" to NAMES.
+# train_keyed TRACK NAME DISPLAY SEED ENCODER_DIR PROTOCOL FLAGS...: one training run in a folder
+# named by its key; appends its encoder to CHECKPOINTS, "DISPLAY [seed SEED]" to NAMES and the
+# dialogue protocol its row is scored with to PROTOCOLS.
 train_keyed() {
-  local track="$1" name="$2" display="$3" seed="$4" encoder="$5"; shift 5
+  local track="$1" name="$2" display="$3" seed="$4" encoder="$5" protocol="$6"; shift 6
   local key
   key="$(python train/run_key.py --random_seed="${seed}" "$@" | tail -n 1)"
   local out="${RUN}/${track}/train/${name}_seed${seed}-${key}"
   stage "${track}_${name}_seed${seed}_${key}" "${out}/${encoder}" python train/run_training.py \
     --random_seed="${seed}" --output_dir="${out}" "${REUSE[@]}" "$@"
-  CHECKPOINTS+=("${out}/${encoder}"); NAMES+=("${display} [seed ${seed}]")
+  CHECKPOINTS+=("${out}/${encoder}"); NAMES+=("${display} [seed ${seed}]"); PROTOCOLS+=("${protocol}")
 }
 
 # train_rows TRACK DIR START DIAL2VEC_ENCODER: every wanted method row, each seed, from the
@@ -96,23 +100,23 @@ train_rows() {
   local track="$1" dir="$2" start="$3" dial2vec_encoder="$4" seed
   for seed in ${SEEDS}; do
     if want siamese_m; then
-      train_keyed "${track}" siamese_m SiameseBERT_M "${seed}" encoder --train_file="${dir}/contrastive_records/contrastive-*" \
+      train_keyed "${track}" siamese_m SiameseBERT_M "${seed}" encoder utterance_mean --train_file="${dir}/contrastive_records/contrastive-*" \
         --init_checkpoint="${ADAPT}" "${SIAMESE[@]}"
     fi
     if want dialoguecse_i2; then
-      train_keyed "${track}" dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder \
+      train_keyed "${track}" dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder utterance_mean \
         --train_file="${dir}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE[@]}"
     fi
     if want simcse_unsup; then
-      train_keyed "${track}" simcse_unsup SimCSE-unsup "${seed}" encoder --train_file="${dir}/pairs_self/pairs-*" \
+      train_keyed "${track}" simcse_unsup SimCSE-unsup "${seed}" encoder utterance_mean --train_file="${dir}/pairs_self/pairs-*" \
         --init_checkpoint="${start}" "${PAIRS[@]}" --contrast_type=Orig
     fi
     if want dse; then
-      train_keyed "${track}" dse DSE "${seed}" encoder --train_file="${dir}/pairs_consecutive/pairs-*" \
+      train_keyed "${track}" dse DSE "${seed}" encoder utterance_mean --train_file="${dir}/pairs_consecutive/pairs-*" \
         --init_checkpoint="${start}" "${PAIRS[@]}" --contrast_type=HardNeg
     fi
     if want dial2vec; then
-      train_keyed "${track}" dial2vec dial2vec "${seed}" "${dial2vec_encoder}" \
+      train_keyed "${track}" dial2vec dial2vec "${seed}" "${dial2vec_encoder}" interlocutor \
         --train_file="${dir}/dialogue_records/dialogues-*" --init_checkpoint="${start}" "${DIAL2VEC[@]}"
     fi
   done
@@ -126,7 +130,7 @@ evaluate_part() {
   rm -f "${eval_dir}/results.json"
   stage "${track}_eval${PART_SUFFIX}" "${eval_dir}/results.json" python evaluation/run_evaluation.py "$@" \
     --checkpoint="$(IFS=,; echo "${CHECKPOINTS[*]}")" --model_name="$(IFS=,; echo "${NAMES[*]}")" \
-    --output_dir="${eval_dir}"
+    --dialogue_protocol="$(IFS=,; echo "${PROTOCOLS[*]}")" --output_dir="${eval_dir}"
   mkdir -p "${RESULTS}/parts/${part}"
   cp "${eval_dir}/results.json" "${RESULTS}/parts/${part}/results.json"
   grep "^${track}_" "${timings}" > "${RESULTS}/parts/${part}/stage_seconds.tsv" || true
@@ -189,10 +193,11 @@ JSON
     "${DIALOGUE_RECORDS[@]}" --keep_role=random --random_seed=12345
 
   # The small BERT has no pretrained start: the MLM encoder starts every row ("untouched" does not apply).
-  CHECKPOINTS=(); NAMES=()
-  train_keyed zh mlm "MLM-adapted encoder" 12345 encoder --train_file="${ZH}/mlm_records/mlm-*" "${MLM_FLAGS[@]}"
-  ADAPT="${CHECKPOINTS[0]}"; CHECKPOINTS=(); NAMES=()
-  if want mlm; then CHECKPOINTS=("${ADAPT}"); NAMES=("MLM-adapted encoder"); fi
+  CHECKPOINTS=(); NAMES=(); PROTOCOLS=()
+  train_keyed zh mlm "MLM-adapted encoder" 12345 encoder plain_mean --train_file="${ZH}/mlm_records/mlm-*" \
+    "${MLM_FLAGS[@]}"
+  ADAPT="${CHECKPOINTS[0]}"; CHECKPOINTS=(); NAMES=(); PROTOCOLS=()
+  if want mlm; then CHECKPOINTS=("${ADAPT}"); NAMES=("MLM-adapted encoder"); PROTOCOLS=(plain_mean); fi
   train_rows zh "${ZH}" "${ADAPT}" encoder
   evaluate_part zh \
     --dataset_name=ECD --select_file="${DATA}/ecd/dev/select.txt" --sts_file="${DATA}/ecd/dev/sts.txt" \
@@ -246,12 +251,13 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
     --num_negatives="${DIALOGUE_NEGATIVES}" \
     --keep_role=random "${MAX_DIALOGUES[@]}" --random_seed=12345
 
-  CHECKPOINTS=(); NAMES=()
-  if want untouched; then CHECKPOINTS=("${MINILM}"); NAMES=("Untouched encoder"); fi
+  CHECKPOINTS=(); NAMES=(); PROTOCOLS=()
+  if want untouched; then CHECKPOINTS=("${MINILM}"); NAMES=("Untouched encoder"); PROTOCOLS=(plain_mean); fi
   if want mlm || want siamese_m || want dialoguecse_i2; then
-    train_keyed en mlm "MLM-adapted encoder" 12345 encoder --train_file="${EN}/mlm_records/mlm-*" "${MLM_FLAGS[@]}"
-    ADAPT="${CHECKPOINTS[-1]}"; unset 'CHECKPOINTS[-1]' 'NAMES[-1]'
-    if want mlm; then CHECKPOINTS+=("${ADAPT}"); NAMES+=("MLM-adapted encoder"); fi
+    train_keyed en mlm "MLM-adapted encoder" 12345 encoder plain_mean --train_file="${EN}/mlm_records/mlm-*" \
+      "${MLM_FLAGS[@]}"
+    ADAPT="${CHECKPOINTS[-1]}"; unset 'CHECKPOINTS[-1]' 'NAMES[-1]' 'PROTOCOLS[-1]'
+    if want mlm; then CHECKPOINTS+=("${ADAPT}"); NAMES+=("MLM-adapted encoder"); PROTOCOLS+=(plain_mean); fi
   fi
   train_rows en "${EN}" "${MINILM}" best_encoder
   INTENT="${DATA}/intent"
@@ -261,7 +267,7 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
     --dataset_name=CLINC150 --select_file='' --dialogue_file='' --intent_file="${INTENT}/clinc150/data_oos_plus.json" \
     --oos_file="${INTENT}/clinc150/data_oos_plus.json" \
     --dataset_name=HWU64 --select_file='' --dialogue_file='' --intent_file="${INTENT}/hwu64/hwu64_64intents.json" --oos_file='' \
-    --dialogue_label=service --dialogue_pooling=interlocutor --dialogue_max_seq_length="${DIALOGUE_LENGTH}" \
+    --dialogue_label=service --dialogue_max_seq_length="${DIALOGUE_LENGTH}" \
     --pooling=mean --max_seq_length=64
 fi
 

@@ -8,7 +8,9 @@
 #   2. the three objectives' records from the training dialogues: DialogueCSE contrastive
 #      samples, DSE consecutive-utterance pairs, dial2vec dialogues with their negatives;
 #   3. DialogueCSE_I2, DSE and dial2vec, each from the untouched MiniLM (short CPU runs);
-#   4. every task on MiniLM and the three encoders, one table;
+#   4. every task on MiniLM and the three encoders, one table (each row's dialogues embedded by the
+#      protocol dial2vec's comparison gives its kind of model: plain_mean for MiniLM,
+#      utterance_mean for DialogueCSE_I2 and DSE, interlocutor for dial2vec);
 #   5. the DialogueCSE encoder exported as a TF Serving SavedModel, a HuggingFace folder and a
 #      keras-hub preset (MiniLM's exact GELU is not keras-hub's, so that export records its drift).
 # Outputs under RUN_DIR (default runs/demo; finished stages are reused, delete the folder to
@@ -62,7 +64,7 @@ stage eval "${RUN}/eval/results.json" python evaluation/run_evaluation.py --data
   --select_file="${CORPUS}/sr/select.txt" --sts_file="${CORPUS}/sts/sts.txt" \
   --intent_file="${CORPUS}/intent/intent.json" --oos_file="${CORPUS}/intent/intent.json" \
   --dialogue_file="${CORPUS}/dialogues/eval_dialogues.jsonl" --dialogue_label=service \
-  --dialogue_max_seq_length="${DIALOGUE_LENGTH}" --dialogue_pooling=interlocutor \
+  --dialogue_max_seq_length="${DIALOGUE_LENGTH}" --dialogue_protocol=plain_mean,utterance_mean,utterance_mean,interlocutor \
   --checkpoint="$(IFS=,; echo "${MINILM},${ENCODERS[*]}")" \
   --model_name="MiniLM (untouched),DialogueCSE_I2,DSE,dial2vec" --pooling=mean --max_seq_length="${SENTENCE_LENGTH}" \
   --output_dir="${RUN}/eval"

@@ -5,13 +5,21 @@
 # Spearman, retrieval MAP/MRR. SGD dev is also the selection set (the encoder best by dev purity,
 # every 100 steps, as the paper selects), so the final numbers are DEV numbers; SGD test is held back.
 #   1. dialogue records: DIAL2VEC_DIALOGUES (default 3000) sampled dialogues of SGD train with at
-#      least 5 turns, each with 4 negatives keeping a random interlocutor (the paper's rule);
+#      least 5 turns, each written 10 times (the release's samples per session) with 4 fresh
+#      negatives keeping a random interlocutor (the paper's rule);
 #   2. dial2vec with --preset=cpu_dial2vec (192 tokens per dialogue, 4 negatives, batch 4, lr 2e-5,
 #      tau 0.2, window 10, bottom 3 of 6 layers frozen, STEPS=300), once per seed in SEEDS;
-#   3. baselines on the same evaluators, all at 192 tokens per dialogue: untouched MiniLM with mean
-#      pooling over the whole dialogue and with interlocutor pooling; the DialogueCSE_I2 encoder of
-#      sgd_minilm.sh and the DSE encoder of dse_sgd_minilm.sh (first seed of each), interlocutor
-#      pooling. Those two scripts must have run first (DCSE_ENCODER / DSE_ENCODER to point elsewhere).
+#   3. baselines on the same evaluators, each row embedding dialogues by the protocol dial2vec's
+#      comparison gives its kind of model (--dialogue_protocol, evaluation/dialogue_protocols.py):
+#      untouched MiniLM by plain_mean (the whole dialogue without [SEP], first 192 tokens, mean of
+#      all tokens) and, for comparison, by interlocutor pooling; the DialogueCSE_I2 encoder of
+#      sgd_minilm.sh and the DSE encoder of dse_sgd_minilm.sh (first seed of each) by
+#      utterance_mean (each utterance's sentence vector, averaged per dialogue); the dial2vec rows
+#      by interlocutor pooling at 192 tokens. Those two scripts must have run first (DCSE_ENCODER /
+#      DSE_ENCODER to point elsewhere).
+#   4. study rows: tau 0.05 (TAU005_SEEDS) and roles fed as BERT token types (ROLE_SEGMENT_SEEDS,
+#      --role_segment_ids, the project's encoding before it followed the release's all-zero
+#      token types); each defaults to the first seed, empty skips it.
 # Outputs under RUN_DIR (default runs/dial2vec_sgd_minilm; finished stages reused); table, records'
 # stats, train logs and the command under RESULTS_DIR (default results/dial2vec_sgd_minilm).
 set -euo pipefail
@@ -64,21 +72,37 @@ for seed in ${TAU005_SEEDS-${FIRST_SEED}}; do
   CHECKPOINTS+=("${out}/best_encoder"); NAMES+=("dial2vec tau 0.05 [seed ${seed}]")
 done
 
-DATASET=(--dataset_name=SGD-dev --dialogue_file="${DEV}" --dialogue_label=service --dialogue_max_seq_length="${LENGTH}"
-         --max_seq_length=64)
-stage eval_mean "${RUN}/eval_mean/results.json" python evaluation/run_evaluation.py "${DATASET[@]}" \
-  --checkpoint="${MINILM}" --model_name="MiniLM (mean pooling)" --dialogue_pooling=mean --output_dir="${RUN}/eval_mean"
-rm -f "${RUN}/eval_interlocutor/results.json" "${RESULTS}/table.json"
-stage eval_interlocutor "${RUN}/eval_interlocutor/results.json" python evaluation/run_evaluation.py "${DATASET[@]}" \
-  --checkpoint="$(IFS=,; echo "${MINILM},${DCSE_ENCODER},${DSE_ENCODER},${CHECKPOINTS[*]}")" \
-  --model_name="$(IFS=,; echo "MiniLM (interlocutor pooling),DialogueCSE_I2 (SGD train),DSE (SGD train),${NAMES[*]}")" \
-  --dialogue_pooling=interlocutor --output_dir="${RUN}/eval_interlocutor"
-stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results="${RUN}/eval_mean/results.json" \
-  --results="${RUN}/eval_interlocutor/results.json" --output_dir="${RESULTS}" --output_name=table
+# The encoder records --role_segment_ids, so its evaluation feeds roles as token types too.
+for seed in ${ROLE_SEGMENT_SEEDS-${FIRST_SEED}}; do
+  out="${RUN}/train/dial2vec_role_segments_seed${seed}"
+  stage "train_dial2vec_role_segments_seed${seed}" "${out}/best_encoder" python train/run_training.py \
+    --preset=cpu_dial2vec --role_segment_ids --train_file="${RUN}/dialogue_records/dialogues-*" \
+    --init_checkpoint="${MINILM}" --output_dir="${out}" --num_train_steps="${STEPS}" --eval_dialogue_file="${DEV}" \
+    --random_seed="${seed}"
+  cp "${out}/train_log.jsonl" "${RESULTS}/train_logs/dial2vec_role_segments_seed${seed}.jsonl"
+  CHECKPOINTS+=("${out}/best_encoder"); NAMES+=("dial2vec roles as token types [seed ${seed}]")
+done
+
+# Each row: checkpoint, name, dialogue protocol.
+ROWS=("${MINILM}|MiniLM (plain mean)|plain_mean" "${MINILM}|MiniLM (interlocutor pooling)|interlocutor"
+      "${DCSE_ENCODER}|DialogueCSE_I2 (SGD train)|utterance_mean" "${DSE_ENCODER}|DSE (SGD train)|utterance_mean")
+for i in "${!CHECKPOINTS[@]}"; do ROWS+=("${CHECKPOINTS[i]}|${NAMES[i]}|interlocutor"); done
+EVAL_CHECKPOINTS=(); EVAL_NAMES=(); EVAL_PROTOCOLS=()
+for row in "${ROWS[@]}"; do
+  IFS='|' read -r checkpoint name protocol <<< "${row}"
+  EVAL_CHECKPOINTS+=("${checkpoint}"); EVAL_NAMES+=("${name}"); EVAL_PROTOCOLS+=("${protocol}")
+done
+rm -f "${RUN}/eval/results.json" "${RESULTS}/table.json"
+stage eval "${RUN}/eval/results.json" python evaluation/run_evaluation.py --dataset_name=SGD-dev \
+  --dialogue_file="${DEV}" --dialogue_label=service --dialogue_max_seq_length="${LENGTH}" --max_seq_length=64 \
+  --checkpoint="$(IFS=,; echo "${EVAL_CHECKPOINTS[*]}")" --model_name="$(IFS=,; echo "${EVAL_NAMES[*]}")" \
+  --dialogue_protocol="$(IFS=,; echo "${EVAL_PROTOCOLS[*]}")" --output_dir="${RUN}/eval"
+stage merge "${RESULTS}/table.json" python evaluation/merge_results.py --results="${RUN}/eval/results.json" \
+  --output_dir="${RESULTS}" --output_name=table
 
 python evaluation/plot_train_logs.py "${CURVES[@]}" --output_dir="${RESULTS}" --output_name=train_curves
 cp "${timings}" "${RESULTS}/stage_seconds.tsv"
 cp "${RUN}/dialogue_records/prep_stats.json" "${RESULTS}/dialogue_records_prep_stats.json"
-write_command "${RESULTS}/command.txt" "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} STEPS=${STEPS} DIAL2VEC_DIALOGUES=${DIALOGUES} SEEDS='${SEEDS}' TAU005_SEEDS='${TAU005_SEEDS-${FIRST_SEED}}' DCSE_ENCODER=${DCSE_ENCODER} DSE_ENCODER=${DSE_ENCODER} bash run_scripts/dial2vec_sgd_minilm.sh" \
+write_command "${RESULTS}/command.txt" "RUN_DIR=${RUN} RESULTS_DIR=${RESULTS} STEPS=${STEPS} DIAL2VEC_DIALOGUES=${DIALOGUES} SEEDS='${SEEDS}' TAU005_SEEDS='${TAU005_SEEDS-${FIRST_SEED}}' ROLE_SEGMENT_SEEDS='${ROLE_SEGMENT_SEEDS-${FIRST_SEED}}' DCSE_ENCODER=${DCSE_ENCODER} DSE_ENCODER=${DSE_ENCODER} bash run_scripts/dial2vec_sgd_minilm.sh" \
   "total wall seconds: ${SECONDS}"
 cat "${RESULTS}/table.md"

@@ -15,6 +15,7 @@ ENTRY_POINTS = {
     "build_vocab.py": ("dialoguecse_tf.data.pipeline", "VocabConfig"),
     "create_pretraining_data.py": ("dialoguecse_tf.data.pipeline", "MlmDataConfig"),
     "create_contrastive_data.py": ("dialoguecse_tf.data.pipeline", "ContrastiveDataConfig"),
+    "create_dialogue_data.py": ("dialoguecse_tf.data.pipeline", "DialogueDataConfig"),
     "build_sr_set.py": ("dialoguecse_tf.data.pipeline", "SrSetConfig"),
     "generate_demo_corpus.py": ("dialoguecse_tf.data.demo_corpus", "DemoCorpusConfig"),
 }

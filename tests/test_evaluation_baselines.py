@@ -12,7 +12,7 @@ from dialoguecse_tf.evaluation.baselines import (
     fit_principal_axes,
     fit_whitening,
 )
-from dialoguecse_tf.evaluation.config import DIALOGUE_POOLING_MODES, POOLING_MODES, FitOptions, FlowConfig
+from dialoguecse_tf.evaluation.config import POOLING_MODES, FitOptions, FlowConfig
 from dialoguecse_tf.evaluation.flow import NormalizingFlow, fit_flow
 from dialoguecse_tf.evaluation.registry import BASELINES, display_name
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
@@ -41,7 +41,6 @@ def test_registry_names_and_display_names():
     with pytest.raises(ValueError, match="unknown baseline 'glove'"):
         display_name("glove", "BERT")
     assert POOLING_MODES == pooling.POOLING_MODES
-    assert DIALOGUE_POOLING_MODES == pooling.DIALOGUE_POOLING_MODES
 
 
 def test_cls_and_avg_are_the_sentence_encoder(embedders):

@@ -245,3 +245,22 @@ def test_absolute_paths_in_the_config_are_written_relative(tmp_path):
     saved = new_results(config, [])["config"]
     assert saved["checkpoint"] == [os.path.relpath(tmp_path / "ckpt", REPO_ROOT), "runs/x"]
     assert saved["output_dir"] == os.path.relpath(tmp_path / "out", REPO_ROOT) and saved["batch_size"] == 8
+
+
+def test_the_table_lists_each_rows_dialogue_protocol_through_merging_and_seed_folding(tmp_path):
+    results = make_results(tmp_path, models=((seed_row_name("dial2vec", 1), 1.0, 2.0, 3.0),
+                                             (seed_row_name("dial2vec", 2), 1.5, 2.0, 3.0),
+                                             ("MiniLM", 4.0, 5.0, 6.0), ("BERT-avg", 7.0, 8.0, 9.0)))
+    for model, protocol in zip(results["models"], ("interlocutor", "interlocutor", "plain_mean", None)):
+        model["dialogue_protocol"] = protocol
+    table = aggregate_seeds(merge_results([write_results(results, str(tmp_path / "r"))]))
+    assert [row.dialogue_protocols for row in table.rows] == [["interlocutor"], ["plain_mean"], []]
+    assert ("each row's embedding protocol (interlocutor: dial2vec's interlocutor pooling; utterance_mean: the "
+            "mean of the sentence vectors of its utterances; plain_mean: the mean of all token outputs of the "
+            "dialogue without [SEP]): dial2vec (2 seeds): interlocutor; MiniLM: plain_mean.") in table.to_markdown()
+    # Results written before rows named their protocol: no protocol line.
+    for model in results["models"]:
+        del model["dialogue_protocol"]
+    old = merge_results([write_results(results, str(tmp_path / "old"))])
+    assert "embedding protocol" not in old.to_markdown()
+    assert model_record("x", "c", None, "d", None, {})["dialogue_protocol"] is None

@@ -126,3 +126,23 @@ def test_the_dialogue_signature_gives_encode_dialogues_vectors(tmp_path, tiny_be
         with pytest.raises(tf.errors.InvalidArgumentError, match=message):
             signature(turns=tf.constant(["hi", "hello"]), speakers=tf.constant(["a", "b"]),
                       dialogue_lengths=tf.constant(lengths, tf.int32))
+
+
+def test_the_dialogue_signature_reads_dialogues_as_the_checkpoint_was_trained(tmp_path, tiny_bert_config,
+                                                                              tiny_vocab_file):
+    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
+    from dialoguecse_tf.export import ExportConfig, ExportedEncoder, run_export
+
+    backbone = build_backbone(tiny_bert_config)
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
+    # A dial2vec run trained with roles as token types on records that kept the recent turns.
+    checkpoint = save_checkpoint(str(tmp_path / "dial2vec"), backbone, tiny_bert_config, tokenizer,
+                                 metadata={"objective": "dial2vec", "truncation": "recent_turns",
+                                           "role_segment_ids": True})
+    dialogues = [[("user", "where is my order"), ("agent", "the order is late " * 3), ("user", "refund please")],
+                 [("agent", "hello"), ("user", "thanks")]]
+    path = run_export(ExportConfig(checkpoint, str(tmp_path / "export"), max_seq_length=16, dialogue_max_seq_length=12))
+    served = ExportedEncoder(path).encode_dialogues(dialogues)
+    trained = DialogueEncoder(backbone, tokenizer, 12, truncation="recent_turns", role_segment_ids=True)
+    np.testing.assert_allclose(served, trained.encode_dialogues(dialogues), atol=1e-5)
+    assert not np.allclose(served, DialogueEncoder(backbone, tokenizer, 12).encode_dialogues(dialogues), atol=1e-3)

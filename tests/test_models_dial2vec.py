@@ -1,5 +1,5 @@
-"""dial2vec's cross-representations against a NumPy reference of the released forward pass,
-and the dialogue encoder against the training model's embedding."""
+"""dial2vec's cross-representations against a NumPy reference of the released forward pass, its
+records, and the dialogue encoder against the training model's embedding in every setting."""
 
 import itertools
 
@@ -9,14 +9,15 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf import schema
+from dialoguecse_tf.checkpoints import save_checkpoint
 from dialoguecse_tf.data.dialogue_records import make_negatives, usable_dialogues, write_dialogue_records
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_corpus
-from dialoguecse_tf.dialogue_encoder import DialogueEncoder
+from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings
 from dialoguecse_tf.dialogue_packing import pack_dialogues, ragged_dialogues
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.models.dial2vec import Dial2vecModel, cross_representations
-from dialoguecse_tf.tokenization import Tokenizer
+from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 
 
 def _numpy_forward(h, mask, roles, turns, window):
@@ -53,20 +54,36 @@ def _dialogues(shared_data, count=6):
     return list(itertools.islice(read_corpus(str(shared_data / "sgd" / "dev"), "sgd"), count))
 
 
+def _model_batch(packed):
+    return {schema.DIALOGUE_INPUT_IDS: packed["token_ids"][:, None], schema.DIALOGUE_INPUT_MASK:
+            packed["padding_mask"][:, None], schema.DIALOGUE_ROLE_IDS: packed["role_ids"][:, None],
+            schema.DIALOGUE_TURN_IDS: packed["turn_ids"][:, None]}
+
+
 def test_encoder_embeds_as_the_training_model_and_by_either_pooling(shared_data, tiny_vocab_file, tiny_bert_config):
     keras.utils.set_random_seed(0)
     backbone = build_backbone(tiny_bert_config.replace(max_position_embeddings=64))
     tokenizer = Tokenizer(tiny_vocab_file)
     dialogues = _dialogues(shared_data)
-    encoder = DialogueEncoder(backbone, tokenizer, max_seq_length=40)
-    vectors = encoder.encode_dialogues(dialogues, batch_size=4)
     texts = [[turn.text for turn in d.turns] for d in dialogues]
     roles = [[0 if turn.speaker == d.turns[0].speaker else 1 for turn in d.turns] for d in dialogues]
-    packed = pack_dialogues(tokenizer, *ragged_dialogues(texts, roles), 40)
-    batch = {schema.DIALOGUE_INPUT_IDS: packed["token_ids"][:, None], schema.DIALOGUE_INPUT_MASK:
-             packed["padding_mask"][:, None], schema.DIALOGUE_ROLE_IDS: packed["segment_ids"][:, None],
-             schema.DIALOGUE_TURN_IDS: packed["turn_ids"][:, None]}
-    np.testing.assert_allclose(vectors, Dial2vecModel(backbone)(batch)["embedding"].numpy(), atol=1e-5)
+    settings = {}
+    for truncation, role_segment_ids in (("head", False), ("recent_turns", False), ("head", True)):
+        encoder = DialogueEncoder(backbone, tokenizer, max_seq_length=40, truncation=truncation,
+                                  role_segment_ids=role_segment_ids)
+        vectors = encoder.encode_dialogues(dialogues, batch_size=8)
+        packed = pack_dialogues(tokenizer, *ragged_dialogues(texts, roles), 40, truncation)
+        model = Dial2vecModel(backbone, role_segment_ids=role_segment_ids)
+        np.testing.assert_allclose(vectors, model(_model_batch(packed))["embedding"].numpy(), atol=1e-5)
+        settings[truncation, role_segment_ids] = vectors
+    # Each setting embeds differently: SGD dialogues are longer than 40 tokens, and the role-1
+    # tokens' token type moves their outputs.
+    assert not np.allclose(settings["head", False], settings["recent_turns", False])
+    assert not np.allclose(settings["head", False], settings["head", True])
+    vectors = settings["head", False]
+    # The defaults are the release's BERT path: the first tokens, all-zero token types.
+    encoder = DialogueEncoder(backbone, tokenizer, max_seq_length=40)
+    assert (encoder.truncation, encoder.role_segment_ids, encoder.separators) == ("head", False, True)
     # Plain mean over the whole dialogue differs from the sum of the two role means.
     plain = DialogueEncoder(backbone, tokenizer, max_seq_length=40, pooling="mean").encode_dialogues(dialogues)
     assert not np.allclose(plain, vectors)
@@ -75,6 +92,24 @@ def test_encoder_embeds_as_the_training_model_and_by_either_pooling(shared_data,
     np.testing.assert_allclose(encoder.encode_dialogues(pairs), vectors[:2], atol=1e-5)
     with pytest.raises(ValueError, match="dialogue: dial2vec needs exactly two interlocutors"):
         encoder.encode_dialogues([[("a", "hi"), ("a", "hello")]])
+
+
+def test_a_checkpoint_is_embedded_as_its_training_read_dialogues(tmp_path, tiny_vocab_file, tiny_bert_config):
+    cases = [
+        ({"objective": "dial2vec", "truncation": "recent_turns", "role_segment_ids": True}, ("recent_turns", True)),
+        ({"objective": "dial2vec", "truncation": "head", "role_segment_ids": False}, ("head", False)),
+        # Written before the options existed: trained with roles as token types and recent turns.
+        ({"objective": "dial2vec", "temperature": 0.2}, ("recent_turns", True)),
+        ({"objective": "dse"}, ("head", False)),
+        ({}, ("head", False)),
+    ]
+    for metadata, (truncation, role_segment_ids) in cases:
+        assert dialogue_settings(metadata) == {"truncation": truncation, "role_segment_ids": role_segment_ids}
+    config = tiny_bert_config.replace(max_position_embeddings=64)
+    path = save_checkpoint(str(tmp_path / "encoder"), build_backbone(config), config, Tokenizer(tiny_vocab_file),
+                           metadata=cases[0][0])
+    loaded = DialogueEncoder.from_checkpoint(path, max_seq_length=40)
+    assert (loaded.truncation, loaded.role_segment_ids, loaded.max_seq_length) == ("recent_turns", True, 40)
 
 
 def test_negatives_keep_one_role_and_draw_the_other_from_its_pool():
@@ -100,7 +135,7 @@ def test_dialogue_records_on_real_sgd(shared_data, tiny_vocab_file, tmp_path):
     tokenizer = Tokenizer(tiny_vocab_file)
     dialogues = _dialogues(shared_data, 12)
     stats = write_dialogue_records(dialogues, tokenizer, str(tmp_path), schema.DialogueRecordSpec(48, 3),
-                                   log=lambda _: None)
+                                   log=lambda _: None, samples_per_dialogue=1)
     usable = usable_dialogues(dialogues, 5, PrepStats())
     assert stats["samples_written"] == len(usable) > 5
     assert stats["dialogues_truncated"] > 0  # SGD dialogues are longer than 48 tokens
@@ -110,9 +145,50 @@ def test_dialogue_records_on_real_sgd(shared_data, tiny_vocab_file, tmp_path):
     first = usable[0]
     packed = pack_dialogues(tokenizer, *ragged_dialogues([first[1]], [first[2]]), 48)
     np.testing.assert_array_equal(record[schema.DIALOGUE_INPUT_IDS][0], packed["token_ids"][0])
-    np.testing.assert_array_equal(record[schema.DIALOGUE_ROLE_IDS][0], packed["segment_ids"][0])
+    np.testing.assert_array_equal(record[schema.DIALOGUE_ROLE_IDS][0], packed["role_ids"][0])
     # A negative shares the dialogue's roles and turn layout but not all of its tokens.
     assert not np.array_equal(record[schema.DIALOGUE_INPUT_IDS][1], record[schema.DIALOGUE_INPUT_IDS][0])
     with pytest.raises(ValueError, match="dial2vec needs at least 2"):
         write_dialogue_records(dialogues[:1], tokenizer, str(tmp_path / "one"), schema.DialogueRecordSpec(48, 3),
                                log=lambda _: None)
+
+
+def _read_records(folder):
+    files, spec, info = schema.resolve_records([str(folder / "dialogues-*")], schema.RECORD_TYPE_DIALOGUES)
+    ids = np.stack([record[schema.DIALOGUE_INPUT_IDS].numpy() for record in schema.read_dataset(files, spec)])
+    return files, info, ids
+
+
+def test_each_dialogue_gives_ten_samples_with_fresh_negatives_as_the_release(shared_data, tmp_path):
+    dialogues = _dialogues(shared_data, 8)
+    texts = [turn.text for dialogue in dialogues for turn in dialogue.turns]
+    write_vocab(build_vocab(texts, vocab_size=3000, min_count=1), str(tmp_path / "vocab.txt"))
+    tokenizer = Tokenizer(str(tmp_path / "vocab.txt"))
+    usable = usable_dialogues(dialogues, 5, PrepStats())
+    count = len(usable)
+
+    def write(name, seed):
+        write_dialogue_records(dialogues, tokenizer, str(tmp_path / name), schema.DialogueRecordSpec(96, 3),
+                               random_seed=seed, log=lambda _: None)
+        return _read_records(tmp_path / name)
+
+    files, info, ids = write("a", 7)
+    # The release's samples_per_line (generate_training.py:93) is 10.
+    assert len(ids) == info["samples_written"] == 10 * count and count >= 5
+    assert info["samples_per_dialogue"] == 10 and info["dialogues_written"] == count
+    rounds = ids.reshape(10, count, 4, 96)
+    # Round r holds every dialogue once, in the same order, with the dialogue itself unchanged ...
+    assert all(np.array_equal(rounds[r, :, 0], rounds[0, :, 0]) for r in range(10))
+    assert len({rounds[0, d, 0].tobytes() for d in range(count)}) == count
+    # ... and negatives drawn afresh: no two of a dialogue's ten samples share their negatives.
+    for d in range(count):
+        assert len({rounds[r, d, 1:].tobytes() for r in range(10)}) == 10
+    again_files, _, again = write("b", 7)
+    np.testing.assert_array_equal(again, ids)
+    assert [open(f, "rb").read() for f in again_files] == [open(f, "rb").read() for f in files]
+    _, _, other = write("c", 8)
+    np.testing.assert_array_equal(other.reshape(rounds.shape)[:, :, 0], rounds[:, :, 0])
+    assert not np.array_equal(other, ids)
+    with pytest.raises(ValueError, match="samples_per_dialogue must be a positive int"):
+        write_dialogue_records(dialogues, tokenizer, str(tmp_path / "d"), schema.DialogueRecordSpec(96, 3),
+                               samples_per_dialogue=0, log=lambda _: None)

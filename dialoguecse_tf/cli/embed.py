@@ -26,7 +26,8 @@ flags.DEFINE_enum("dialogue_format", None, ["authors", "mdc", "ecd", "jddc", "sg
                   "dialogue needs exactly two speakers).")
 flags.DEFINE_enum("dialogue_pooling", "interlocutor", ["interlocutor", "mean"],
                   "Dialogue embedding: the two roles' token means summed (dial2vec) or the mean over all tokens.")
-flags.DEFINE_integer("dialogue_max_seq_length", 512, "Tokens per dialogue; the most recent turns are kept.")
+flags.DEFINE_integer("dialogue_max_seq_length", 512, "Tokens per dialogue, cut as the checkpoint's training cut "
+                     "them (a dial2vec run's --truncation; otherwise the first tokens are kept).")
 flags.mark_flags_as_required(["output_file"])
 flags.mark_flags_as_mutual_exclusive(["checkpoint", "export_dir"], required=True)
 FLAGS = flags.FLAGS

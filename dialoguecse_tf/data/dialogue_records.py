@@ -1,6 +1,15 @@
 """dial2vec's training samples (Liu et al., EMNLP 2022, section 3.2; the authors'
 `data/generate_training.py`): a dialogue and `num_negatives` negatives made from it.
 
+Each dialogue gives `samples_per_dialogue` samples (default 10), each with freshly drawn
+negatives, as the release's `get_result` writes `samples_per_line` lines per session
+(l.88-103; 10, the value its clustering files and `network.py:60` `sample_nums = 10` assume).
+So one pass over the records is one release epoch: a dialogue is seen that many times, with as
+many different sets of negatives. The records are written round by round (every dialogue once,
+then every dialogue again with new negatives, ...), not copy after copy as the release's file:
+the release's sampler reshuffles the whole file, the training stage only shuffles within a
+buffer, and a prefix of the records (`max_train_examples`) stays a set of distinct dialogues.
+
 A negative keeps one interlocutor's turns and replaces every turn of the other with an
 utterance of that other role drawn uniformly, turn by turn, from all such utterances of the
 corpus (the release draws each replaced turn independently, l.72-73, from a pool that may
@@ -11,14 +20,16 @@ include the dialogue's own utterances, as here). Which interlocutor is kept:
 
 Dialogues need at least `min_turns` turns (the release: 5, l.15, 47-50) and exactly two
 interlocutors (roles 0/1 by order of first appearance); others are dropped and counted.
-Each sequence is packed by `dialogue_packing` (most recent turns kept); dialogues whose
-turns did not all fit are counted (`dialogues_truncated`). Turns are counted after the corpus
+Each sequence is packed by `dialogue_packing` with the spec's `truncation` (by default the
+first `max_seq_length` tokens, as the release's BERT path); dialogues that did not fit whole
+are counted (`dialogues_truncated`). Turns are counted after the corpus
 stage's merging of a speaker's consecutive utterances (`--merge_speakers`, on by default; the
 release counts raw turns); on SGD, whose speakers alternate, the two agree.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 
@@ -30,6 +41,7 @@ from dialoguecse_tf.dialogue_packing import NUM_ROLES, pack_dialogues, ragged_di
 
 KEEP_ROLES = ("random", "released")
 DEFAULT_MIN_TURNS = 5
+DEFAULT_SAMPLES_PER_DIALOGUE = 10
 _CHUNK = 64
 _PROGRESS_EVERY = 2000
 
@@ -63,12 +75,16 @@ def make_negatives(texts, roles, pools, num_negatives: int, keep_role: str, rng:
 def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.DialogueRecordSpec,
                            keep_role: str = "random", min_turns: int = DEFAULT_MIN_TURNS, random_seed: int = 12345,
                            num_shards: int = 1, stats: PrepStats | None = None, log=print,
-                           max_dialogues: int = 0) -> PrepStats:
+                           max_dialogues: int = 0,
+                           samples_per_dialogue: int = DEFAULT_SAMPLES_PER_DIALOGUE) -> PrepStats:
     """Writes sharded dialogue records (`dialogues-*.tfrecord`) and `records_info.json`.
 
     `max_dialogues` > 0 writes a seeded sample of that many dialogues (a CPU run reads only a
-    few thousand); the negatives still draw from the whole corpus's utterances.
+    few thousand); the negatives still draw from the whole corpus's utterances. Every dialogue
+    is written `samples_per_dialogue` times, in rounds, each time with new negatives.
     """
+    if isinstance(samples_per_dialogue, bool) or not isinstance(samples_per_dialogue, int) or samples_per_dialogue < 1:
+        raise ValueError(f"samples_per_dialogue must be a positive int, got {samples_per_dialogue!r}")
     stats = stats if stats is not None else PrepStats()
     usable = usable_dialogues(dialogues, min_turns, stats)
     if len(usable) < 2:
@@ -82,29 +98,33 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.D
         usable = [usable[i] for i in sorted(rng.sample(range(len(usable)), max_dialogues))]
     os.makedirs(output_dir, exist_ok=True)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "dialogues"), num_shards) as writer:
-        for start in range(0, len(usable), _CHUNK):
+        for sample_round, start in itertools.product(range(samples_per_dialogue), range(0, len(usable), _CHUNK)):
             chunk = usable[start:start + _CHUNK]
             turn_lists, role_lists = [], []
             for _, texts, roles in chunk:
                 for turns in [texts] + make_negatives(texts, roles, pools, spec.num_negatives, keep_role, rng):
                     turn_lists.append(turns)
                     role_lists.append(roles)
-            packed = {key: value.numpy().reshape(len(chunk), spec.num_samples, spec.max_seq_length)
+            packed = {key: value.numpy().reshape(len(chunk), spec.num_samples, -1)
                       for key, value in pack_dialogues(tokenizer, *ragged_dialogues(turn_lists, role_lists),
-                                                       spec.max_seq_length).items()}
-            for row, (_, texts, _) in enumerate(chunk):
-                kept_turns = int(packed["turn_ids"][row, 0].max()) + 1
-                stats.increment("dialogues_truncated", int(kept_turns < len(texts)))
+                                                       spec.max_seq_length, spec.truncation).items()}
+            for row in range(len(chunk)):
+                if sample_round == 0:
+                    stats.increment("dialogues_truncated",
+                                    int(packed["untruncated_length"][row, 0, 0] > spec.max_seq_length))
                 writer.write(spec.serialize({
                     schema.DIALOGUE_INPUT_IDS: packed["token_ids"][row].astype(np.int64),
                     schema.DIALOGUE_INPUT_MASK: packed["padding_mask"][row].astype(np.int64),
-                    schema.DIALOGUE_ROLE_IDS: packed["segment_ids"][row].astype(np.int64),
+                    schema.DIALOGUE_ROLE_IDS: packed["role_ids"][row].astype(np.int64),
                     schema.DIALOGUE_TURN_IDS: packed["turn_ids"][row].astype(np.int64),
                 }))
             if writer.num_written // _PROGRESS_EVERY > (writer.num_written - len(chunk)) // _PROGRESS_EVERY:
                 log(f"[dialogues] {writer.num_written} records written")
+    stats.increment("dialogues_written", len(usable))
     stats.increment("samples_written", writer.num_written)
     schema.write_records_info(output_dir, spec, {**stats.to_dict(), "keep_role": keep_role, "min_turns": min_turns,
+                                                 "samples_per_dialogue": samples_per_dialogue,
                                                  "random_seed": random_seed})
-    log(f"[dialogues] {writer.num_written} dialogues with {spec.num_negatives} negatives each -> {output_dir}")
+    log(f"[dialogues] {len(usable)} dialogues x {samples_per_dialogue} samples, each with {spec.num_negatives} "
+        f"negatives: {writer.num_written} records -> {output_dir}")
     return stats

@@ -204,6 +204,8 @@ class DialogueDataConfig:
     keep_role: str = "random"
     min_dialogue_turns: int = 5
     max_dialogues: int = 0
+    samples_per_dialogue: int = 10
+    truncation: str = "head"
     random_seed: int = 12345
     num_shards: int = 1
 
@@ -218,9 +220,10 @@ def run_create_dialogue_data(config: DialogueDataConfig, log=print) -> PrepStats
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
     write_dialogue_records(dialogues, tokenizer, config.output_dir,
-                           schema.DialogueRecordSpec(config.max_seq_length, config.num_negatives), config.keep_role,
+                           schema.DialogueRecordSpec(config.max_seq_length, config.num_negatives, config.truncation),
+                           config.keep_role,
                            config.min_dialogue_turns, config.random_seed, config.num_shards, stats, log,
-                           config.max_dialogues)
+                           config.max_dialogues, config.samples_per_dialogue)
     _finish(config, stats, start, log)
     return stats
 

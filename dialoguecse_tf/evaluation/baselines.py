@@ -77,16 +77,17 @@ class CheckpointEmbedders:
     mean pooling, so BERT runs once per distinct sentence for all three.
     """
 
-    def __init__(self, backbone, tokenizer, batch_size: int = 64):
+    def __init__(self, backbone, tokenizer, batch_size: int = 64, metadata: dict | None = None):
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.batch_size = batch_size
+        self.metadata = metadata or {}  # the checkpoint's record of its training (`checkpoints.save_checkpoint`)
         self._cache: dict[str, CachedEmbedder] = {}
 
     @classmethod
     def from_checkpoint(cls, path: str, max_seq_length: int = 128, batch_size: int = 64) -> "CheckpointEmbedders":
         loaded = load_checkpoint(path, max_seq_length=max_seq_length)
-        return cls(loaded.backbone, loaded.tokenizer, batch_size)
+        return cls(loaded.backbone, loaded.tokenizer, batch_size, loaded.metadata)
 
     def _cached(self, key: str, make_encoder: Callable[[], SentenceEncoder]) -> CachedEmbedder:
         if key not in self._cache:
@@ -101,15 +102,29 @@ class CheckpointEmbedders:
     def token_average(self) -> CachedEmbedder:
         return self._cached("token_average", lambda: TokenEmbeddingAverager(self.backbone, self.tokenizer))
 
-    def dialogues(self, pooling: str, max_seq_length: int) -> CachedEmbedder:
-        """Whole dialogues through `DialogueEncoder` (`pooling` "interlocutor" or "mean")."""
-        from dialoguecse_tf.dialogue_encoder import DialogueEncoder
+    def dialogues(self, protocol: str, max_seq_length: int, sentence_pooling: str = "mean") -> "BuiltModel":
+        """Whole dialogues embedded by a `dialogue_protocols` protocol: `max_seq_length` tokens per
+        packed dialogue, or each utterance through `pooled(sentence_pooling)`."""
+        from dialoguecse_tf.evaluation.dialogue_protocols import average_utterances, packed_dialogue_encoder
 
-        key = f"dialogues:{pooling}:{max_seq_length}"
+        if protocol == "utterance_mean":
+            # Through the sentence columns' cache: an utterance is embedded once for both.
+            sentences = self.pooled(sentence_pooling)
+            key = f"dialogues:utterance_mean:{sentence_pooling}"
+
+            def embed_dialogues(dialogues):
+                return average_utterances(sentences, dialogues)
+
+            description = (f"each utterance embedded alone as the sentence columns are "
+                           f"({_POOLING_DESCRIPTIONS[sentence_pooling]}, at most {self.tokenizer.max_seq_length} "
+                           "tokens), the dialogue's utterance vectors averaged")
+        else:
+            encoder = packed_dialogue_encoder(protocol, self.backbone, self.tokenizer, self.metadata, max_seq_length)
+            key = f"dialogues:{protocol}:{max_seq_length}"
+            embed_dialogues, description = encoder.encode_dialogues, encoder.describe()
         if key not in self._cache:
-            encoder = DialogueEncoder(self.backbone, self.tokenizer, max_seq_length, pooling)
-            self._cache[key] = CachedEmbedder(encoder.encode_dialogues)
-        return self._cache[key]
+            self._cache[key] = CachedEmbedder(embed_dialogues)
+        return BuiltModel(self._cache[key], f"dialogues by the {protocol} protocol: {description}")
 
 
 @dataclasses.dataclass(frozen=True)

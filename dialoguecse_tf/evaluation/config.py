@@ -15,13 +15,13 @@ from dialoguecse_tf.data.readers import READERS
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.data.intent import SPLITS as INTENT_SPLITS
 from dialoguecse_tf.evaluation.dialogue_sets import DIALOGUE_LABELS
-from dialoguecse_tf.evaluation.registry import BASELINES, display_name, get_baseline
+from dialoguecse_tf.evaluation.registry import (BASELINES, DIALOGUE_PROTOCOLS, check_dialogue_protocol, display_name,
+                                                get_baseline)
 from dialoguecse_tf.evaluation.tasks.base import task_classes
 
-# `dialoguecse_tf.pooling.POOLING_MODES` and `DIALOGUE_POOLING_MODES`, repeated so that this
-# module loads without TensorFlow (a test keeps them equal).
+# `dialoguecse_tf.pooling.POOLING_MODES`, repeated so that this module loads without
+# TensorFlow (a test keeps them equal).
 POOLING_MODES = ("mean", "cls")
-DIALOGUE_POOLING_MODES = ("interlocutor", "mean")
 
 # "lines": one sentence per line; the others are the corpus readers' formats, whose
 # utterances (and candidate responses) become the training sentences.
@@ -103,9 +103,13 @@ class EvaluationConfig:
         "dataset, '' for none.")
     dialogue_label: str = field("service", "Label of a dialogue: its service (e.g. Restaurants_2, as dial2vec) or "
                                 "its domain (Restaurants).", choices=DIALOGUE_LABELS)
-    dialogue_pooling: str = field("interlocutor", "Dialogue embedding: interlocutor (the two roles' token means "
-                                  "summed, dial2vec) or mean (over all tokens).", choices=DIALOGUE_POOLING_MODES)
-    dialogue_max_seq_length: int = field(512, "Tokens per dialogue; the most recent turns are kept.")
+    dialogue_protocol: tuple[str, ...] = field(
+        ("interlocutor",), "How each checkpoint's row embeds dialogues: one protocol for every checkpoint, or one "
+        "per checkpoint in the same order. " + "; ".join(f"{name}: {text}" for name, text in DIALOGUE_PROTOCOLS.items())
+        + ".", flag="list")
+    dialogue_max_seq_length: int = field(512, "Tokens per packed dialogue (interlocutor and plain_mean protocols), "
+                                         "cut as the checkpoint's training cut them (a dial2vec run's --truncation; "
+                                         "otherwise the first tokens are kept).")
     dataset_name: tuple[str, ...] = field(
         (), "Column name of a dataset (e.g. ECD, JDDC); repeat once per dataset. Optional with one dataset "
         "(default 'dev').")
@@ -136,7 +140,7 @@ class EvaluationConfig:
 
     def __post_init__(self):
         for name in ("checkpoint", "select_file", "sts_file", "intent_file", "oos_file", "dialogue_file",
-                     "dataset_name", "model_name", "baselines"):
+                     "dataset_name", "model_name", "baselines", "dialogue_protocol"):
             object.__setattr__(self, name, tuple(getattr(self, name) or ()))
         if not self.checkpoint:
             raise ValueError("give at least one checkpoint to evaluate")
@@ -162,8 +166,13 @@ class EvaluationConfig:
                 "unlabelled training sentences: give train_text_file"
             )
         if self.baselines and any(self.dialogue_file):
-            raise ValueError("the dialogue tasks evaluate checkpoints as they are (with --dialogue_pooling); the "
+            raise ValueError("the dialogue tasks evaluate checkpoints as they are (with --dialogue_protocol); the "
                              "baselines are sentence embeddings: evaluate them in a separate run")
+        for name in self.dialogue_protocol:
+            check_dialogue_protocol(name)
+        if len(self.dialogue_protocol) not in (1, len(self.checkpoint)):
+            raise ValueError(f"give one dialogue_protocol for every checkpoint or one per checkpoint: "
+                             f"{len(self.checkpoint)} checkpoints, {len(self.dialogue_protocol)} protocols")
         for name in ("max_seq_length", "batch_size", "dialogue_max_seq_length"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
@@ -190,6 +199,12 @@ class EvaluationConfig:
                 seed=self.random_seed,
             ),
         )
+
+    def dialogue_protocols(self) -> list[str]:
+        """Each checkpoint's dialogue protocol, in checkpoint order."""
+        if len(self.dialogue_protocol) == 1:
+            return list(self.dialogue_protocol) * len(self.checkpoint)
+        return list(self.dialogue_protocol)
 
     def model_rows(self) -> list[tuple[str, list[tuple[str, str | None]]]]:
         """Per checkpoint, its results-table rows as (display name, baseline name or None)."""

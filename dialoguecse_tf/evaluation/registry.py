@@ -1,4 +1,5 @@
-"""Names of the baselines an evaluation can ask for, and how Table 2 names their rows.
+"""Names of the baselines an evaluation can ask for, how Table 2 names their rows, and the
+dialogue-embedding protocols a row's dialogue columns can be scored with.
 
 Kept free of TensorFlow so that configs and command lines can be checked instantly;
 `baselines.py` holds the code that builds each one.
@@ -42,3 +43,23 @@ def get_baseline(name: str) -> BaselineInfo:
 def display_name(baseline_name: str, model_name: str) -> str:
     """Table 2's row name, e.g. ("flow", "BERT(adapt)") -> "BERT(adapt)-flow"."""
     return get_baseline(baseline_name).display_template.format(model=model_name)
+
+
+# How a results row embeds whole dialogues, after dial2vec's comparison (its paper, section 4.3,
+# and release: each kind of model is embedded its own way); `dialogue_protocols.py` builds them.
+DIALOGUE_PROTOCOLS: dict[str, str] = {
+    "interlocutor": "dial2vec's own: the dialogue packed into one sequence, the mean of each interlocutor's token "
+                    "outputs, the two summed (release: network.py:162, mean_by_role)",
+    "utterance_mean": "the sentence encoders' (SimCSE, DSE, DialogueCSE, SiameseBERT): each utterance embedded alone "
+                      "as the sentence columns are, the dialogue's utterance vectors averaged (release: run.py:173-199, "
+                      "data_provider.py:141-162)",
+    "plain_mean": "an untouched language model's: the whole dialogue as [CLS] and every turn's word pieces with no "
+                  "[SEP] (--use_sep_token False), its first tokens, the plain mean of all token outputs (release: "
+                  "run_bert.sh, run.py:543-546)",
+}
+
+
+def check_dialogue_protocol(name: str) -> str:
+    if name not in DIALOGUE_PROTOCOLS:
+        raise ValueError(f"unknown dialogue protocol {name!r}; known protocols: {', '.join(DIALOGUE_PROTOCOLS)}")
+    return name

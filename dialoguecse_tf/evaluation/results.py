@@ -9,9 +9,11 @@
                    "sts_pairs": 500}],
      "models": [{"display_name": "BERT-flow", "checkpoint": "runs/ecd/pretrain/encoder", "baseline": "flow" | null,
                  "description": "...", "fit": {...} | null,
+                 "dialogue_protocol": "interlocutor" | "utterance_mean" | "plain_mean" | null,
                  "metrics": {"ECD": {"corr": 55.04, "map": 52.16, "mrr": 71.06}}}]}
 
-Metrics are percentages. Datasets carry the SHA-256 of their files so that merging refuses to
+Metrics are percentages. `dialogue_protocol` (absent in files written before it existed) names
+how the row embedded dialogues (`registry.DIALOGUE_PROTOCOLS`), null without a dialogue task. Datasets carry the SHA-256 of their files so that merging refuses to
 put numbers from different files under one column name; each evaluation task
 (`evaluation/tasks/`) adds its `<task>_file`, `<task>_sha256` and count keys, and its metrics
 become table columns in task order. Paths are written relative to the repository (files
@@ -124,13 +126,14 @@ def new_results(config: dict, datasets: list[dict]) -> dict:
 
 
 def model_record(display_name: str, checkpoint: str, baseline: str | None, description: str,
-                 fit: dict | None, metrics: dict) -> dict:
+                 fit: dict | None, metrics: dict, dialogue_protocol: str | None = None) -> dict:
     return {
         "display_name": display_name,
         "checkpoint": portable_path(checkpoint),
         "baseline": baseline,
         "description": description,
         "fit": fit,
+        "dialogue_protocol": dialogue_protocol,
         "metrics": metrics,
     }
 
@@ -203,6 +206,7 @@ class TableRow:
     spread: dict = dataclasses.field(default_factory=dict)  # {dataset: {metric: sample std over seeds}}
     seeds: list = dataclasses.field(default_factory=list)  # training seeds averaged into this row
     per_seed: list = dataclasses.field(default_factory=list)  # each seed's metrics, in `seeds` order
+    dialogue_protocols: list = dataclasses.field(default_factory=list)  # how its dialogue columns were embedded
 
 
 @dataclasses.dataclass
@@ -269,6 +273,12 @@ class ResultsTable:
                      for cell, (name, key, _) in zip(cells, columns)]
             lines.append(f"| {_cell(_row_label(row))} | " + " | ".join(cells) + " |")
         lines += ["", "All numbers are percentages."]
+        if any(row.dialogue_protocols for row in self.rows):
+            lines += ["", "Dialogue columns, each row's embedding protocol (interlocutor: dial2vec's interlocutor "
+                      "pooling; utterance_mean: the mean of the sentence vectors of its utterances; plain_mean: the "
+                      "mean of all token outputs of the dialogue without [SEP]): "
+                      + "; ".join(f"{_row_label(row)}: {', '.join(row.dialogue_protocols)}"
+                                  for row in self.rows if row.dialogue_protocols) + "."]
         if best:
             lines += ["", _BEST_NOTE]
         lines += [f"- {task.label} ({', '.join(header for _, header in task.metrics)}): {task.description}."
@@ -407,6 +417,9 @@ def results_table(sources: list[tuple[str, dict]]) -> ResultsTable:
                                  ("sources", source)):
                 if value not in getattr(row, field):
                     getattr(row, field).append(value)
+            protocol = model.get("dialogue_protocol")
+            if protocol is not None and protocol not in row.dialogue_protocols:
+                row.dialogue_protocols.append(protocol)
     return ResultsTable(list(datasets.values()), list(rows.values()))
 
 
@@ -454,7 +467,7 @@ def _fold_seeds(model: str, seed_rows: list) -> TableRow:
             if len(numbers) > 1:
                 folded.spread.setdefault(dataset, {})[key] = statistics.stdev(numbers)
     for _, row in seed_rows:
-        for field in ("descriptions", "checkpoints", "sources"):
+        for field in ("descriptions", "checkpoints", "sources", "dialogue_protocols"):
             for value in getattr(row, field):
                 if value not in getattr(folded, field):
                     getattr(folded, field).append(value)

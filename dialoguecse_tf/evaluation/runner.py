@@ -10,11 +10,6 @@ from dialoguecse_tf.config_io import config_to_dict
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.embedding_io import read_texts
 from dialoguecse_tf.evaluation.config import EvaluationConfig
-
-DIALOGUE_POOLING_DESCRIPTIONS = {
-    "interlocutor": "the mean of each interlocutor's token outputs, the two summed (dial2vec)",
-    "mean": "the mean of all token outputs of the dialogue",
-}
 from dialoguecse_tf.evaluation.results import model_record, new_results, write_results
 from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
 
@@ -72,7 +67,7 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
 
     results = new_results(config_to_dict(config), [dataset.record() for dataset in suite.datasets])
     options = config.fit_options()
-    for checkpoint, named_rows in config.model_rows():
+    for (checkpoint, named_rows), protocol in zip(config.model_rows(), config.dialogue_protocols()):
         embedders = CheckpointEmbedders.from_checkpoint(checkpoint, config.max_seq_length, config.batch_size)
         for name, baseline in named_rows:
             start = time.perf_counter()
@@ -81,15 +76,14 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
                 if baseline is None
                 else build_baseline(baseline, embedders, train_texts, options)
             )
-            encode_dialogues = None
+            dialogues, row_protocol = None, None
             if "dialogues" in suite.input_kinds:
-                encode_dialogues = embedders.dialogues(config.dialogue_pooling, config.dialogue_max_seq_length)
-            metrics = suite(built.embed_fn, encode_dialogues)
-            description = built.description
-            if encode_dialogues is not None:
-                description += (f"; dialogues (at most {config.dialogue_max_seq_length} tokens, the most recent turns "
-                                f"kept): {DIALOGUE_POOLING_DESCRIPTIONS[config.dialogue_pooling]}")
-            results["models"].append(model_record(name, checkpoint, baseline, description, built.fit, metrics))
+                row_protocol = protocol
+                dialogues = embedders.dialogues(protocol, config.dialogue_max_seq_length, config.pooling)
+            metrics = suite(built.embed_fn, dialogues and dialogues.embed_fn)
+            description = built.description + (f"; {dialogues.description}" if dialogues else "")
+            results["models"].append(model_record(name, checkpoint, baseline, description, built.fit, metrics,
+                                                  row_protocol))
             write_results(results, config.output_dir)
             summary = "; ".join(
                 f"{dataset}: " + ", ".join(f"{key} {value:.2f}" for key, value in values.items())

@@ -2,7 +2,11 @@
 `dial2vec/network.py`, `Dial2vec.forward` l.79-167).
 
 Each example is S token sequences of one dialogue (the dialogue itself first, then its
-negatives; `dialogue_packing` layout, roles in the segment ids). For every sequence, with E
+negatives; `dialogue_packing` layout). BERT's token types are all zero, as the release's BERT
+path feeds them (`data/data_provider.py:250`): roles act only through the masks below.
+`role_segment_ids=True` feeds each token's role as its token type instead (the project's earlier
+encoding; the role-1 tokens then carry BERT's second token-type embedding, which MiniLM and
+BERT were pretrained with for a second sentence, not a second speaker). For every sequence, with E
 [L, d] the backbone's last layer and `m_0`, `m_1` [L] the masks of role 0's and role 1's
 tokens (padding excluded):
 
@@ -53,12 +57,13 @@ class Dial2vecModel(keras.Model):
     """Batched dialogue records ([B, S, L]) -> `self_0`, `cross_0`, `self_1`, `cross_1`, each
     [B, S, d], and `embedding` [B, d] (self_0 + self_1 of sequence 0, the dialogue itself)."""
 
-    def __init__(self, backbone, window: int = DEFAULT_WINDOW, **kwargs):
+    def __init__(self, backbone, window: int = DEFAULT_WINDOW, role_segment_ids: bool = False, **kwargs):
         super().__init__(**kwargs)
         if isinstance(window, bool) or not isinstance(window, int) or window < 0:
             raise ValueError(f"window must be a non-negative int, got {window!r}")
         self.backbone = backbone
         self.window = window
+        self.role_segment_ids = bool(role_segment_ids)
 
     def call(self, inputs, training=False):
         ids = tf.cast(inputs[schema.DIALOGUE_INPUT_IDS], tf.int32)
@@ -68,7 +73,8 @@ class Dial2vecModel(keras.Model):
             return tf.reshape(tf.cast(inputs[name], tf.int32), (-1, length))
 
         mask, roles, turns = flat(schema.DIALOGUE_INPUT_MASK), flat(schema.DIALOGUE_ROLE_IDS), flat(schema.DIALOGUE_TURN_IDS)
-        outputs = run_backbone(self.backbone, tf.reshape(ids, (-1, length)), mask, training, segment_ids=roles)
+        outputs = run_backbone(self.backbone, tf.reshape(ids, (-1, length)), mask, training,
+                               segment_ids=roles if self.role_segment_ids else None)
         pooled = cross_representations(tf.cast(outputs["sequence_output"], tf.float32), mask, roles, turns,
                                        self.window)
         names = ("self_0", "cross_0", "self_1", "cross_1")
@@ -77,7 +83,8 @@ class Dial2vecModel(keras.Model):
         return result
 
     def get_config(self):
-        return {**super().get_config(), "backbone": backbone_config(self.backbone), "window": self.window}
+        return {**super().get_config(), "backbone": backbone_config(self.backbone), "window": self.window,
+                "role_segment_ids": self.role_segment_ids}
 
     @classmethod
     def from_config(cls, config):
