@@ -19,10 +19,11 @@ computes it (princeton-nlp/SimCSE: `simcse/models.py`, `train.py`, `run_unsup_ex
   batch's j (l.194-212), one direction, N - 1 negatives, tau 0.05 (run_unsup_example.sh:22); the
   views are gathered from every replica first, as the release all-gathers them (l.171-192);
 * inference: unsupervised SimCSE drops the MLP (`--mlp_only_train`, run_unsup_example.sh:20;
-  `sentemb_forward`, l.262-263; the release's README: use `cls_before_pooler` for unsupervised
-  models), so the written encoder embeds a sentence by its [CLS] vector. `mlp_only_train=False`
-  keeps the MLP (inference pooling `pooler`, BERT's pooler output, where the MLP is written);
-  `cls_before_pooler` and `avg` train and embed without it. The choice is recorded in the
+  `sentemb_forward`, l.262-263; the release's README, l.198 and 226, reports that unsupervised
+  SimCSE does better with the MLP in training only), so the written encoder embeds a sentence
+  by its [CLS] vector. `mlp_only_train=False` keeps the MLP (inference pooling `pooler`, BERT's
+  pooler output, where the MLP is written); `cls_before_pooler` and `avg` train and embed
+  without it. The choice is recorded in the
   encoder's metadata (`sentence_pooling`), which evaluation, `encode()` and the exports read;
 * optimiser: the HuggingFace Trainer's defaults, which the script keeps (transformers 4.2.1,
   requirements.txt; `simcse/trainers.py` builds them at l.313 and clips at l.473-487): transformers'
@@ -30,13 +31,18 @@ computes it (princeton-nlp/SimCSE: `simcse/models.py`, `train.py`, `run_unsup_ex
   it and Keras), weight decay 0.0 (none on biases and LayerNorm when set), a linear decay to 0
   without warmup, the gradient's global norm clipped at 1.0; every layer trains.
 
+Paper and release: the release's README says its published unsupervised models use
+hyperparameters newer than the paper's, with slightly better results (l.15, 102); the settings
+here are the release's (its README's table, l.236-244, and run_unsup_example.sh).
+
 Departures: the release trains with `--fp16` (run_unsup_example.sh:25; `--mixed_precision` here,
-GPU only); it evaluates every 125 steps on STS-B dev and keeps the best checkpoint (l.15-18),
-which the project lacks (see `presets.paper_simcse`); it reshuffles the whole set every epoch
-and keeps the last partial batch (the Trainer's DataLoader), where the stage shuffles within a
-10k buffer and drops it (`training.make_dataset`); under several GPUs its summed gradient is
-1/R of one device's (DDP averages the replicas' gradients of a loss each computes over the
-gathered batch), where the stage's equals one device's (`losses.replica_share_of_global_loss`).
+GPU only); it evaluates every 125 steps on STS-B dev and keeps the best checkpoint
+(run_unsup_example.sh:15-18), a set the project lacks (see `presets.paper_simcse`); it
+reshuffles the whole set every epoch and keeps the last partial batch (the Trainer's
+DataLoader), where the stage shuffles within a 10k buffer and drops it (`training.make_dataset`);
+under several GPUs its summed gradient is 1/R of one device's (DDP averages the replicas'
+gradients of a loss each computes over the gathered batch), where the stage's equals one
+device's (`losses.replica_share_of_global_loss`).
 """
 
 import dataclasses
