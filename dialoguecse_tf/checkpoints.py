@@ -7,7 +7,8 @@ Four forms load into the same keras-hub backbone:
 2. A HuggingFace BERT folder (`config.json`, `model.safetensors`, `vocab.txt`).
 3. The project's own checkpoint folder, written by `save_checkpoint`: Google's layout
    (so the original BERT code and its converters read it too) plus `tokenizer_config.json`
-   and a `dialoguecse_checkpoint.json` marker with the stage's metadata.
+   and a `dialoguecse_checkpoint.json` marker with the stage's metadata, among it the pooling
+   of the sentence embedding the encoder was trained for (`sentence_pooling`).
 4. A keras-hub BERT preset folder (`config.json`, `model.weights.h5`, `metadata.json`,
    `assets/tokenizer/vocabulary.txt`), e.g. one `interop.export_encoder` wrote. keras-hub's
    config does not record GELU's form or the layer-norm epsilon; the export's
@@ -31,6 +32,7 @@ import tensorflow as tf
 from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.encoder import build_backbone, transformer_layers
 from dialoguecse_tf.io_utils import read_json_object
+from dialoguecse_tf.pooling import DEFAULT_POOLING, POOLING_MODES
 from dialoguecse_tf.tokenization import Tokenizer
 
 CHECKPOINT_MARKER_FILE = "dialoguecse_checkpoint.json"
@@ -314,6 +316,7 @@ def load_checkpoint(
     if source_format == FORMAT_HF:
         config = BertConfig.from_hf_json_file(os.path.join(folder, HF_CONFIG_FILE))
         variables = read_hf_variables(folder)
+        metadata = _export_info_pooling(folder)
     else:
         config = BertConfig.from_json_file(os.path.join(folder, TF1_CONFIG_FILE))
         variables = read_tf1_variables(find_tf1_checkpoint(path))
@@ -360,7 +363,29 @@ def _load_keras_hub_preset(folder, path, max_seq_length, do_lower_case, vocab_fi
         backbone.load_weights(os.path.join(folder, KERAS_HUB_WEIGHTS_FILE))
     except (ValueError, OSError) as error:
         raise ValueError(f"{path}: keras-hub weights do not match its config ({error})") from None
-    return LoadedCheckpoint(config, backbone, tokenizer, FORMAT_KERAS_HUB, path, {}, {})
+    return LoadedCheckpoint(config, backbone, tokenizer, FORMAT_KERAS_HUB, path, {}, _export_info_pooling(folder))
+
+
+def _export_info_pooling(folder: str) -> dict:
+    """{"pooling": ...} of a folder `interop.export_encoder` wrote; {} for any other folder."""
+    info_path = os.path.join(folder, EXPORT_INFO_FILE)
+    if not os.path.exists(info_path):
+        return {}
+    pooling = read_json_object(info_path, "an export info file").get("pooling")
+    return {} if pooling is None else {"pooling": pooling}
+
+
+def sentence_pooling(loaded: LoadedCheckpoint, requested: str | None = None) -> str:
+    """The pooling to embed sentences with: `requested`, else the one the checkpoint records (a
+    trained encoder's metadata, or the info file of an `interop` export), else mean pooling.
+
+    Checkpoints that record none (pretrained BERTs, and encoders written before the stage
+    recorded it, all mean-pooled) embed as before.
+    """
+    pooling = requested or loaded.metadata.get("pooling", DEFAULT_POOLING)
+    if pooling not in POOLING_MODES:
+        raise ValueError(f"{loaded.path}: pooling {pooling!r} is not one of {POOLING_MODES}")
+    return pooling
 
 
 def _load_tokenizer(folder, vocab_file, do_lower_case, max_seq_length) -> Tokenizer:

@@ -73,7 +73,7 @@ class ExportConfig:
     checkpoint: str
     export_dir: str
     max_seq_length: int = 128
-    pooling: str = "mean"
+    pooling: str | None = None  # None: the checkpoint's own (`checkpoints.sentence_pooling`)
     normalize: bool = False
     version: int | None = None
     dialogue_max_seq_length: int | None = None
@@ -134,7 +134,7 @@ def run_export(config: ExportConfig) -> str:
                                        config.dialogue_max_seq_length or loaded.backbone.max_sequence_length,
                                        config.dialogue_pooling, **dialogue_settings(loaded.metadata))
     path = export_savedmodel(encoder, config.export_dir, config.normalize, config.version, dialogue_encoder)
-    write_config(config, path, "export_config.json")
+    write_config(dataclasses.replace(config, pooling=encoder.pooling), path, "export_config.json")
     return path
 
 

@@ -14,6 +14,9 @@
   on seeded random token sequences is written to the export's `dialoguecse_export.json`.
 
 Both folders carry `dialoguecse_export.json` (the source, the pooling, the full BertConfig).
+The pooling is the checkpoint's own (`checkpoints.sentence_pooling`) unless one is asked for;
+`pooler` (BERT's pooler output) reaches sentence-transformers as CLS pooling followed by a
+`Dense` module of the pooler's weights with tanh.
 `checkpoints.load_checkpoint` reloads either with the original numerics (a HuggingFace
 `config.json` names them itself; for keras-hub the info file does); exporting that load again
 writes the same weights bit for bit.
@@ -37,6 +40,7 @@ from dialoguecse_tf.checkpoints import (
     VOCAB_FILE,
     backbone_to_tf1_variables,
     load_checkpoint,
+    sentence_pooling,
 )
 from dialoguecse_tf.pooling import POOLING_MODES
 
@@ -56,14 +60,14 @@ class EncoderExportConfig:
     checkpoint: str
     output_dir: str
     format: str = FORMAT_HUGGINGFACE
-    pooling: str = "mean"
+    pooling: str | None = None  # None: the checkpoint's own
     max_seq_length: int = 128
     allow_numeric_drift: bool = False
 
     def __post_init__(self):
         if self.format not in EXPORT_FORMATS:
             raise ValueError(f"format must be one of {EXPORT_FORMATS}, got {self.format!r}")
-        if self.pooling not in POOLING_MODES:
+        if self.pooling is not None and self.pooling not in POOLING_MODES:
             raise ValueError(f"pooling must be one of {POOLING_MODES}, got {self.pooling!r}")
 
 
@@ -136,20 +140,35 @@ def _write_huggingface(loaded, config: EncoderExportConfig, folder: str) -> None
         "strip_accents": None, "model_max_length": config.max_seq_length,
         "max_seq_length": config.max_seq_length, **_SPECIAL_TOKENS})
     _write_json(os.path.join(folder, "special_tokens_map.json"), dict(_SPECIAL_TOKENS))
-    _write_json(os.path.join(folder, "modules.json"), [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    if config.pooling == "pooler":
+        modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+        _write_pooler_dense(tensors, loaded.config.hidden_size, os.path.join(folder, "2_Dense"))
+    _write_json(os.path.join(folder, "modules.json"), modules)
     _write_json(os.path.join(folder, "sentence_bert_config.json"),
                 {"max_seq_length": config.max_seq_length, "do_lower_case": False})
     os.makedirs(os.path.join(folder, "1_Pooling"))
     _write_json(os.path.join(folder, "1_Pooling", "config.json"), {
         "word_embedding_dimension": loaded.config.hidden_size,
-        "pooling_mode_cls_token": config.pooling == "cls",
+        "pooling_mode_cls_token": config.pooling in ("cls", "pooler"),
         "pooling_mode_mean_tokens": config.pooling == "mean",
         "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False,
         "pooling_mode_weightedmean_tokens": False, "pooling_mode_lasttoken": False,
         "include_prompt": True})
     _write_json(os.path.join(folder, EXPORT_INFO_FILE), _export_info(config, loaded.config))
+
+
+def _write_pooler_dense(tensors: dict, hidden_size: int, folder: str) -> None:
+    """sentence-transformers' `Dense` module computing BERT's pooler on the [CLS] vector."""
+    from safetensors.numpy import save_file
+
+    os.makedirs(folder)
+    _write_json(os.path.join(folder, "config.json"), {
+        "in_features": hidden_size, "out_features": hidden_size, "bias": True,
+        "activation_function": "torch.nn.modules.activation.Tanh"})
+    save_file({"linear.weight": tensors["pooler.dense.weight"], "linear.bias": tensors["pooler.dense.bias"]},
+              os.path.join(folder, HF_WEIGHTS_FILE), metadata={"format": "pt"})
 
 
 def keras_hub_drift(backbone, bert_config: BertConfig, preset_dir: str, num_sequences: int = 32,
@@ -216,6 +235,7 @@ def export_encoder(config: EncoderExportConfig) -> str:
     if os.path.exists(target):
         raise FileExistsError(f"{config.output_dir} exists; exports never overwrite, pick another folder")
     loaded = load_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length)
+    config = dataclasses.replace(config, pooling=sentence_pooling(loaded, config.pooling))
     os.makedirs(os.path.dirname(target), exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(target) + "-", dir=os.path.dirname(target))
     try:

@@ -153,6 +153,22 @@ def dse_per_anchor_loss(first, second, temperature: float, contrast_type: str = 
     return tf.math.reduce_logsumexp(tf.stack([positive, log_negative_mass], axis=-1), axis=-1) - positive
 
 
+def simcse_per_anchor_loss(first, second, temperature: float):
+    """Unsupervised SimCSE's loss (Gao et al., EMNLP 2021, eq. 1; the released `simcse/models.py`,
+    `cl_forward`, l.194-212) of N pairs of views.
+
+    `first`, `second`: [N, D] the two views z1, z2 (not normalised: `Similarity` takes their
+    cosine, l.35-46). With l_ij = cos(z1_i, z2_j) / tau, anchor i's loss is the cross-entropy of
+    row i of l with label i: -log(exp(l_ii) / sum_j exp(l_ij)), its N - 1 negatives the other
+    rows' second views only. One direction: z2_i is never an anchor, and no z1_j is a negative
+    (DSE's `dse_per_anchor_loss` uses both). Returns the [N] per-anchor losses; the release's
+    `CrossEntropyLoss` is their mean.
+    """
+    _check_temperature(temperature)
+    logits = tf.matmul(l2_normalize(first), l2_normalize(second), transpose_b=True) / temperature
+    return tf.reduce_logsumexp(logits, axis=-1) - tf.linalg.diag_part(logits)
+
+
 def replica_share_of_global_loss(global_loss):
     """This replica's share of a loss every replica computes in full over the global batch.
 

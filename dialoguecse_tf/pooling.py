@@ -2,13 +2,19 @@
 
 The paper takes "the mean pooling of BERT's output embeddings as the sentence embedding";
 padding positions must not move the mean, so it is masked. CLS pooling is kept for the
-BERT-CLS baselines of Table 2.
+BERT-CLS baselines of Table 2 and for unsupervised SimCSE, whose [CLS] vector is taken before
+any MLP at inference. `pooler` is BERT's pooler output, tanh(W [CLS] + b): SimCSE trained to
+keep its MLP at inference writes the MLP there, as the release's `simcse_to_huggingface.py` does.
+
+A trained encoder records its pooling in its metadata (`checkpoints.sentence_pooling` reads it),
+so the inference path embeds with the pooling the encoder was trained for.
 """
 
 import keras
 from keras import ops
 
-POOLING_MODES = ("mean", "cls")
+POOLING_MODES = ("mean", "cls", "pooler")
+DEFAULT_POOLING = "mean"
 
 
 def masked_mean(embeddings, mask):
@@ -33,7 +39,8 @@ class MaskedMeanPooling(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="dialoguecse_tf")
 class SentencePooling(keras.layers.Layer):
-    """Pools BERT's sequence output into one vector per sequence: `mean` or `cls`."""
+    """Pools BERT's outputs into one vector per sequence: `mean`, `cls` or `pooler` (which reads
+    `pooled_output`, BERT's pooler applied to [CLS])."""
 
     def __init__(self, pooling: str = "mean", **kwargs):
         super().__init__(**kwargs)
@@ -41,7 +48,11 @@ class SentencePooling(keras.layers.Layer):
             raise ValueError(f"pooling must be one of {POOLING_MODES}, got {pooling!r}")
         self.pooling = pooling
 
-    def call(self, sequence_output, padding_mask):
+    def call(self, sequence_output, padding_mask, pooled_output=None):
+        if self.pooling == "pooler":
+            if pooled_output is None:
+                raise ValueError("pooling 'pooler' needs BERT's pooled_output")
+            return pooled_output
         if self.pooling == "cls":
             return sequence_output[..., 0, :]
         return masked_mean(sequence_output, padding_mask)

@@ -68,6 +68,21 @@ PRESETS["paper_dse"] = {**_DSE, "train_batch_size": 1024, "learning_rate": 3e-6,
 PRESETS["cpu_dse"] = {**_DSE, "train_batch_size": 64, "learning_rate": 3e-5, "head_learning_rate_scale": 10.0,
                       "num_train_steps": 300, "save_checkpoints_steps": 100, "log_steps": 10, "random_seed": 12345}
 
+# Unsupervised SimCSE (Gao et al., EMNLP 2021), the release's published BERT-base settings (its
+# README's table and run_unsup_example.sh): batch 64, lr 3e-5 with linear decay and no warmup,
+# 32 tokens, 1 epoch, tau 0.05, the cls pooler with its MLP in training only, the Trainer's seed
+# 42. The release also trains in fp16 (add --mixed_precision on a GPU) and keeps the checkpoint
+# best on STS-B dev, evaluated every 125 steps. The project has no STS-B: with --eval_sts_file or
+# --eval_select_file (e.g. a D-STS or SR dev set) the stage keeps the encoder best on it every
+# 125 steps in best_encoder/; without one, the final encoder is the result.
+_SIMCSE = {"objective": "simcse", "pooler": "cls", "mlp_only_train": True, "temperature": 0.05,
+           "max_seq_length": 32, "num_warmup_steps": 0, "weight_decay": 0.0}
+PRESETS["paper_simcse"] = {**_SIMCSE, "train_batch_size": 64, "learning_rate": 3e-5, "num_train_epochs": 1.0,
+                           "eval_steps": 125, "save_checkpoints_steps": 125, "log_steps": 125, "random_seed": 42}
+# MiniLM on 2 CPU cores, as cpu_dse: 300 steps of 64 utterances (128 texts) at SimCSE's rate for that batch.
+PRESETS["cpu_simcse"] = {**_SIMCSE, "train_batch_size": 64, "learning_rate": 3e-5, "num_train_steps": 300,
+                         "save_checkpoints_steps": 100, "log_steps": 10, "random_seed": 12345}
+
 # dial2vec (Liu et al., EMNLP 2022, section 4.1 and run_plato.sh): 512 tokens, 9 negatives, window
 # 10, batch 5, lr 1e-5 with 10 % warmup, bottom 6 layers frozen, 5 epochs on SGD, the encoder best
 # by dev purity (every 100 steps in the release) kept; tau 0.2 as in the paper and scripts, 0.05

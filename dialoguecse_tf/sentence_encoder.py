@@ -66,11 +66,12 @@ class SentenceEncoder(tf.Module):
         self._forward = tf.function(self._pooled_output, jit_compile=True) if jit_compile else self._pooled_output
 
     @classmethod
-    def from_checkpoint(cls, path: str, max_seq_length: int = 128, pooling: str = "mean", **kwargs):
-        from dialoguecse_tf.checkpoints import load_checkpoint
+    def from_checkpoint(cls, path: str, max_seq_length: int = 128, pooling: str | None = None, **kwargs):
+        """`pooling` None: the pooling the checkpoint records (`checkpoints.sentence_pooling`)."""
+        from dialoguecse_tf.checkpoints import load_checkpoint, sentence_pooling
 
         loaded = load_checkpoint(path, max_seq_length=max_seq_length, **kwargs)
-        return cls(loaded.backbone, loaded.tokenizer, pooling=pooling)
+        return cls(loaded.backbone, loaded.tokenizer, pooling=sentence_pooling(loaded, pooling))
 
     @property
     def max_seq_length(self) -> int:
@@ -89,7 +90,8 @@ class SentenceEncoder(tf.Module):
         return vectors
 
     def _pooled_output(self, token_ids, padding_mask):
-        return self._pool(run_backbone(self.backbone, token_ids, padding_mask)["sequence_output"], padding_mask)
+        outputs = run_backbone(self.backbone, token_ids, padding_mask)
+        return self._pool(outputs["sequence_output"], padding_mask, outputs["pooled_output"])
 
     def embed_tokens(self, token_ids, padding_mask, normalize: bool = False):
         """[B, L] int32 ids and mask -> [B, D] float32 vectors (a graph function)."""

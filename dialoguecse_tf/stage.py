@@ -119,6 +119,13 @@ def configure(objective_name: str, **values):
     return objective_class(options), config
 
 
+def encoder_metadata(objective, num_train_steps: int) -> dict:
+    """What every encoder a stage writes records: how it was trained and the pooling of its
+    sentence embedding, which the inference path reads."""
+    return {"stage": objective.stage_name, "objective": objective.name, **objective.metadata(),
+            "pooling": objective.sentence_pooling(), "num_train_steps": num_train_steps}
+
+
 def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, objective, num_train_steps):
     """`step -> metrics` on the config's evaluation files, keeping the best encoder; or None."""
     files = {"select_file": config.eval_select_file, "sts_file": config.eval_sts_file,
@@ -133,7 +140,7 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
     best = {}
 
     def evaluate(step):
-        encoder = SentenceEncoder(backbone, tokenizer, pooling="mean")
+        encoder = SentenceEncoder(backbone, tokenizer, pooling=objective.sentence_pooling())
         # Dialogues read as the written encoder will read them (`DialogueEncoder.from_checkpoint`).
         dialogue_encoder = DialogueEncoder(backbone, tokenizer, config.max_seq_length, pooling="interlocutor",
                                            **dialogue_settings({"objective": objective.name, **objective.metadata()}))
@@ -143,8 +150,7 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
         if previous is None or (value > previous if higher_is_better else value < previous):
             best.update(step=step, value=value)
             save_checkpoint(os.path.join(config.output_dir, BEST_ENCODER_DIR), backbone, bert_config, tokenizer,
-                            metadata={"stage": objective.stage_name, "objective": objective.name,
-                                      **objective.metadata(), "num_train_steps": num_train_steps, "step": step,
+                            metadata={**encoder_metadata(objective, num_train_steps), "step": step,
                                       "selected_by": primary_metric, "eval": results})
         return results
 
@@ -227,8 +233,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     if training.writes_final_encoder(strategy, logs, encoder_dir):
         save_checkpoint(
             encoder_dir, backbone, start.config, start.tokenizer,
-            metadata={"stage": objective.stage_name, "objective": objective.name, **objective.metadata(),
-                      "num_train_steps": num_train_steps, "final_logs": logs or {}},
+            metadata={**encoder_metadata(objective, num_train_steps), "final_logs": logs or {}},
             **objective.encoder_extras(model),
         )
     return logs or {}

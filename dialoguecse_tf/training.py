@@ -147,8 +147,12 @@ class GlobalBatchClippingAdam(_GlobalBatchClipping, keras.optimizers.Adam):
 
 
 def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_steps: int,
-                     weight_decay: float = 0.01, loss_scaling: bool = False) -> keras.optimizers.Optimizer:
+                     weight_decay: float = 0.01, loss_scaling: bool = False,
+                     epsilon: float = 1e-6) -> keras.optimizers.Optimizer:
     """AdamW as in BERT: no decay on LayerNorm and biases, epsilon 1e-6, clip norm 1.
+
+    `weight_decay` and `epsilon` differ for objectives trained with HuggingFace's Trainer
+    defaults (0.0 and 1e-8, e.g. SimCSE).
 
     `loss_scaling` (for mixed precision) wraps it in dynamic loss scaling, so small float16
     gradients do not flush to zero; steps with non-finite gradients are skipped.
@@ -158,7 +162,7 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
         weight_decay=weight_decay,
         beta_1=0.9,
         beta_2=0.999,
-        epsilon=1e-6,
+        epsilon=epsilon,
         global_clipnorm=1.0,
     )
     optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])

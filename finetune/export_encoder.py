@@ -4,6 +4,7 @@ keras-hub preset, for stacks other than TF Serving (dialoguecse_tf/interop.py)."
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, run
+from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES
 from dialoguecse_tf.interop import EXPORT_FORMATS, EncoderExportConfig, export_encoder
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: this project's, Google TF1 BERT, HuggingFace BERT "
@@ -12,8 +13,8 @@ flags.DEFINE_string("output_dir", None, "Folder to create (must not exist).")
 flags.DEFINE_enum("format", "huggingface", list(EXPORT_FORMATS),
                   "huggingface: transformers' AutoModel and SentenceTransformer load it; keras_hub: "
                   "keras_hub.models.BertBackbone/BertTokenizer.from_preset load it.")
-flags.DEFINE_enum("pooling", "mean", ["mean", "cls"], "Pooling the sentence-transformers modules apply: masked "
-                  "mean (the paper's) or [CLS].")
+flags.DEFINE_enum("pooling", None, list(POOLING_MODES), "Pooling the sentence-transformers modules apply: "
+                  + POOLING_HELP)
 flags.DEFINE_integer("max_seq_length", 128, "Truncation length the exported tokenizer configs state.")
 flags.DEFINE_bool("allow_numeric_drift", False, "keras_hub only: export an encoder keras-hub cannot compute "
                   "exactly (exact GELU, other layer-norm epsilon), recording the measured drift.")

@@ -3,12 +3,13 @@
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, run
+from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES
 from dialoguecse_tf.export import ExportConfig, run_export
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: this project's, Google TF1 BERT or HuggingFace BERT.")
 flags.DEFINE_string("export_dir", None, "Model base folder; the export goes to export_dir/<version>/.")
 flags.DEFINE_integer("max_seq_length", 128, "Longer texts are truncated to this many tokens.")
-flags.DEFINE_enum("pooling", "mean", ["mean", "cls"], "Sentence embedding: masked mean (the paper's) or [CLS].")
+flags.DEFINE_enum("pooling", None, list(POOLING_MODES), "Sentence embedding: " + POOLING_HELP)
 flags.DEFINE_bool("normalize", False, "L2-normalize the served embeddings.")
 flags.DEFINE_integer("version", None, "Version number; default: one above the highest in export_dir.")
 flags.DEFINE_integer("dialogue_max_seq_length", None, "Tokens per dialogue of the embed_dialogues signature; "

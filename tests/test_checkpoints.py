@@ -128,6 +128,22 @@ def test_huggingface_folder_loads_and_matches_numpy(tmp_path, tiny_bert_config, 
     _check_against_numpy(loaded, weights, config)
 
 
+def test_sentence_pooling_is_the_one_asked_for_else_the_recorded_one_else_mean(tmp_path, tiny_bert_config,
+                                                                               tiny_vocab_file):
+    weights = random_bert_weights(tiny_bert_config, seed=2)
+    loaded = load_checkpoint(str(write_google_release(tmp_path / "google", weights, tiny_bert_config,
+                                                      tiny_vocab_file)), max_seq_length=12)
+    assert checkpoints.sentence_pooling(loaded) == "mean"
+    for pooling in ("cls", "max"):
+        save_checkpoint(str(tmp_path / pooling), loaded.backbone, loaded.config, loaded.tokenizer,
+                        metadata={"pooling": pooling})
+    recorded = load_checkpoint(str(tmp_path / "cls"), max_seq_length=12)
+    assert checkpoints.sentence_pooling(recorded) == "cls"
+    assert checkpoints.sentence_pooling(recorded, "pooler") == "pooler"
+    with pytest.raises(ValueError, match="pooling 'max' is not one of"):
+        checkpoints.sentence_pooling(load_checkpoint(str(tmp_path / "max"), max_seq_length=12))
+
+
 def test_project_checkpoint_round_trip(tmp_path, tiny_bert_config, tiny_vocab_file):
     weights = random_bert_weights(tiny_bert_config, seed=2, with_mlm_head=True)
     source = write_google_release(tmp_path / "google", weights, tiny_bert_config, tiny_vocab_file)

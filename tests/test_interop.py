@@ -74,6 +74,26 @@ def test_sentence_transformers_pools_as_the_export_says(tmp_path, tiny_bert_conf
     assert np.abs(SentenceTransformer(folder, device="cpu").encode(TEXTS) - expected).max() < 1e-5
 
 
+def test_berts_pooler_reaches_transformers_and_sentence_transformers(tmp_path, tiny_bert_config, tiny_vocab_file):
+    import torch
+    import transformers
+    from sentence_transformers import SentenceTransformer
+
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
+    expected = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN, pooling="pooler").encode(TEXTS)
+    cls = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN, pooling="cls").encode(TEXTS)
+    assert np.abs(expected - cls).max() > 1e-2
+    folder = _export(checkpoint, tmp_path / "hf", "huggingface", pooling="pooler")
+    assert np.abs(SentenceTransformer(folder, device="cpu").encode(TEXTS) - expected).max() < 1e-5
+    model = transformers.AutoModel.from_pretrained(folder)
+    batch = transformers.AutoTokenizer.from_pretrained(folder)(TEXTS, padding=True, truncation=True,
+                                                               return_tensors="pt")
+    with torch.no_grad():
+        assert np.abs(model(**batch).pooler_output.numpy() - expected).max() < 1e-5
+    # The export records its pooling: loading it back embeds the same way.
+    assert np.abs(SentenceEncoder.from_checkpoint(folder, MAX_LEN).encode(TEXTS) - expected).max() < 1e-5
+
+
 def test_keras_hub_loaders_give_encode_vectors(tmp_path, tiny_bert_config, tiny_vocab_file):
     import keras_hub
 

@@ -39,3 +39,12 @@ def test_cls_pooling_and_validation():
     with pytest.raises(ValueError, match="pooling"):
         SentencePooling("max")
     assert SentencePooling.from_config(SentencePooling("cls").get_config()).pooling == "cls"
+
+
+def test_pooler_pooling_is_berts_pooled_output():
+    embeddings = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    mask = np.ones((2, 3), np.int32)
+    pooled = -embeddings[:, 0]
+    np.testing.assert_array_equal(np.asarray(SentencePooling("pooler")(embeddings, mask, pooled)), pooled)
+    with pytest.raises(ValueError, match="pooled_output"):
+        SentencePooling("pooler")(embeddings, mask)

@@ -10,6 +10,7 @@ import numpy as np
 from absl import flags, logging
 
 from dialoguecse_tf.cli import flag_utils
+from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES
 from dialoguecse_tf.embedding_io import check_output_file, nearest_neighbors, read_texts, write_embeddings
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: Google TF1 BERT, HuggingFace BERT or this project's.")
@@ -17,7 +18,7 @@ flags.DEFINE_string("export_dir", None, "Or an exported SavedModel (a version fo
 flags.DEFINE_string("input_file", "-", "UTF-8 text file, one text per line; '-' reads stdin.")
 flags.DEFINE_string("output_file", None, "Where to write the embeddings: .npy or .jsonl.")
 flags.DEFINE_integer("max_seq_length", 128, "Longer texts are truncated to this many tokens.")
-flags.DEFINE_enum("pooling", "mean", ["mean", "cls"], "Sentence embedding: masked mean (the paper's) or [CLS].")
+flags.DEFINE_enum("pooling", None, list(POOLING_MODES), "Sentence embedding: " + POOLING_HELP)
 flags.DEFINE_bool("normalize", False, "L2-normalize the embeddings.")
 flags.DEFINE_integer("batch_size", 64, "Texts per forward pass.")
 flags.DEFINE_integer("nearest_neighbors", 0, "If > 0, also print each text's k most similar texts.")

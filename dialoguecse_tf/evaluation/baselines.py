@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.checkpoints import load_checkpoint
+from dialoguecse_tf.checkpoints import load_checkpoint, sentence_pooling
 from dialoguecse_tf.evaluation.config import FitOptions
 from dialoguecse_tf.evaluation.evaluate import CachedEmbedder, EmbedFn
 from dialoguecse_tf.evaluation.flow import fit_flow
@@ -77,17 +77,20 @@ class CheckpointEmbedders:
     mean pooling, so BERT runs once per distinct sentence for all three.
     """
 
-    def __init__(self, backbone, tokenizer, batch_size: int = 64, metadata: dict | None = None):
+    def __init__(self, backbone, tokenizer, batch_size: int = 64, metadata: dict | None = None,
+                 own_pooling: str = "mean"):
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.metadata = metadata or {}  # the checkpoint's record of its training (`checkpoints.save_checkpoint`)
+        # The pooling the checkpoint was trained for (`checkpoints.sentence_pooling`).
+        self.own_pooling = own_pooling
         self._cache: dict[str, CachedEmbedder] = {}
 
     @classmethod
     def from_checkpoint(cls, path: str, max_seq_length: int = 128, batch_size: int = 64) -> "CheckpointEmbedders":
         loaded = load_checkpoint(path, max_seq_length=max_seq_length)
-        return cls(loaded.backbone, loaded.tokenizer, batch_size, loaded.metadata)
+        return cls(loaded.backbone, loaded.tokenizer, batch_size, loaded.metadata, sentence_pooling(loaded))
 
     def _cached(self, key: str, make_encoder: Callable[[], SentenceEncoder]) -> CachedEmbedder:
         if key not in self._cache:
@@ -96,7 +99,7 @@ class CheckpointEmbedders:
         return self._cache[key]
 
     def pooled(self, pooling: str) -> CachedEmbedder:
-        """BERT's last layer pooled by `pooling` ("mean" or "cls")."""
+        """BERT's last layer pooled by `pooling` ("mean", "cls" or "pooler")."""
         return self._cached(f"pooled:{pooling}", lambda: SentenceEncoder(self.backbone, self.tokenizer, pooling))
 
     def token_average(self) -> CachedEmbedder:
@@ -207,6 +210,7 @@ def _fitted(embedders: CheckpointEmbedders, train_texts: Sequence[str] | None, n
 _POOLING_DESCRIPTIONS = {
     "cls": "[CLS] output of the last layer",
     "mean": "mean of the last layer's outputs over the non-padding tokens ([CLS]/[SEP] included)",
+    "pooler": "BERT's pooler output (dense + tanh) on the last layer's [CLS] output",
 }
 
 
@@ -278,6 +282,7 @@ def build_baseline(
     return _BUILDERS[name](embedders, train_texts, options)
 
 
-def build_checkpoint_model(embedders: CheckpointEmbedders, pooling: str = "mean") -> BuiltModel:
-    """A trained checkpoint (e.g. DialogueCSE) evaluated as is, with `pooling`."""
+def build_checkpoint_model(embedders: CheckpointEmbedders, pooling: str | None = None) -> BuiltModel:
+    """A trained checkpoint (e.g. DialogueCSE) evaluated as is, with `pooling` (None: its own)."""
+    pooling = pooling or embedders.own_pooling
     return BuiltModel(embedders.pooled(pooling), _POOLING_DESCRIPTIONS[pooling])

@@ -12,16 +12,13 @@ import glob
 import os
 
 from dialoguecse_tf.data.readers import READERS
-from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES, field
 from dialoguecse_tf.data.intent import SPLITS as INTENT_SPLITS
 from dialoguecse_tf.evaluation.dialogue_sets import DIALOGUE_LABELS
 from dialoguecse_tf.evaluation.registry import (BASELINES, DIALOGUE_PROTOCOLS, check_dialogue_protocol, display_name,
                                                 get_baseline)
 from dialoguecse_tf.evaluation.tasks.base import task_classes
 
-# `dialoguecse_tf.pooling.POOLING_MODES`, repeated so that this module loads without
-# TensorFlow (a test keeps them equal).
-POOLING_MODES = ("mean", "cls")
 
 # "lines": one sentence per line; the others are the corpus readers' formats, whose
 # utterances (and candidate responses) become the training sentences.
@@ -77,8 +74,9 @@ class EvaluationConfig:
 
     Models: each `checkpoint` is shown under the `model_name` at the same position (default:
     the checkpoint folder's name). Without `baselines` each checkpoint is evaluated as is with
-    `pooling`; with `baselines` each checkpoint gives one row per baseline, named e.g.
-    "<model_name>-flow" (see `baselines`; a model name "BERT(adapt)" gives Table 2's adapt rows).
+    `pooling` (unset: each checkpoint's own); with `baselines` each checkpoint gives one row per
+    baseline, named e.g. "<model_name>-flow" (see `baselines`; a model name "BERT(adapt)" gives
+    Table 2's adapt rows).
     """
 
     checkpoint: tuple[str, ...] = field(
@@ -126,8 +124,8 @@ class EvaluationConfig:
         "lines", "lines: one sentence per line; a corpus format: every utterance of a corpus in that format "
         "(train_text_file may then be a glob).",
         choices=TRAIN_TEXT_FORMATS)
-    pooling: str = field("mean", "Pooling of checkpoints evaluated without --baselines (mean: the paper's).",
-                         choices=POOLING_MODES)
+    pooling: str | None = field(None, "Pooling of checkpoints evaluated without --baselines: " + POOLING_HELP,
+                                choices=POOLING_MODES)
     max_seq_length: int = field(128, "Longer sentences are truncated (paper: 50 for ECD, 100 for JDDC).")
     batch_size: int = field(64, "Sentences per forward pass.")
     whitening_dim: int | None = field(None, "Dimensions kept by BERT-whitening; unset keeps all.")
@@ -156,7 +154,7 @@ class EvaluationConfig:
             )
         for name in self.baselines:
             get_baseline(name)
-        if self.pooling not in POOLING_MODES:
+        if self.pooling is not None and self.pooling not in POOLING_MODES:
             raise ValueError(f"pooling must be one of {POOLING_MODES}, got {self.pooling!r}")
         if self.train_text_format not in TRAIN_TEXT_FORMATS:
             raise ValueError(f"train_text_format must be one of {TRAIN_TEXT_FORMATS}, got {self.train_text_format!r}")

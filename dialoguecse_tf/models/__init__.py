@@ -1,6 +1,6 @@
 """The training models, each built around a BERT backbone it is given: DialogueCSE (MGE layer,
-turn aggregation), the SiameseBERT baselines, DSE's pair model and the MLM pretrainer. Their losses are in
-`dialoguecse_tf.losses`, applied by the objectives."""
+turn aggregation), the SiameseBERT baselines, DSE's and SimCSE's pair models and the MLM
+pretrainer. Their losses are in `dialoguecse_tf.losses`, applied by the objectives."""
 
 from dialoguecse_tf.models.dialoguecse import DialogueCSEModel
 from dialoguecse_tf.models.dse import DSEModel
@@ -12,6 +12,7 @@ from dialoguecse_tf.models.layers import (
 )
 from dialoguecse_tf.models.mlm import BertPretrainer
 from dialoguecse_tf.models.siamese import SiameseBertModel
+from dialoguecse_tf.models.simcse import SimCSEModel
 
 __all__ = [
     "AGGREGATIONS",
@@ -21,5 +22,6 @@ __all__ = [
     "DialogueCSEModel",
     "MatchingGuidedEmbedding",
     "SiameseBertModel",
+    "SimCSEModel",
     "TurnAggregation",
 ]

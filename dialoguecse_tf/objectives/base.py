@@ -92,6 +92,12 @@ class Objective:
         """What the written encoder records about how it was trained, beyond the objective's name."""
         return {}
 
+    def sentence_pooling(self) -> str:
+        """The pooling (`pooling.POOLING_MODES`) of the written encoder's sentence embedding: the
+        stage evaluates with it and records it in the encoder's metadata, where every inference
+        path reads it (`checkpoints.sentence_pooling`). Mean pooling, the papers' evaluation."""
+        return "mean"
+
 
 def register(objective_class: type) -> type:
     """Class decorator adding an objective to the registry under its `name`."""
