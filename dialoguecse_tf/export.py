@@ -124,10 +124,10 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
 
 
 def run_export(config: ExportConfig) -> str:
-    from dialoguecse_tf.checkpoints import load_checkpoint
+    from dialoguecse_tf.checkpoints import load_checkpoint, sentence_pooling
 
     loaded = load_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length)
-    encoder = SentenceEncoder(loaded.backbone, loaded.tokenizer, pooling=config.pooling)
+    encoder = SentenceEncoder(loaded.backbone, loaded.tokenizer, pooling=sentence_pooling(loaded, config.pooling))
     # The dialogue signature reads dialogues as the encoder's training did (a dial2vec run's
     # truncation and token types, recorded in its metadata).
     dialogue_encoder = DialogueEncoder(loaded.backbone, loaded.tokenizer,
