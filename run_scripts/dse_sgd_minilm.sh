@@ -2,9 +2,11 @@
 # DSE on the English track: from all-MiniLM-L6-v2 (see sgd_minilm.sh), on SGD train
 # (../shared/data/sgd/train), sized for 2 CPU cores:
 #   1. pair records: consecutive utterances (DSE) and each distinct utterance with itself
-#      (DSE-dropout = unsupervised SimCSE), both sides over 3 words, length 32;
-#   2. DSE (hard-negative loss), DSE-Orig (plain NT-Xent) and SimCSE-unsup (self pairs, plain
-#      NT-Xent) from the untouched MiniLM; DSE and SimCSE-unsup once per seed in SEEDS;
+#      (the DSE paper's DSE-dropout; not unsupervised SimCSE, which is --objective=simcse),
+#      both sides over 3 words, length 32;
+#   2. DSE (hard-negative loss), DSE-Orig (plain NT-Xent) and DSE-dropout (self pairs, plain
+#      NT-Xent) from the untouched MiniLM; DSE and DSE-dropout once per seed in SEEDS (results
+#      committed before the rename call DSE-dropout SimCSE-unsup);
 #   3. DialogueCSE_I2 (the released code's arithmetic) on the same SGD dialogues, also from the
 #      untouched MiniLM (no MLM stage, as for DSE), one seed;
 #   4. all of them and the untouched MiniLM on DSE's similarity-based evaluations: few-shot
@@ -60,7 +62,7 @@ for seed in ${SEEDS}; do
   train dse DSE "${seed}" "${DSE[@]}" --train_file="${RUN}/pairs_consecutive/pairs-*" --contrast_type=HardNeg
 done
 for seed in ${SEEDS}; do
-  train simcse_unsup SimCSE-unsup "${seed}" "${DSE[@]}" --train_file="${RUN}/pairs_self/pairs-*" --contrast_type=Orig
+  train dse_dropout DSE-dropout "${seed}" "${DSE[@]}" --train_file="${RUN}/pairs_self/pairs-*" --contrast_type=Orig
 done
 train dse_orig DSE-Orig "${FIRST_SEED}" "${DSE[@]}" --train_file="${RUN}/pairs_consecutive/pairs-*" --contrast_type=Orig
 train dialoguecse_i2 DialogueCSE_I2 "${FIRST_SEED}" --objective=dialoguecse --aggregation=mean --temperature=0.1 \

@@ -54,9 +54,10 @@ def test_paper_preset_refuses_the_chinese_track_without_a_chinese_bert(tmp_path)
 def _paper_flag_sets():
     """(track, array name, flags) of every training flag array in the script's paper branches."""
     text = open(SCRIPT, encoding="utf-8").read()
-    sets = re.findall(r"^\s*(MLM_FLAGS|DCSE|SIAMESE|PAIRS|DIAL2VEC)=\((--preset=paper[^)]*)\)", text, re.M)
-    tracks = ["zh"] * 5 + ["en"] * 5
-    assert len(sets) == len(tracks), "expected the five paper arrays of each track, zh first"
+    sets = re.findall(r"^\s*(MLM_FLAGS|DCSE|DCSE_RELEASE|SIAMESE|PAIRS|SIMCSE|DIAL2VEC)=\((--preset=paper[^)]*)\)",
+                      text, re.M)
+    tracks = ["zh"] * 7 + ["en"] * 7
+    assert len(sets) == len(tracks), "expected the seven paper arrays of each track, zh first"
     return [(track, name, shlex.split(re.sub(r"\$\{[^}]+\}", "placeholder", flags)))
             for track, (name, flags) in zip(tracks, sets)]
 
@@ -66,12 +67,15 @@ def _paper_flag_sets():
 _EXPECTED = {
     "MLM_FLAGS": ("mlm", {}),
     "DCSE": ("dialoguecse", {"temperature": 0.1, "num_negatives": 9, "aggregation": "mean"}),
+    "DCSE_RELEASE": ("dialoguecse", {"variant": "released", "temperature": 0.1, "num_negatives": 9,
+                                     "aggregation": "attention"}),
+    "SIMCSE": ("simcse", {"temperature": 0.05, "pooler": "cls", "mlp_only_train": True}),
     "SIAMESE": ("siamese_m", {"num_negatives": 9}),
     "PAIRS": ("dse", {"temperature": 0.05}),
     "DIAL2VEC": ("dial2vec", {"temperature": 0.2, "window": 10}),
 }
-_FROZEN = {("zh", "DCSE"): 6, ("zh", "SIAMESE"): 6, ("zh", "DIAL2VEC"): 6,
-           ("en", "DCSE"): 3, ("en", "SIAMESE"): 3, ("en", "DIAL2VEC"): 3}
+_FROZEN = {("zh", "DCSE"): 6, ("zh", "DCSE_RELEASE"): 6, ("zh", "SIAMESE"): 6, ("zh", "DIAL2VEC"): 6,
+           ("en", "DCSE"): 3, ("en", "DCSE_RELEASE"): 3, ("en", "SIAMESE"): 3, ("en", "DIAL2VEC"): 3}
 
 
 @pytest.mark.parametrize("track,name,flags", _paper_flag_sets(), ids=lambda value: str(value)[:12])
