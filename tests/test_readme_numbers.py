@@ -105,6 +105,8 @@ DECLARED = {
         "results/ecd_cpu/study/table.md", template=STUDY, skip_columns=STUDY_COLUMNS,
         labels={"DialogueCSE_I2, main run (3 seeds)": "DialogueCSE_I2 (3 seeds)",
                 "SiameseBERT_M, main run (3 seeds)": "SiameseBERT_M (3 seeds)"}),
+    ("README.md", "### Padding rounds: weight zero or the features of an empty text", 0):
+        _results("results/ecd_cpu/study_empty_rounds/table.md"),
     ("README.md", "### DSE on the English track: results", 0): _results(
         "results/dse_sgd_minilm/table.md", labels={"MiniLM (untouched)": "MiniLM", **RENAMED}, any_order=True),
     ("README.md", "### dial2vec on the English track: results", 0): _results(
