@@ -105,11 +105,13 @@ class CheckpointEmbedders:
     def token_average(self) -> CachedEmbedder:
         return self._cached("token_average", lambda: TokenEmbeddingAverager(self.backbone, self.tokenizer))
 
-    def dialogues(self, protocol: str, max_seq_length: int, sentence_pooling: str = "mean") -> "BuiltModel":
+    def dialogues(self, protocol: str, max_seq_length: int, sentence_pooling: str | None = None) -> "BuiltModel":
         """Whole dialogues embedded by a `dialogue_protocols` protocol: `max_seq_length` tokens per
-        packed dialogue, or each utterance through `pooled(sentence_pooling)`."""
+        packed dialogue, or each utterance through `pooled(sentence_pooling)` (default: the
+        checkpoint's own pooling, as its sentence columns)."""
         from dialoguecse_tf.evaluation.dialogue_protocols import average_utterances, packed_dialogue_encoder
 
+        sentence_pooling = sentence_pooling or self.own_pooling
         if protocol == "utterance_mean":
             # Through the sentence columns' cache: an utterance is embedded once for both.
             sentences = self.pooled(sentence_pooling)
