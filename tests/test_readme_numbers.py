@@ -107,6 +107,8 @@ DECLARED = {
                 "SiameseBERT_M, main run (3 seeds)": "SiameseBERT_M (3 seeds)"}),
     ("README.md", "### Padding rounds: weight zero or the features of an empty text", 0):
         _results("results/ecd_cpu/study_empty_rounds/table.md"),
+    ("README.md", "### Padding rounds: weight zero or the features of an empty text", 1):
+        _results("results/sgd_minilm/study_empty_rounds/table.md"),
     ("README.md", "### DSE on the English track: results", 0): _results(
         "results/dse_sgd_minilm/table.md", labels={"MiniLM (untouched)": "MiniLM", **RENAMED}, any_order=True),
     ("README.md", "### dial2vec on the English track: results", 0): _results(
