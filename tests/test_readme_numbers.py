@@ -22,7 +22,8 @@ import pytest
 from conftest import REPO_ROOT
 
 PAPERS = REPO_ROOT.parent / "shared" / "papers"
-DOCS = ("README.md", "docs/reliability.md", "benchmarks/README.md")
+DOCS = ("README.md", "docs/usage.md", "docs/benchmark.md", "docs/results_ecd.md", "docs/english_track.md", "docs/dse.md",
+        "docs/dial2vec.md", "docs/demo.md", "docs/reliability.md", "benchmarks/README.md")
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?![\w.])")
 STUDY = "DialogueCSE_I2 / {} (1 seed)"
 
@@ -82,36 +83,37 @@ DECLARED = {
     ("README.md", HEADLINE, 2): Source("paper", paper=PAPER_TABLE_ROWS),
     ("README.md", "## Quick start", 0): _results("results/demo/results_table.md"),
     ("README.md", "## Layout", 0): Source("text"),
-    ("README.md", ECD_MAIN, 0): _results("results/ecd_cpu/table.md"),
-    ("README.md", ECD_MAIN, 1): Source("paper", paper="dialoguecse_emnlp2021.txt"),
-    ("README.md", SWEEPS, 0): _results("results/ecd_cpu/sweeps/num_context_turns.md", key_columns=2),
-    ("README.md", SWEEPS, 1): _results("results/ecd_cpu/sweeps/train_records.md", key_columns=2),
-    ("README.md", "### The released code's DialogueCSE against our paper-text reading", 0):
+    ("README.md", "## Documentation", 0): Source("text"),
+    ("docs/results_ecd.md", ECD_MAIN, 0): _results("results/ecd_cpu/table.md"),
+    ("docs/results_ecd.md", ECD_MAIN, 1): Source("paper", paper="dialoguecse_emnlp2021.txt"),
+    ("docs/results_ecd.md", SWEEPS, 0): _results("results/ecd_cpu/sweeps/num_context_turns.md", key_columns=2),
+    ("docs/results_ecd.md", SWEEPS, 1): _results("results/ecd_cpu/sweeps/train_records.md", key_columns=2),
+    ("docs/results_ecd.md", "### The released code's DialogueCSE against our paper-text reading", 0):
         _results("results/ecd_cpu_variants/table.md"),
-    ("README.md", "### The first run: paper-text DialogueCSE, MLM on the dialogue turns only", 0):
+    ("docs/results_ecd.md", "### The first run: paper-text DialogueCSE, MLM on the dialogue turns only", 0):
         _results("results/ecd_cpu_first_run/table.md",
                  labels={"DialogueCSE_I1 (paper_text)": "DialogueCSE_I1", "DialogueCSE_I2 (paper_text)": "DialogueCSE_I2"}),
-    ("README.md", FIRST_SWEEPS, 0): _results("results/ecd_cpu_first_run/sweeps/temperature.md"),
-    ("README.md", FIRST_SWEEPS, 1): _results("results/ecd_cpu_first_run/sweeps/num_negatives.md"),
-    ("README.md", FIRST_SWEEPS, 2): _results("results/ecd_cpu_first_run/sweeps/num_context_turns.md"),
-    ("README.md", "## Results on English dialogues: all-MiniLM-L6-v2 on SGD (the English track)", 0):
+    ("docs/results_ecd.md", FIRST_SWEEPS, 0): _results("results/ecd_cpu_first_run/sweeps/temperature.md"),
+    ("docs/results_ecd.md", FIRST_SWEEPS, 1): _results("results/ecd_cpu_first_run/sweeps/num_negatives.md"),
+    ("docs/results_ecd.md", FIRST_SWEEPS, 2): _results("results/ecd_cpu_first_run/sweeps/num_context_turns.md"),
+    ("docs/english_track.md", "## Results on English dialogues: all-MiniLM-L6-v2 on SGD (the English track)", 0):
         _results("results/sgd_minilm/table.md"),
-    ("README.md", "### Why DialogueCSE does not pull ahead here: the study on the English track", 0): _results(
+    ("docs/english_track.md", "### Why DialogueCSE does not pull ahead here: the study on the English track", 0): _results(
         "results/sgd_minilm/study/table.md", template=STUDY, skip_columns=STUDY_COLUMNS,
         labels={"DialogueCSE_I2, main run (3 seeds)": "DialogueCSE_I2 (3 seeds)",
                 "SiameseBERT_M, main run (3 seeds)": "SiameseBERT_M (3 seeds)",
                 "SiameseBERT_M, no MLM": "SiameseBERT_M / no MLM (1 seed)"}),
-    ("README.md", "### The same study on ECD", 0): _results(
+    ("docs/english_track.md", "### The same study on ECD", 0): _results(
         "results/ecd_cpu/study/table.md", template=STUDY, skip_columns=STUDY_COLUMNS,
         labels={"DialogueCSE_I2, main run (3 seeds)": "DialogueCSE_I2 (3 seeds)",
                 "SiameseBERT_M, main run (3 seeds)": "SiameseBERT_M (3 seeds)"}),
-    ("README.md", "### Padding rounds: weight zero or the features of an empty text", 0):
+    ("docs/english_track.md", "### Padding rounds: weight zero or the features of an empty text", 0):
         _results("results/ecd_cpu/study_empty_rounds/table.md"),
-    ("README.md", "### Padding rounds: weight zero or the features of an empty text", 1):
+    ("docs/english_track.md", "### Padding rounds: weight zero or the features of an empty text", 1):
         _results("results/sgd_minilm/study_empty_rounds/table.md"),
-    ("README.md", "### DSE on the English track: results", 0): _results(
+    ("docs/dse.md", "### DSE on the English track: results", 0): _results(
         "results/dse_sgd_minilm/table.md", labels={"MiniLM (untouched)": "MiniLM", **RENAMED}, any_order=True),
-    ("README.md", "### dial2vec on the English track: results", 0): _results(
+    ("docs/dial2vec.md", "### dial2vec on the English track: results", 0): _results(
         "results/dial2vec_sgd_minilm/table.md",
         labels={"MiniLM, mean pooling": "MiniLM (mean pooling)",
                 "MiniLM, interlocutor pooling": "MiniLM (interlocutor pooling)",
