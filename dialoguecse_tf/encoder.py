@@ -173,3 +173,12 @@ def encode_sequences(backbone, token_ids, padding_mask, training=False, num_leng
         outputs.append(tf.pad(encoded, [[0, 0], [0, tf.shape(token_ids)[1] - tf.shape(encoded)[1]], [0, 0]]))
     sorted_outputs = tf.concat(outputs, axis=0)
     return tf.ensure_shape(tf.gather(sorted_outputs, tf.argsort(order)), [None, seq_length, None])
+
+
+def encode_pairs(backbone, pair_ids, pair_mask, training=False, num_length_buckets: int = 1):
+    """Pair records' [B, 2, L] ids and mask -> (the 2B sequences' last layer [2B, L, D], their
+    mask [2B, L]), both sides of every pair in one `encode_sequences` call, pair by pair."""
+    seq_length = pair_ids.shape[2]
+    flat_mask = keras.ops.reshape(keras.ops.cast(pair_mask, "int32"), (-1, seq_length))
+    flat_ids = keras.ops.reshape(keras.ops.cast(pair_ids, "int32"), (-1, seq_length))
+    return encode_sequences(backbone, flat_ids, flat_mask, training, num_length_buckets), flat_mask

@@ -24,7 +24,7 @@ import keras
 from keras import ops
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
+from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_pairs
 from dialoguecse_tf.pooling import masked_mean
 
 DEFAULT_PROJECTION_SIZE = 128
@@ -63,12 +63,8 @@ class DSEModel(keras.Model):
         self.head.build((None, backbone.hidden_dim))
 
     def call(self, inputs, training=False):
-        ids = ops.cast(inputs[schema.PAIR_INPUT_IDS], "int32")
-        mask = ops.cast(inputs[schema.PAIR_INPUT_MASK], "int32")
-        seq_length = ids.shape[2]
-        flat_mask = ops.reshape(mask, (-1, seq_length))
-        outputs = encode_sequences(self.backbone, ops.reshape(ids, (-1, seq_length)), flat_mask, training,
-                                   self.num_length_buckets)
+        outputs, flat_mask = encode_pairs(self.backbone, inputs[schema.PAIR_INPUT_IDS], inputs[schema.PAIR_INPUT_MASK],
+                                          training, self.num_length_buckets)
         embeddings = masked_mean(outputs, flat_mask)
         projections = self.head(embeddings)
         return {"embeddings": ops.reshape(embeddings, (-1, 2, embeddings.shape[-1])),

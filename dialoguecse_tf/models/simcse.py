@@ -17,7 +17,7 @@ import keras
 from keras import ops
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
+from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_pairs
 from dialoguecse_tf.pooling import masked_mean
 
 # The release's `Pooler` types that pool the last layer; `avg_top2` and `avg_first_last` (l.72-81)
@@ -48,12 +48,8 @@ class SimCSEModel(keras.Model):
         return self.backbone.pooled_dense
 
     def call(self, inputs, training=False):
-        ids = ops.cast(inputs[schema.PAIR_INPUT_IDS], "int32")
-        mask = ops.cast(inputs[schema.PAIR_INPUT_MASK], "int32")
-        seq_length = ids.shape[2]
-        flat_mask = ops.reshape(mask, (-1, seq_length))
-        outputs = encode_sequences(self.backbone, ops.reshape(ids, (-1, seq_length)), flat_mask, training,
-                                   self.num_length_buckets)
+        outputs, flat_mask = encode_pairs(self.backbone, inputs[schema.PAIR_INPUT_IDS], inputs[schema.PAIR_INPUT_MASK],
+                                          training, self.num_length_buckets)
         pooled = masked_mean(outputs, flat_mask) if self.pooler == "avg" else outputs[:, 0]
         if self.pooler == "cls":
             pooled = ops.cast(self.mlp(pooled), "float32")

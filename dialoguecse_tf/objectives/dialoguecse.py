@@ -48,7 +48,7 @@ paper's text only.
 import dataclasses
 
 from dialoguecse_tf import losses, training
-from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
 from dialoguecse_tf.models.dialoguecse import MATCHING_SIDES, DialogueCSEModel, ReleasedDialogueCSEModel
 from dialoguecse_tf.models.layers import AGGREGATIONS, DEFAULT_ATTENTION_HIDDEN_SIZE
@@ -78,7 +78,8 @@ class DialogueCSEOptions(ContrastiveOptions):
     attention_hidden_size: int = field(DEFAULT_ATTENTION_HIDDEN_SIZE,
                                        "Hidden units of the I1 scoring FFN (paper_text) or of the round attention "
                                        "(released: 256).", minimum=1)
-    temperature: float = field(0.1, "NT-Xent temperature tau (paper and release: 0.1).")
+    temperature: float = field(0.1, "NT-Xent temperature tau (paper and release: 0.1).", minimum=0.0,
+                               exclusive_minimum=True)
     lr_decay_rate: float = field(0.98, "released: learning rate factor per lr_decay_steps (continuous).", minimum=0.0,
                                   exclusive_minimum=True, maximum=1.0)
     lr_decay_steps: int = field(10000, "released: steps per lr_decay_rate factor.", minimum=1)
@@ -94,14 +95,13 @@ class DialogueCSEOptions(ContrastiveOptions):
                                             "row, then pool once (rounds weigh by token count).")
 
     def __post_init__(self):
+        check_values(self)
         if not self.aggregation:
             # Frozen: the variant's default is written into the options, so config.json names it.
             object.__setattr__(self, "aggregation", VARIANT_AGGREGATION[self.variant])
         if self.variant != "released" and self.empty_rounds != "zero":
             raise ValueError("empty_rounds is an option of variant=released (paper_text's records have no "
                              "padding rounds between real ones, and its mean skips them)")
-        if isinstance(self.temperature, bool) or not self.temperature > 0:
-            raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
         study = (self.matching_side != "context", self.normalize_matching_tokens, self.fuse_turns_before_pooling)
         if self.variant != "released" and any(study):
             raise ValueError("matching_side, normalize_matching_tokens and fuse_turns_before_pooling are study "

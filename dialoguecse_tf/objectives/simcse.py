@@ -51,30 +51,24 @@ import keras
 import tensorflow as tf
 
 from dialoguecse_tf import losses, schema, training
-from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.encoder import freeze_pooler
-from dialoguecse_tf.models.simcse import POOLERS, SimCSEModel, check_pooler
+from dialoguecse_tf.models.simcse import POOLERS, SimCSEModel
 from dialoguecse_tf.objectives.base import Objective, register
 
 
 @dataclasses.dataclass(frozen=True)
 class SimCSEOptions:
-    temperature: float = field(0.05, "Temperature tau (SimCSE: 0.05).")
+    temperature: float = field(0.05, "Temperature tau (SimCSE: 0.05).", minimum=0.0, exclusive_minimum=True)
     pooler: str = field("cls", "SimCSE's pooler_type: cls ([CLS] through the MLP in training; unsupervised SimCSE's), "
                         "cls_before_pooler ([CLS], no MLP) or avg (mean of the last layer).", choices=POOLERS)
     mlp_only_train: bool = field(True, "With pooler cls: drop the MLP at inference, embedding by the [CLS] vector "
                                  "(unsupervised SimCSE's --mlp_only_train); false keeps it (BERT's pooler output).")
     weight_decay: float = field(0.0, "AdamW weight decay, none on biases and LayerNorm (the HuggingFace Trainer's "
-                                "default, which SimCSE keeps: 0.0).")
+                                "default, which SimCSE keeps: 0.0).", minimum=0.0)
 
     def __post_init__(self):
-        if isinstance(self.temperature, bool) or not self.temperature > 0:
-            raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
-        check_pooler(self.pooler)
-        if not isinstance(self.mlp_only_train, bool):
-            raise ValueError(f"mlp_only_train must be true or false, got {self.mlp_only_train!r}")
-        if isinstance(self.weight_decay, bool) or not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be a non-negative number, got {self.weight_decay!r}")
+        check_values(self)
 
 
 def view_metrics(first, second) -> dict:
