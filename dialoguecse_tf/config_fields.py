@@ -45,7 +45,6 @@ def field_kind(config_class, name: str) -> tuple[type, bool]:
     return hint, False
 
 
-
 def _type_problem(value, base: type) -> str | None:
     if base is bool:
         return None if isinstance(value, bool) else "a boolean"
