@@ -17,7 +17,8 @@ from dialoguecse_tf.evaluation.tasks.relatedness import relatedness_scores
 
 def test_sgd_dev_single_service_dialogues_labelled_by_service_or_domain(shared_data):
     services = read_labelled_dialogues(str(shared_data / "sgd" / "dev"))
-    assert services.stats == {"dialogues": 836, "labels": 17, "dropped": {"multi_service": 1262}}
+    assert services.stats == {"dialogues": 836, "labels": 17, "dropped": {"multi_service": 1262},
+                              "empty_turns_skipped": 0}
     assert services.labels[0] == services.dialogues[0].services[0]
     domains = read_labelled_dialogues(str(shared_data / "sgd" / "dev"), "domain")
     assert domains.stats["dialogues"] == 836 and domains.stats["labels"] < 17
@@ -39,6 +40,24 @@ def test_unusable_dialogues_are_dropped_and_counted(tmp_path):
     write_jsonl(dialogues[:3], tmp_path / "few.jsonl")
     with pytest.raises(ValueError, match="needs at least 2 labels with 2 dialogues each"):
         read_labelled_dialogues(str(tmp_path / "few.jsonl"))
+
+
+def test_sgd_release_empty_closing_turns_are_skipped_and_counted(tmp_path):
+    # SGD's public release ends some dialogues with an empty SYSTEM turn whose only act is GOODBYE;
+    # dial2vec's generate_clustering.py drops empty utterances too.
+    def sgd(i, service, close_empty):
+        turns = [{"speaker": speaker, "utterance": f"turn {t} of {i}", "frames": []}
+                 for t, speaker in enumerate(("USER", "SYSTEM", "USER", "SYSTEM"))]
+        if close_empty:
+            turns[-1].update(utterance="", frames=[{"service": service, "actions": [{"act": "GOODBYE"}]}])
+        return {"dialogue_id": f"1_{i:05d}", "services": [service], "turns": turns}
+
+    (tmp_path / "dialogues_001.json").write_text(json.dumps([sgd(i, service, i % 2 == 0) for i, service in
+                                                             enumerate(["A_1", "A_1", "B_1", "B_1"])]))
+    data = read_labelled_dialogues(str(tmp_path))
+    assert data.labels == ("A_1", "A_1", "B_1", "B_1")
+    assert [len(d.turns) for d in data.dialogues] == [3, 4, 3, 4]
+    assert data.stats["empty_turns_skipped"] == 2
 
 
 def test_purity_by_hand():

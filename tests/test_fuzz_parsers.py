@@ -178,9 +178,9 @@ def _fuzz_reader(input_format, scratch, data):
     if input_format == "mdc":
         # One row per turn, after the header (the first line neither blank nor malformed).
         header = 1 if _num_lines(data) > stats["blank_lines"] + stats.malformed_lines else 0
-        records = sum(len(d.turns) for d in dialogues) + header
+        records = sum(len(d.turns) for d in dialogues) + stats["empty_turns_skipped"] + header
     elif input_format == "jddc":
-        records = sum(len(d.turns) for d in dialogues) + stats["header_lines"]
+        records = sum(len(d.turns) for d in dialogues) + stats["empty_turns_skipped"] + stats["header_lines"]
     else:
         records = len(dialogues) + stats["skipped_non_positive"]
     assert records + stats["blank_lines"] + stats.malformed_lines == _num_lines(data)

@@ -125,7 +125,7 @@ def test_stats_to_dict_and_atomic_json(tmp_path):
     stats.malformed_line("field_count", "a.txt", 4)
     assert stats["tokens_truncated"] == 0
     expected = {
-        "dialogues_read": 3, "dialogues_kept": 0, "blank_lines": 0, "turns_merged": 0,
+        "dialogues_read": 3, "dialogues_kept": 0, "blank_lines": 0, "empty_turns_skipped": 0, "turns_merged": 0,
         "samples_written": 1, "tokens_truncated": 0, "skipped_non_positive": 2,
         "dropped": {"too_few_turns": 1},
         "malformed_lines": 1,

@@ -239,7 +239,6 @@ def test_turn_intent_is_the_first_act():
 
 BAD_MDC_ROWS = {
     "field_count": ("1\t2\tSat Jul 23\tagent", "field_count"),
-    "empty_text": ("1\t2\tSat Jul 23\tagent\t \trequest(city)", "empty_utterance"),
     "message_id": ("1\tx\tSat Jul 23\tagent\twhich city?\trequest(city)", "bad_message_id"),
     "speaker": ("1\t2\tSat Jul 23\tbot\twhich city?\trequest(city)", "bad_speaker"),
     "act": ("1\t2\tSat Jul 23\tagent\twhich city?\trequest city", "bad_dialogue_act"),
@@ -258,6 +257,17 @@ def test_mdc_malformed_rows(tmp_path, case):
     (dialogue,) = read_mdc_tsv(path, skip_malformed=True, stats=stats)
     assert [t.text for t in dialogue.turns] == ["i want to watch a movie tonight", "seattle please"]
     assert stats.malformed == {reason: {"count": 1, "examples": [f"{path}:3"]}}
+
+
+def test_mdc_empty_message_is_skipped_and_counted(tmp_path):
+    # Message.From names every row's speaker, so an empty message can go without shifting any.
+    empty = "1\t2\tSat Jul 23\tagent\t \trequest(city)"
+    path = write_mdc(tmp_path, [MDC_ROWS[0], empty, MDC_ROWS[1], "3\t1\tSat Jul 23\tuser\t\t"])
+    stats = PrepStats()
+    (dialogue,) = read_mdc_tsv(path, stats=stats)
+    assert [(t.speaker, t.text) for t in dialogue.turns] == [("user", "i want to watch a movie tonight"),
+                                                             ("user", "seattle please")]
+    assert stats["empty_turns_skipped"] == 2 and stats["dialogues_read"] == 1 and stats.malformed == {}
 
 
 def test_mdc_non_contiguous_session(tmp_path):
@@ -365,7 +375,6 @@ def test_jddc_header_line_is_skipped_and_counted(tmp_path):
 BAD_JDDC_ROWS = {
     "field_count": ("a1f3\tUSERID_101\t1\t0\t1\tnan", "field_count"),
     "waiter_send": ("a1f3\tUSERID_101\t2\t0\t1\tnan\t好的", "bad_speaker"),
-    "empty_content": ("a1f3\tUSERID_101\t1\t0\t1\tnan\t  ", "empty_utterance"),
     "empty_session": ("\tUSERID_101\t1\t0\t1\tnan\t好的", "bad_session_id"),
 }
 
@@ -381,6 +390,14 @@ def test_jddc_malformed_rows(tmp_path, case):
     (dialogue,) = read_jddc_chat(path, skip_malformed=True, stats=stats)
     assert [t.speaker for t in dialogue.turns] == ["user", "agent"]
     assert stats.malformed == {reason: {"count": 1, "examples": [f"{path}:2"]}}
+
+
+def test_jddc_empty_content_is_skipped_and_counted(tmp_path):
+    path = write_lines(tmp_path / "chat.txt", [JDDC_ROWS[0], "a1f3\tUSERID_101\t1\t0\t1\tnan\t  ", JDDC_ROWS[1]])
+    stats = PrepStats()
+    (dialogue,) = read_jddc_chat(path, stats=stats)
+    assert [t.speaker for t in dialogue.turns] == ["user", "agent"]
+    assert stats["empty_turns_skipped"] == 1 and stats.malformed == {}
 
 
 def test_jddc_non_contiguous_session(tmp_path):
@@ -448,6 +465,23 @@ def test_sgd_pretty_printed_file_locates_dialogues(tmp_path):
     assert first.services == ("Hotels_1",)
 
 
+def test_sgd_release_empty_goodbye_turn_is_skipped_and_counted(tmp_path):
+    # As SGD's public release has them: a closing SYSTEM turn with an empty utterance whose only
+    # act is GOODBYE. SGD names every turn's speaker, so dropping it shifts nothing.
+    released = _sgd_dialogue("1_00000", speakers=("USER", "SYSTEM", "USER", "SYSTEM"))
+    released["turns"][-1].update(utterance="", frames=[{
+        "actions": [{"act": "GOODBYE", "canonical_values": [], "slot": "", "values": []}],
+        "service": "Hotels_1", "slots": []}])
+    path = tmp_path / "dialogues_001.json"
+    path.write_text(json.dumps([released, _sgd_dialogue("1_00001")], indent=2))
+    stats = PrepStats()
+    first, second = read_sgd(tmp_path, stats=stats)
+    assert [t.text for t in first.turns] == ["utterance 0", "utterance 1", "utterance 2"]
+    assert [t.speaker for t in first.turns] == ["USER", "SYSTEM", "USER"]
+    assert len(second.turns) == 2
+    assert stats["empty_turns_skipped"] == 1 and stats["dialogues_read"] == 2 and stats.malformed == {}
+
+
 def _bad_turn(**changes):
     turn = {"speaker": "USER", "utterance": "hi", "frames": [{"actions": [{"act": "INFORM"}]}]}
     turn.update(changes)
@@ -461,7 +495,7 @@ BAD_SGD = {
     "no_id": (_sgd_dialogue(""), "bad_dialogue_id"),
     "no_services": (_sgd_dialogue("1_00007", services=[]), "bad_services"),
     "no_turns": (_sgd_dialogue("1_00007", turns=[]), "missing_turns"),
-    "empty_utterance": (_bad_turn(utterance=" "), "empty_utterance"),
+    "only_empty_utterances": (_bad_turn(utterance=" "), "empty_utterance"),
     "numeric_utterance": (_bad_turn(utterance=3), "bad_turn"),
     "frames_not_a_list": (_bad_turn(frames={}), "bad_frames"),
     "frame_without_actions": (_bad_turn(frames=[{"service": "Hotels_1"}]), "bad_frames"),
@@ -556,12 +590,26 @@ def test_jsonl_default_id_and_optional_intent(tmp_path):
     assert dialogue.turns == (Turn("a", "hi"), Turn("b", "yo"))
 
 
+def test_jsonl_empty_turn_is_skipped_and_response_index_follows(tmp_path):
+    path = write_lines(tmp_path / "c.jsonl", [json.dumps({
+        "turns": [{"speaker": "a", "text": "hi"}, {"speaker": "b", "text": " "}, {"speaker": "b", "text": "yo"},
+                  {"speaker": "a", "text": ""}, {"speaker": "a", "text": "bye"}],
+        "response_index": 2, "candidates": ["yo", "no"], "candidate_labels": [1, 0]})])
+    stats = PrepStats()
+    (dialogue,) = read_jsonl(path, stats=stats)
+    assert dialogue.turns == (Turn("a", "hi"), Turn("b", "yo"), Turn("a", "bye"))
+    assert dialogue.response_index == 1 and dialogue.turns[1].text == dialogue.candidates[0]
+    assert stats["empty_turns_skipped"] == 2
+
+
 BAD_JSONL = {
     "bad_json": ('{"turns": [', "bad_json"),
     "not_an_object": ("[1, 2]", "bad_json"),
     "missing_turns": ('{"dialogue_id": "x"}', "missing_turns"),
     "empty_turns": ('{"turns": []}', "missing_turns"),
-    "empty_text": ('{"turns": [{"speaker": "a", "text": " "}]}', "empty_utterance"),
+    "only_empty_texts": ('{"turns": [{"speaker": "a", "text": " "}]}', "empty_utterance"),
+    "empty_response": ('{"turns": [{"speaker": "a", "text": "hi"}, {"speaker": "b", "text": ""}], "response_index": 1, '
+                       '"candidates": ["x"], "candidate_labels": [1]}', "bad_candidates"),
     "missing_speaker": ('{"turns": [{"text": "hi"}]}', "bad_turn"),
     "numeric_text": ('{"turns": [{"speaker": "a", "text": 3}]}', "bad_turn"),
     "bad_id": ('{"dialogue_id": 5, "turns": [{"speaker": "a", "text": "hi"}]}', "bad_dialogue_id"),

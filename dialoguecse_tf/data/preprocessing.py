@@ -32,6 +32,7 @@ class PrepStats:
         "dialogues_read",
         "dialogues_kept",
         "blank_lines",
+        "empty_turns_skipped",
         "turns_merged",
         "samples_written",
         "tokens_truncated",

@@ -7,10 +7,15 @@ Lines are split on "\\n" only, and a trailing "\\r" is removed. Blank (whitespac
 are skipped and counted as "blank_lines". A malformed line raises `DataFormatError`
 ("file:line: message", 1-based line numbers); with `skip_malformed=True` it is skipped instead
 and counted in `stats.malformed` under its reason. Each yielded dialogue counts one
-"dialogues_read". Utterance texts are kept exactly as written; an utterance that is empty or
-whitespace-only is malformed. Dialogue ids are "<file stem>-<line number>" unless stated
-otherwise. Intents from dialogue acts follow `dialogue.turn_intent`: a turn's first act.
-`MIN_TURNS_BY_FORMAT` holds each format's default for the min-turns filter.
+"dialogues_read". Utterance texts are kept exactly as written. An utterance that is empty or
+whitespace-only is skipped and counted as "empty_turns_skipped" where the format names each
+turn's speaker (mdc, jddc, sgd, jsonl: dropping the turn changes no other turn; SGD's public
+release closes some dialogues with an empty SYSTEM turn whose only act is GOODBYE); a dialogue
+left with no turn is malformed. Where speakers or candidates are implied by position (authors,
+ecd) an empty utterance is malformed, as dropping it would reassign the turns around it.
+Dialogue ids are "<file stem>-<line number>" unless stated otherwise. Intents from dialogue
+acts follow `dialogue.turn_intent`: a turn's first act. `MIN_TURNS_BY_FORMAT` holds each
+format's default for the min-turns filter.
 
 Formats (`READERS` / `read_corpus` names in brackets):
 
@@ -81,8 +86,9 @@ a JSON object:
 - "dialogue_id": non-empty string; default "<file stem>-<line number>".
 - "services": the dialogue's task domains, a non-empty list of non-empty strings (`Dialogue.
   services`; None when absent).
-- "turns": non-empty list of objects; "speaker" a non-empty string, "text" a string that is not
-  empty or whitespace-only, "intent" a string or null (optional; null when absent).
+- "turns": non-empty list of objects; "speaker" a non-empty string, "text" a string (a turn whose
+  text is empty or whitespace-only is skipped and counted; "response_index" counts turns as
+  written and is moved with them), "intent" a string or null (optional; null when absent).
 - "response_index", "candidates", "candidate_labels" carry the authors' contrastive samples and
   come together or not at all: an index into "turns", a non-empty list of non-empty strings whose
   first item equals the text of turns[response_index], and one 0/1 label per candidate with
@@ -293,14 +299,15 @@ def _read_sessions(
     lines: Iterator[tuple[int, str]],
     stats: PrepStats,
     skip_malformed: bool,
-    parse_row: Callable[[str], tuple[str, int, Turn]],
+    parse_row: Callable[[str], tuple[str, int, Turn | None]],
     dialogue_id: Callable[[str], str],
 ) -> Iterator[Dialogue]:
     """Groups one-row-per-utterance lines into one dialogue per session.
 
-    `parse_row` returns (session id, order key, turn) or raises `_LineError`. A session's rows
-    must be contiguous; its turns are sorted by order key, file order among equal keys, and the
-    dialogue's line number is that of its first row.
+    `parse_row` returns (session id, order key, turn) or raises `_LineError`; turn None is an
+    empty utterance, skipped and counted. A session's rows must be contiguous; its turns are
+    sorted by order key, file order among equal keys, and the dialogue's line number is that of
+    its first row. A session whose every row is empty yields no dialogue.
     """
     source = str(path)
     finished: set[str] = set()
@@ -328,6 +335,9 @@ def _read_sessions(
             if session is not None:
                 finished.add(session)
             session, first_line, rows = session_id, line_number, []
+        if turn is None:
+            stats.increment("empty_turns_skipped")
+            continue
         rows.append((order, line_number, turn))
     if rows:
         yield dialogue()
@@ -340,7 +350,7 @@ def read_mdc_tsv(
     stats = stats if stats is not None else PrepStats()
     stem = pathlib.Path(path).stem
 
-    def parse_row(line: str) -> tuple[str, int, Turn]:
+    def parse_row(line: str) -> tuple[str, int, Turn | None]:
         fields = line.split("\t")
         if len(fields) < 5:
             raise _LineError("field_count", f"expected at least 5 tab-separated fields, got {len(fields)}")
@@ -356,7 +366,7 @@ def read_mdc_tsv(
         if speaker not in ("user", "agent"):
             raise _LineError("bad_speaker", f"Message.From must be user or agent, got {fields[3][:40]!r}")
         intent = turn_intent(_mdc_act_names(fields[5:]))
-        return session_id, order, Turn(speaker=speaker, text=_utterance(text, "Message.Text"), intent=intent)
+        return session_id, order, Turn(speaker=speaker, text=text, intent=intent) if text.strip() else None
 
     lines = _iter_lines(path, stats, skip_malformed)
     header = next(lines, None)
@@ -380,7 +390,7 @@ def read_jddc_chat(
     """Reads the JDDC release's raw chat log, `chat.txt` (see the module docstring)."""
     stats = stats if stats is not None else PrepStats()
 
-    def parse_row(line: str) -> tuple[str, int, Turn]:
+    def parse_row(line: str) -> tuple[str, int, Turn | None]:
         fields = line.split("\t")
         if len(fields) < 7:
             raise _LineError("field_count", f"expected 7 tab-separated fields, got {len(fields)}")
@@ -391,8 +401,8 @@ def read_jddc_chat(
         if speaker is None:
             raise _LineError("bad_speaker", f"waiter_send must be 0 or 1, got {fields[2][:40]!r}")
         # Tabs inside the content split it into further fields; they belong to the text.
-        text = _utterance("\t".join(fields[6:]), "content")
-        return session_id, 0, Turn(speaker=speaker, text=text)
+        text = "\t".join(fields[6:])
+        return session_id, 0, Turn(speaker=speaker, text=text) if text.strip() else None
 
     lines = _iter_lines(path, stats, skip_malformed)
     first = next(lines, None)
@@ -405,7 +415,8 @@ def read_jddc_chat(
     yield from _read_sessions(path, lines, stats, skip_malformed, parse_row, lambda session: session)
 
 
-def _jsonl_dialogue(obj: object, default_id: str, source: str, line_number: int) -> Dialogue:
+def _jsonl_dialogue(obj: object, default_id: str, source: str, line_number: int) -> tuple[Dialogue, int]:
+    """The line's dialogue and how many empty turns it skipped."""
     if not isinstance(obj, dict):
         raise _LineError("bad_json", "a line must hold a JSON object")
     dialogue_id = obj.get("dialogue_id", default_id)
@@ -418,6 +429,8 @@ def _jsonl_dialogue(obj: object, default_id: str, source: str, line_number: int)
     if not isinstance(raw_turns, list) or not raw_turns:
         raise _LineError("missing_turns", "turns must be a non-empty list")
     turns = []
+    # new_index[i]: where written turn i is after the empty turns before it are dropped.
+    new_index = []
     for i, raw in enumerate(raw_turns, start=1):
         if not isinstance(raw, dict):
             raise _LineError("bad_turn", f"turn {i} is not an object")
@@ -428,28 +441,34 @@ def _jsonl_dialogue(obj: object, default_id: str, source: str, line_number: int)
             raise _LineError("bad_turn", f"turn {i}: text must be a string")
         if intent is not None and not isinstance(intent, str):
             raise _LineError("bad_turn", f"turn {i}: intent must be a string or null")
-        turns.append(Turn(speaker=speaker, text=_utterance(text, f"text in turn {i}"), intent=intent))
+        new_index.append(len(turns))
+        if text.strip():
+            turns.append(Turn(speaker=speaker, text=text, intent=intent))
+    if not turns:
+        raise _LineError("empty_utterance", "every turn has an empty text")
+    skipped = len(raw_turns) - len(turns)
 
     contrastive = [obj.get(key) for key in ("response_index", "candidates", "candidate_labels")]
     if all(value is None for value in contrastive):
         return Dialogue(dialogue_id=dialogue_id, turns=tuple(turns), source=source, line_number=line_number,
-                        services=services)
+                        services=services), skipped
     response_index, candidates, labels = contrastive
     if any(value is None for value in contrastive):
         raise _LineError("bad_candidates", "response_index, candidates and candidate_labels come together")
-    if type(response_index) is not int or not 0 <= response_index < len(turns):
+    if type(response_index) is not int or not 0 <= response_index < len(raw_turns):
         raise _LineError("bad_candidates", f"response_index must index turns, got {response_index!r}")
     if not isinstance(candidates, list) or not candidates or not all(isinstance(c, str) for c in candidates):
         raise _LineError("bad_candidates", "candidates must be a non-empty list of strings")
     candidates = tuple(_utterance(c, f"candidate {i + 1}") for i, c in enumerate(candidates))
-    if candidates[0] != turns[response_index].text:
+    # Checked against the turn as written: an empty response turn was dropped and fails here.
+    if candidates[0] != raw_turns[response_index]["text"]:
         raise _LineError("bad_candidates", "candidates[0] must equal the text of turns[response_index]")
     if not isinstance(labels, list) or not all(type(label) is int for label in labels):
         raise _LineError("bad_label", "candidate_labels must be a list of integers")
     labels = _check_candidate_labels(tuple(labels), len(candidates))
-    return Dialogue(dialogue_id=dialogue_id, turns=tuple(turns), response_index=response_index,
+    return Dialogue(dialogue_id=dialogue_id, turns=tuple(turns), response_index=new_index[response_index],
                     candidates=candidates, candidate_labels=labels, source=source, line_number=line_number,
-                    services=services)
+                    services=services), skipped
 
 
 def _services(value: object) -> tuple[str, ...]:
@@ -462,6 +481,7 @@ def read_jsonl(path: PathLike, skip_malformed: bool = False, stats: PrepStats | 
     """Reads the project's generic JSON Lines format (see the module docstring)."""
     source = str(path)
     stem = pathlib.Path(path).stem
+    stats = stats if stats is not None else PrepStats()
 
     def parse(line: str, line_number: int) -> Dialogue:
         try:
@@ -471,7 +491,9 @@ def read_jsonl(path: PathLike, skip_malformed: bool = False, stats: PrepStats | 
         # JSONDecodeError, and the ValueError of an integer too long to convert.
         except ValueError as e:
             raise _LineError("bad_json", f"invalid JSON: {e}") from None
-        return _jsonl_dialogue(obj, f"{stem}-{line_number}", source, line_number)
+        dialogue, skipped = _jsonl_dialogue(obj, f"{stem}-{line_number}", source, line_number)
+        stats.increment("empty_turns_skipped", skipped)
+        return dialogue
 
     return _read_lines(path, stats, skip_malformed, parse)
 
@@ -513,7 +535,8 @@ _SGD_SPEAKERS = ("USER", "SYSTEM")
 _JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
-def _sgd_dialogue(obj: object, index: int, source: str, line_number: int) -> Dialogue:
+def _sgd_dialogue(obj: object, index: int, source: str, line_number: int) -> tuple[Dialogue, int]:
+    """The dialogue and how many empty turns it skipped."""
     # Released SGD files may hold the whole list on one line: the id and the position in the
     # list are what locate a dialogue there.
     where = f"dialogue {index}"
@@ -552,11 +575,12 @@ def _sgd_dialogue(obj: object, index: int, source: str, line_number: int) -> Dia
                 if not isinstance(act, str) or not act:
                     raise _LineError("bad_frames", f"{where}: turn {i}: every action needs a non-empty act")
                 acts.append(act)
-        if not text.strip():
-            raise _LineError("empty_utterance", f"{where}: turn {i}: empty utterance")
-        turns.append(Turn(speaker=speaker, text=text, intent=turn_intent(acts)))
+        if text.strip():
+            turns.append(Turn(speaker=speaker, text=text, intent=turn_intent(acts)))
+    if not turns:
+        raise _LineError("empty_utterance", f"{where}: every utterance is empty")
     return Dialogue(dialogue_id=dialogue_id, turns=tuple(turns), source=source, line_number=line_number,
-                    services=services)
+                    services=services), len(raw_turns) - len(turns)
 
 
 def json_list_items(path: PathLike, text: str, what: str = "SGD dialogues") -> Iterator[tuple[int, object]]:
@@ -626,10 +650,11 @@ def _read_sgd_file(path: PathLike, skip_malformed: bool, stats: PrepStats) -> It
         text = text[1:]
     for index, (line_number, obj) in enumerate(json_list_items(path, text), start=1):
         try:
-            dialogue = _sgd_dialogue(obj, index, str(path), line_number)
+            dialogue, skipped = _sgd_dialogue(obj, index, str(path), line_number)
         except _LineError as error:
             _malformed(path, line_number, error, stats, skip_malformed)
             continue
+        stats.increment("empty_turns_skipped", skipped)
         stats.increment("dialogues_read")
         yield dialogue
 

@@ -9,8 +9,8 @@ several services (as dial2vec drops multi-domain sessions) or none, dialogues wi
 two interlocutors, and dialogues whose label no other dialogue shares (no relevant item to
 retrieve, no pair to relate; the release keeps them, which changes k, N and the Spearman mean
 it scores them into with 0). Turns are taken as read, without merging or length filters (the
-release's `generate_clustering.py` has no turn filter; it drops empty utterances, which the
-SGD reader refuses).
+release's `generate_clustering.py` has no turn filter; it drops empty utterances, as the SGD
+reader does, counted in `stats` as "empty_turns_skipped").
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.evaluation.metrics import unit_rows
 
@@ -41,7 +42,8 @@ def read_labelled_dialogues(path: str, label: str = "service") -> LabelledDialog
     input_format = "jsonl" if str(path).endswith(".jsonl") else "sgd"
     dropped = collections.Counter()
     kept = []
-    for dialogue in read_corpus(path, input_format):
+    read_stats = PrepStats()
+    for dialogue in read_corpus(path, input_format, stats=read_stats):
         services = dialogue.services or ()
         if len(services) != 1:
             dropped["multi_service" if services else "no_service"] += 1
@@ -57,7 +59,8 @@ def read_labelled_dialogues(path: str, label: str = "service") -> LabelledDialog
     if len({value for _, value in kept}) < 2:
         raise ValueError(f"{path}: dialogue evaluation needs at least 2 labels with 2 dialogues each; "
                          f"dropped {dict(dropped)}")
-    stats = {"dialogues": len(kept), "labels": len({value for _, value in kept}), "dropped": dict(dropped)}
+    stats = {"dialogues": len(kept), "labels": len({value for _, value in kept}), "dropped": dict(dropped),
+             "empty_turns_skipped": read_stats["empty_turns_skipped"]}
     return LabelledDialogues(os.fspath(path), tuple(d for d, _ in kept), tuple(v for _, v in kept), stats)
 
 

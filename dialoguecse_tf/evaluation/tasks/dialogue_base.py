@@ -24,7 +24,8 @@ class DialogueEvaluator(Evaluator):
 
     def record(self) -> dict:
         return {**super().record(), f"{self.task}_label": self.dialogue_label,
-                f"{self.task}_labels": self.data.stats["labels"], f"{self.task}_dropped": self.data.stats["dropped"]}
+                f"{self.task}_labels": self.data.stats["labels"], f"{self.task}_dropped": self.data.stats["dropped"],
+                f"{self.task}_empty_turns_skipped": self.data.stats["empty_turns_skipped"]}
 
     def vectors(self, encode_dialogues):
         vectors, index = embed_unique(encode_dialogues, self.data.dialogues)
