@@ -81,11 +81,52 @@ def test_sr_scores_only_rows_with_a_positive_and_a_negative_and_checks_ids():
     rows = [SrRow(0, "a", "", (1,), (2,)), SrRow(1, "b", "", (0,), ()), SrRow(2, "c", "", (), ())]
     result = evaluate_sr(lambda texts: np.array([vectors[t] for t in texts]), rows)
     # Query 0 ("a"): c (cos 0.6, negative) before b (cos 0, positive): AP = RR = 1/2.
-    assert result == {"map": 50.0, "mrr": 50.0, "queries": 1, "skipped_no_negative": 1}
+    assert result == {"map": 50.0, "mrr": 50.0, "queries": 1, "skipped_no_negative": 1,
+                      "queries_with_repeated_ids": 0}
     with pytest.raises(ValueError, match="no SR row has both a positive and a negative"):
         evaluate_sr(lambda texts: np.eye(2), [SrRow(0, "a", "", (1,), ()), SrRow(1, "b", "", (), ())])
     with pytest.raises(ValueError, match=r"query 0 refers to ids \[7\]"):
         evaluate_sr(lambda texts: np.eye(2), [SrRow(0, "a", "", (7,), (1,)), SrRow(1, "b", "", (), ())])
+
+
+def _release_map_mrr(select_text: str, vectors: dict) -> tuple:
+    """MAP and MRR (0..1) as the DialogueCSE release's eval_selection.py computes them: candidates
+    are the positive texts then the negative texts as listed, repeats included, ranked by
+    np.argsort(cos)[::-1]; AP is the mean of precision at each positive."""
+    id2text, queries = {}, []
+    for line in select_text.splitlines():
+        qid, query, _, positive_ids, negative_ids = line.split("\t")
+        id2text[qid] = query
+        if positive_ids and negative_ids:
+            queries.append((query, positive_ids.split(","), negative_ids.split(",")))
+    ap_list, rr_list = [], []
+    for query, positive_ids, negative_ids in queries:
+        candidates = [id2text[i] for i in positive_ids] + [id2text[i] for i in negative_ids]
+        matrix = np.array([vectors[c] for c in candidates])
+        vec = np.array(vectors[query])
+        cos = matrix @ vec / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(vec))
+        labels = [1] * len(positive_ids) + [0] * len(negative_ids)
+        rank_labels = np.array([labels[i] for i in np.argsort(cos)[::-1]])
+        hits = np.flatnonzero(rank_labels == 1)
+        ap_list.append(np.mean([(n + 1) / (i + 1) for n, i in enumerate(hits)]))
+        rr_list.append(1 / (hits[0] + 1))
+    return float(np.mean(ap_list)), float(np.mean(rr_list))
+
+
+def test_sr_repeated_candidate_ids_count_twice_as_in_the_release(tmp_path):
+    rows = [(0, "q", "a", "1,2,1", "3,4"), (1, "r", "a", "0", "3,3,4"), (2, "s", "a", "0,1", "4"),
+            (3, "t", "b", "4", "0"), (4, "u", "b", "3", "0,1")]
+    path = write_select(tmp_path / "select.txt", rows)
+    rng = np.random.default_rng(7)
+    vectors = {text: rng.normal(size=4).tolist() for text in "qrstu"}
+    result = evaluate_sr(lambda texts: np.array([vectors[t] for t in texts]), read_select_file(path))
+    expected_map, expected_mrr = _release_map_mrr(path.read_text(encoding="utf-8"), vectors)
+    assert result["map"] == pytest.approx(100 * expected_map, abs=1e-9)
+    assert result["mrr"] == pytest.approx(100 * expected_mrr, abs=1e-9)
+    assert result["queries"] == 5 and result["queries_with_repeated_ids"] == 2
+    # Counting "1" once in query 0 would give another score: the repeat is really weighed twice.
+    once = path.read_text(encoding="utf-8").replace("1,2,1", "1,2")
+    assert _release_map_mrr(once, vectors)[0] != pytest.approx(expected_map)
 
 
 @pytest.mark.parametrize(
@@ -153,7 +194,7 @@ def test_task_evaluators_give_the_evaluation_functions_numbers(tmp_path):
     assert dsts(CountingEmbedder(VECTORS)) == {"corr": expected_sts["corr"]}
     assert (sr.size, dsts.size) == (5, 3)
     assert sr.record() == {**dataset_file_record("select", "sr_queries", select, 5), "sr_scored_queries": 5,
-                           "sr_skipped_no_negative": 0}
+                           "sr_skipped_no_negative": 0, "sr_queries_with_repeated_ids": 0}
     assert dsts.record() == dataset_file_record("sts", "sts_pairs", sts, 3)
     # Every metric a task gives has a table column, its primary metric among them.
     for evaluator, metrics in ((sr, sr(CountingEmbedder(VECTORS))), (dsts, dsts(CountingEmbedder(VECTORS)))):
@@ -168,6 +209,10 @@ def test_task_evaluators_check_their_file_when_built(tmp_path):
     bad = write_select(tmp_path / "select.txt", [(0, "a", "a", "7", "")])
     with pytest.raises(DataFormatError, match=f"{bad}:1: "):
         SrEvaluator(str(bad))
+    # Refused before any model loads: with no negative anywhere MAP and MRR would read 100.
+    no_negatives = write_select(tmp_path / "no_negatives.txt", [(0, "a", "a", "1", ""), (1, "b", "a", "0", "")])
+    with pytest.raises(ValueError, match=f"^{no_negatives}: no row has both a positive and a negative"):
+        SrEvaluator(str(no_negatives))
     sts = tmp_path / "sts.txt"
     sts.write_text("5\ta\tb\n9\tc\td\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=f"{sts}:2: "):
@@ -183,7 +228,8 @@ def test_evaluation_dataset_and_suite(tmp_path):
     # Table order: D-STS first, then SR.
     assert [evaluator.task for evaluator in both.evaluators] == ["sts", "select"]
     assert list(both.record()) == ["name", "sts_file", "sts_sha256", "sts_pairs", "select_file", "select_sha256",
-                                   "sr_queries", "sr_scored_queries", "sr_skipped_no_negative"]
+                                   "sr_queries", "sr_scored_queries", "sr_skipped_no_negative",
+                                   "sr_queries_with_repeated_ids"]
     embed = CountingEmbedder(VECTORS)
     suite = EvaluationSuite([both, sts_only])
     results = suite(embed)

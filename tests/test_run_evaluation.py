@@ -87,6 +87,7 @@ def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
         "sr_queries": 12,
         "sr_scored_queries": sr_query_counts(read_select_file(tmp_path / "select.txt"))["queries"],
         "sr_skipped_no_negative": sr_query_counts(read_select_file(tmp_path / "select.txt"))["skipped_no_negative"],
+        "sr_queries_with_repeated_ids": 0,
         "sts_file": os.path.relpath(tmp_path / "sts.txt", REPO_ROOT),
         "sts_sha256": file_sha256(str(tmp_path / "sts.txt")),
         "sts_pairs": 6,

@@ -255,8 +255,6 @@ def _row_problem(row: SrRow, index: int, num_rows: int) -> tuple[str, str] | Non
             return "id_out_of_range", f"{name} id {outside[0]} is not a row of this file (0..{num_rows - 1})"
         if row.id in ids:
             return "self_reference", f"{name} ids contain the row's own id {row.id}"
-        if len(set(ids)) != len(ids):
-            return "duplicate_id", f"{name} ids repeat an id"
     overlap = sorted(set(row.positive_ids) & set(row.negative_ids))
     if overlap:
         return "positive_negative_overlap", f"ids {overlap} are both positive and negative"
@@ -291,9 +289,11 @@ def read_select_file(path: PathLike) -> list[SrRow]:
     Lines are split on "\\n" (a trailing "\\r" and a UTF-8 byte-order mark are ignored). Each
     line must have 5 tab-separated fields; the id must equal the 0-based line index; ids are
     plain decimal integers; id lists are comma-separated (empty only for the negatives); every
-    referenced id must be another row of the file, at most once per list, and never both
-    positive and negative; every row needs at least one positive (every row is a query; see the
-    module docstring). An empty intent is allowed (the ECD release has no intent labels). A
+    referenced id must be another row of the file, never both positive and negative; every row
+    needs at least one positive (every row is a query; see the module docstring). An id may
+    repeat within a list, as in some of the authors' released files: their eval_selection.py
+    keeps every listed id as a candidate, so a repeat is ranked and counted twice, and the
+    evaluator does the same (`evaluate.sr_query_counts` counts such queries). An empty intent is allowed (the ECD release has no intent labels). A
     violation raises `DataFormatError` naming the file and 1-based line; an empty file raises
     it for line 1.
     """

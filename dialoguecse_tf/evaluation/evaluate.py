@@ -57,16 +57,22 @@ class CachedEmbedder:
 
 
 def sr_query_counts(rows: Sequence[SrRow]) -> dict:
-    """{"queries": rows scored, "skipped_no_negative": rows with positives but no negative}.
+    """{"queries": rows scored, "skipped_no_negative": rows with positives but no negative,
+    "queries_with_repeated_ids": scored rows that list a candidate id more than once}.
 
     As the DialogueCSE release's eval_selection.py:206, a row is a query only when it has at
     least one positive AND one negative: a row with positives only would score AP = RR = 1
     whatever the encoder, lifting every model alike and shrinking their differences. Rows
     with no positive are candidates only, in the release and here.
     """
-    queries = sum(1 for row in rows if row.positive_ids and row.negative_ids)
-    return {"queries": queries,
-            "skipped_no_negative": sum(1 for row in rows if row.positive_ids and not row.negative_ids)}
+    queries = [row for row in rows if row.positive_ids and row.negative_ids]
+    return {"queries": len(queries),
+            "skipped_no_negative": sum(1 for row in rows if row.positive_ids and not row.negative_ids),
+            "queries_with_repeated_ids": sum(1 for row in queries if _repeats_an_id(row))}
+
+
+def _repeats_an_id(row: SrRow) -> bool:
+    return any(len(set(ids)) != len(ids) for ids in (row.positive_ids, row.negative_ids))
 
 
 def evaluate_sr(embed_fn: EmbedFn, rows: Sequence[SrRow]) -> dict:
@@ -74,8 +80,10 @@ def evaluate_sr(embed_fn: EmbedFn, rows: Sequence[SrRow]) -> dict:
 
     Every row with at least one positive and one negative is a query (see `sr_query_counts`);
     its candidates are its positive and negative ids, ranked in ascending id order before
-    sorting so that exact ties are broken by row id and not by label (see `metrics`).
-    Returns {"map", "mrr", "queries", "skipped_no_negative"}.
+    sorting so that exact ties are broken by row id and not by label (see `metrics`). An id
+    listed twice is two candidates, as in the release's eval_selection.py (its copies tie with
+    each other and carry one label, so which comes first does not matter).
+    Returns {"map", "mrr"} and `sr_query_counts`.
     """
     by_id = {row.id: row for row in rows}
     if len(by_id) != len(rows):

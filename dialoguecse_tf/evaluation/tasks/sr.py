@@ -21,10 +21,19 @@ class SrEvaluator(Evaluator):
         super().__init__(path)
         self.rows = read_select_file(path)
         self.query_counts = sr_query_counts(self.rows)
+        # Refused before any model loads: scoring rows without negatives would give MAP 100.
+        if not self.query_counts["queries"]:
+            raise ValueError(f"{path}: no row has both a positive and a negative candidate "
+                             f"({self.query_counts['skipped_no_negative']} rows have no negative), so there is no "
+                             f"SR query to score")
         if self.query_counts["skipped_no_negative"]:
             logging.warning("%s: %d rows have positives but no negative candidate; they are not scored as "
                             "queries (as the DialogueCSE release's eval_selection.py)", path,
                             self.query_counts["skipped_no_negative"])
+        if self.query_counts["queries_with_repeated_ids"]:
+            logging.warning("%s: %d queries list a candidate id more than once; each listing is ranked and "
+                            "counted, as the DialogueCSE release's eval_selection.py does", path,
+                            self.query_counts["queries_with_repeated_ids"])
 
     @property
     def size(self) -> int:
@@ -32,7 +41,8 @@ class SrEvaluator(Evaluator):
 
     def record(self) -> dict:
         return {**super().record(), "sr_scored_queries": self.query_counts["queries"],
-                "sr_skipped_no_negative": self.query_counts["skipped_no_negative"]}
+                "sr_skipped_no_negative": self.query_counts["skipped_no_negative"],
+                "sr_queries_with_repeated_ids": self.query_counts["queries_with_repeated_ids"]}
 
     def __call__(self, encode) -> dict:
         results = evaluate_sr(encode, self.rows)
