@@ -110,6 +110,21 @@ def test_sgd_folder_or_glob_and_an_sr_set_from_its_acts(tmp_path, shared_data):
     assert all(by_id[n].intent != r.intent for r in rows for n in r.negative_ids)
 
 
+def test_sr_set_without_negatives_warns_on_stderr_and_in_the_stats(tmp_path, caplog):
+    one_intent = tmp_path / "one_intent.jsonl"
+    one_intent.write_text(json.dumps({"turns": [
+        {"speaker": "user" if i % 2 == 0 else "agent", "text": f"where is my order number {i}", "intent": "order"}
+        for i in range(4)]}) + "\n", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        sr_stats = run_build_sr_set(SrSetConfig(CorpusConfig((str(one_intent),)), str(tmp_path / "sr" / "select.txt"),
+                                                num_candidates=8), lambda _: None)
+    assert sr_stats["queries_without_negatives"] == sr_stats["queries"] == 4
+    stats = json.loads((tmp_path / "sr" / "sr_prep_stats.json").read_text())
+    assert stats["sr_queries_without_negatives"] == 4
+    (warning,) = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert "4 of 4 rows have positives but no negative candidate" in warning and "holds no SR query" in warning
+
+
 def test_min_turns_and_missing_input(tmp_path, corpus):
     short = CorpusConfig(corpus.input_file, "jsonl", min_turns=6)
     with pytest.raises(ValueError, match="no dialogue left"):

@@ -11,6 +11,8 @@ import glob
 import os
 import time
 
+from absl import logging
+
 from dialoguecse_tf.config_io import write_config
 from dialoguecse_tf.data.preprocessing import PrepStats, preprocess
 from dialoguecse_tf.data.readers import default_min_turns, read_corpus
@@ -260,10 +262,13 @@ def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
     write_config(config, output_dir, "sr_config.json")
     stats.write_json(os.path.join(output_dir, "sr_" + STATS_FILE))
     log(f"[sr] {len(rows)} rows -> {config.output_file}")
-    if sr_stats["queries_without_negatives"]:
-        log(f"[sr] warning: {sr_stats['queries_without_negatives']} rows have positives but no negative candidate "
-            f"(every retrieved candidate shares their intent); evaluation scores them as candidates only, not as "
-            f"queries")
+    # A warning on stderr, not `log`: a set whose rows lack negatives scores nothing for them.
+    without = sr_stats["queries_without_negatives"]
+    if without:
+        consequence = ("so it holds no SR query and evaluation will refuse it" if without == len(rows) else
+                       "evaluation scores them as candidates only, not as queries")
+        logging.warning("%s: %d of %d rows have positives but no negative candidate (every retrieved candidate "
+                        "shares their intent); %s", config.output_file, without, len(rows), consequence)
     return sr_stats
 
 
