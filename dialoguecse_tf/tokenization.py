@@ -231,10 +231,21 @@ class Tokenizer(tf.Module):
         _check_max_seq_length(length)
         return self._pack(tf.convert_to_tensor(texts, dtype=tf.string), int(length))
 
+    def pack(self, pieces: tf.RaggedTensor, max_seq_length: int) -> dict:
+        """Wordpieces from `tokenize` -> what `__call__` returns for their texts.
+
+        For a caller that needs the untruncated pieces too, so each text is tokenized once.
+        """
+        _check_max_seq_length(max_seq_length)
+        return self._pack_pieces(pieces, int(max_seq_length))
+
     # A graph function for the same reason as `tokenize`; one trace per length.
     @tf.function(reduce_retracing=True)
     def _pack(self, texts, length):
-        pieces = self.tokenize(texts)
+        return self._pack_pieces(self.tokenize(texts), length)
+
+    @tf.function(reduce_retracing=True)
+    def _pack_pieces(self, pieces, length):
         (trimmed,) = tf_text.RoundRobinTrimmer(max_seq_length=length - 2).trim([pieces])
         ids, segments = tf_text.combine_segments(
             [trimmed], start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id

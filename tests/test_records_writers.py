@@ -1,6 +1,7 @@
 """MLM and contrastive record writers, checked on the real ECD training sample."""
 
 import re
+import resource
 import time
 import unicodedata
 
@@ -95,6 +96,43 @@ def test_contrastive_missing_turns_are_pure_padding(tiny_vocab_file, tmp_path):
     same = list(schema.read_dataset(str(again / "contrastive-*"), spec).as_numpy_iterator())
     for x, y in zip(records, same):
         np.testing.assert_array_equal(x["candidate_input_ids"], y["candidate_input_ids"])
+
+
+def test_contrastive_records_hold_exactly_the_tokenizer_ids(ecd, tmp_path):
+    # Each distinct text is tokenized once per chunk and cut to CHARS_PER_TOKEN * max_seq_length
+    # characters first: neither may change a record of real text.
+    dialogues, tokenizer = ecd
+    spec = schema.ContrastiveRecordSpec(max_seq_length=16, num_context_turns=3, num_negatives=9)
+    stats = write_contrastive_records(dialogues[:300], tokenizer, str(tmp_path), spec, log=lambda _: None)
+    assert stats["utterances_capped"] == 0
+    records = list(schema.read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
+    for dialogue, record in zip(dialogues[:300], records):
+        expected = tokenizer(list(dialogue.candidates[:10]), max_seq_length=16)
+        np.testing.assert_array_equal(record["candidate_input_ids"], expected["token_ids"].numpy())
+        np.testing.assert_array_equal(record["candidate_input_mask"], expected["padding_mask"].numpy())
+
+
+def test_huge_utterance_costs_seconds_and_megabytes(tiny_vocab_file, tmp_path):
+    # Review finding 7: one 50 MB utterance took 280 s and 7.1 GB, tokenized in full ~13 times.
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=8)
+    huge = "where is my order " * 600_000  # 10.8 MB
+    dialogues = [Dialogue(f"d{i}", (Turn("u", "hello"), Turn("a", "i want a refund"), Turn("u", "thanks")))
+                 for i in range(20)]
+    dialogues[3] = Dialogue("big", (Turn("u", "hello"), Turn("a", huge), Turn("u", "change address")))
+    spec = schema.ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
+    tokenizer(["warm up"])
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, log=lambda _: None)
+    elapsed = time.perf_counter() - start
+    peak_growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
+    print(f"10.8 MB utterance: {elapsed:.2f} s, peak RSS growth {peak_growth_mb:.0f} MB")
+    assert elapsed < 5 and peak_growth_mb < 200
+    assert stats["utterances_capped"] == 1 and stats["samples_written"] == 60
+    records = list(schema.read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
+    # The huge turn as response (dialogue 3, turn 1): the same ids as its first words give.
+    np.testing.assert_array_equal(records[10]["candidate_input_ids"][0],
+                                  tokenizer(["where is my order where is"])["token_ids"].numpy()[0])
 
 
 def test_mlm_records_real_ecd(ecd, tmp_path):

@@ -14,10 +14,17 @@ import random
 import numpy as np
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances
 
 _CHUNK = 256
 _PROGRESS_EVERY = 10000
+# Characters of an utterance kept per token of max_seq_length before tokenizing. A record keeps
+# only the first max_seq_length - 2 wordpieces, so the cut changes it only when the first
+# 100 * max_seq_length characters hold fewer wordpieces than that: more than 100 characters
+# per piece. Prose has 1 (Chinese) to about 5 (English) characters per piece; the margin
+# covers runs of whitespace, combining marks and words too long for the vocabulary (one [UNK]
+# each), and is checked on the real ECD and SGD text in the tests.
+CHARS_PER_TOKEN = 100
 
 
 def nearest_context(num_turns: int, response_index: int, num_context_turns: int) -> list:
@@ -112,15 +119,20 @@ def _slot_texts(texts, slots, response_index):
 
 
 def encode_samples(samples, tokenizer, spec: schema.ContrastiveRecordSpec, stats: PrepStats) -> list:
-    """Tokenizes a chunk of samples in one tokenizer call; returns feature dicts."""
+    """Tokenizes a chunk of samples, each distinct text once; returns feature dicts."""
     t, k, length = spec.num_context_slots, spec.num_candidates, spec.max_seq_length
     texts = []
     for context, _, candidates in samples:
         texts.extend(["" if text is None else text for text in context] + candidates)
-    packed = tokenizer(texts, max_seq_length=length)
-    ids = packed["token_ids"].numpy().reshape(len(samples), t + k, length).astype(np.int64)
-    mask = packed["padding_mask"].numpy().reshape(len(samples), t + k, length).astype(np.int64)
-    word_pieces = tokenizer.tokenize(texts).row_lengths().numpy().reshape(len(samples), t + k)
+    # An utterance recurs in a chunk as response, context of its neighbours and negative.
+    unique = list(dict.fromkeys(texts))
+    pieces = tokenizer.tokenize(unique)
+    packed = tokenizer.pack(pieces, length)
+    row_of = {text: row for row, text in enumerate(unique)}
+    rows = np.array([row_of[text] for text in texts])
+    ids = packed["token_ids"].numpy()[rows].reshape(len(samples), t + k, length).astype(np.int64)
+    mask = packed["padding_mask"].numpy()[rows].reshape(len(samples), t + k, length).astype(np.int64)
+    word_pieces = pieces.row_lengths().numpy()[rows].reshape(len(samples), t + k)
     examples = []
     for row, (context, offsets, _) in enumerate(samples):
         turn_mask = np.array([text is not None for text in context], np.int64)
@@ -162,6 +174,7 @@ def write_contrastive_records(
     """
     stats = stats if stats is not None else PrepStats()
     os.makedirs(output_dir, exist_ok=True)
+    dialogues = cap_utterances(dialogues, CHARS_PER_TOKEN * spec.max_seq_length, stats)
     samples = iter_samples(dialogues, spec, random_seed, max_responses_per_dialogue, stats, use_given_candidates)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
         chunk = []

@@ -142,6 +142,28 @@ def merge_consecutive_speaker_turns(dialogue: Dialogue) -> Dialogue:
     return dataclasses.replace(dialogue, turns=turns, response_index=len(left))
 
 
+def cap_utterances(dialogues: Iterable[Dialogue], max_chars: int, stats: PrepStats) -> Iterator[Dialogue]:
+    """Cuts every turn text and candidate to its first `max_chars` characters.
+
+    For the record writers, which keep only the first wordpieces of a text: tokenizing a
+    junk utterance of megabytes in full would cost minutes and gigabytes for pieces that are
+    cut anyway. Each cut text counts one "utterances_capped".
+    """
+    for dialogue in dialogues:
+        turns = tuple(dataclasses.replace(turn, text=_capped(turn.text, max_chars, stats)) for turn in dialogue.turns)
+        candidates = dialogue.candidates
+        if candidates is not None:
+            candidates = tuple(_capped(text, max_chars, stats) for text in candidates)
+        yield dataclasses.replace(dialogue, turns=turns, candidates=candidates)
+
+
+def _capped(text: str, max_chars: int, stats: PrepStats) -> str:
+    if len(text) <= max_chars:
+        return text
+    stats.increment("utterances_capped")
+    return text[:max_chars]
+
+
 def filter_min_turns(
     dialogues: Iterable[Dialogue], min_turns: int, stats: PrepStats | None = None
 ) -> Iterator[Dialogue]:
