@@ -186,9 +186,30 @@ def test_few_shot_accuracy_separates_an_informative_encoder_from_chance(tmp_path
     assert len(noisy) == 10 and np.mean(noisy) < 40.0
 
 
+def test_a_label_with_fewer_items_than_shots_is_skipped_at_that_k_and_counted(tmp_path):
+    # Review finding 13: one 5-shot label with a single example stopped the whole evaluation.
+    items = {label: [[f"{label}{i} {label}", label] for i in range(12)] for label in "abc"}
+    train = items["a"][:6] + items["b"][:6] + [["gift wrap", "single"]]
+    test = items["a"][6:] + items["b"][6:] + [["gift wrapping", "single"]]
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps({"train": train, "test": test}), encoding="utf-8")
+    evaluator = IntentEvaluator(str(path))
+    assert evaluator.record()["intent_labels_skipped"] == {"1shot": [], "5shot": ["single"]}
+    metrics = evaluator(_label_encoder())
+    # 5-shot scores a and b alone, exactly as a set without the label would.
+    without = tmp_path / "without.json"
+    without.write_text(json.dumps({"train": train[:-1], "test": test[:-1]}), encoding="utf-8")
+    assert metrics["acc_5shot"] == IntentEvaluator(str(without))(_label_encoder())["acc_5shot"]
+    one_label = tmp_path / "one_label.json"
+    one_label.write_text(json.dumps({"train": train[:6] + train[-1:], "test": test[:6]}), encoding="utf-8")
+    with pytest.raises(ValueError, match="fewer than 2 intents have at least 5 training items"):
+        IntentEvaluator(str(one_label))
+
+
 def test_unseen_test_labels_and_sets_without_oos_are_refused(tmp_path):
     path = tmp_path / "set.json"
-    path.write_text(json.dumps({"train": [["x y", "a"], ["x z", "a"]], "test": [["q", "b"]]}), encoding="utf-8")
+    train = [[f"x {i}", label] for label in "ac" for i in range(5)]
+    path.write_text(json.dumps({"train": train, "test": [["q", "b"]]}), encoding="utf-8")
     with pytest.raises(ValueError, match=r"test labels never seen in training: \['b'\]"):
         IntentEvaluator(str(path))(_label_encoder())
     with pytest.raises(ValueError, match="needs 'oos_train' and 'oos_test'"):

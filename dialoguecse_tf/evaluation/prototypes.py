@@ -30,6 +30,20 @@ SHOTS = (1, 5)
 NUM_RUNS = 10
 
 
+def labels_with_shots(train, labels, shots: int) -> tuple[list, list]:
+    """(the `labels` with at least `shots` training items, the others), each in `labels` order.
+
+    The evaluators score k shots on the first only: a label with fewer than k items has no
+    k-shot support set, so at that k it gets no prototype and its test items are not scored;
+    it is skipped and counted rather than stopping the whole evaluation.
+    """
+    counts: dict[str, int] = {}
+    for _, label in train:
+        counts[label] = counts.get(label, 0) + 1
+    return ([label for label in labels if counts.get(label, 0) >= shots],
+            [label for label in labels if counts.get(label, 0) < shots])
+
+
 def sample_support(train, labels, shots: int, run: int, source: str) -> list:
     """Indices into `train` ((text, label) items) of run `run`'s `shots`-shot support set of
     `labels` (items of other labels are not sampled)."""

@@ -2,15 +2,24 @@
 accuracy at 1 and 5 shots, mean and standard deviation over 10 sampled support sets."""
 
 import numpy as np
+from absl import logging
 
 from dialoguecse_tf.data.intent import read_intent_dataset
-from dialoguecse_tf.evaluation.prototypes import NUM_RUNS, SHOTS, run_scores
+from dialoguecse_tf.evaluation.prototypes import NUM_RUNS, SHOTS, labels_with_shots, run_scores
 from dialoguecse_tf.evaluation.tasks.base import Evaluator, register_task
 
 
+def scored_labels(train, labels, test, shots: int) -> tuple[list, list]:
+    """(labels scored at `shots` shots, test items of the others removed); see `labels_with_shots`."""
+    kept, skipped = labels_with_shots(train, labels, shots)
+    return kept, [item for item in test if item[1] not in skipped]
+
+
 def few_shot_accuracies(dataset, encode, shots: int, num_runs: int = NUM_RUNS) -> list:
-    """Accuracy (percent) of each run's `shots`-shot prototypes on the test items."""
-    gold, runs = run_scores(dataset.train, dataset.test, dataset.labels, encode, shots, dataset.path, num_runs)
+    """Accuracy (percent) of each run's `shots`-shot prototypes on the test items of the labels
+    with at least `shots` training items."""
+    labels, test = scored_labels(dataset.train, dataset.labels, dataset.test, shots)
+    gold, runs = run_scores(dataset.train, test, labels, encode, shots, dataset.path, num_runs)
     return [100.0 * float(np.mean(scores.argmax(axis=1) == gold)) for scores in runs]
 
 
@@ -30,6 +39,21 @@ class IntentEvaluator(Evaluator):
     def __init__(self, path: str, intent_split: str = "first"):
         super().__init__(path)
         self.dataset = read_intent_dataset(path, intent_split)
+        train, labels = self.support_pool()
+        self.skipped_labels = {}
+        for shots in SHOTS:
+            kept, self.skipped_labels[shots] = labels_with_shots(train, labels, shots)
+            if len(kept) < 2:
+                raise ValueError(f"{path}: fewer than 2 intents have at least {shots} training items, so "
+                                 f"{shots}-shot classification has nothing to tell apart (labels: {kept})")
+            if self.skipped_labels[shots]:
+                logging.warning("%s: %d intents have fewer than %d training items and are not scored at %d shots: "
+                                "%s", path, len(self.skipped_labels[shots]), shots, shots,
+                                self.skipped_labels[shots][:10])
+
+    def support_pool(self) -> tuple[tuple, list]:
+        """(training items, labels) the support sets are drawn from."""
+        return self.dataset.train, self.dataset.labels
 
     @property
     def size(self) -> int:
@@ -37,7 +61,8 @@ class IntentEvaluator(Evaluator):
 
     def record(self) -> dict:
         return {**super().record(), f"{self.task}_split": self.dataset.split,
-                f"{self.task}_blank_texts": self.dataset.blank_texts}
+                f"{self.task}_blank_texts": self.dataset.blank_texts,
+                f"{self.task}_labels_skipped": {f"{shots}shot": labels for shots, labels in self.skipped_labels.items()}}
 
     def __call__(self, encode) -> dict:
         metrics = {}

@@ -15,7 +15,7 @@ import numpy as np
 from dialoguecse_tf.data.intent import OOS_LABEL
 from dialoguecse_tf.evaluation.prototypes import NUM_RUNS, SHOTS, oos_metrics, oos_predictions, run_scores
 from dialoguecse_tf.evaluation.tasks.base import register_task
-from dialoguecse_tf.evaluation.tasks.intent import IntentEvaluator
+from dialoguecse_tf.evaluation.tasks.intent import IntentEvaluator, scored_labels
 
 OOS_METRICS = (("acc", "acc."), ("in_acc", "in-scope acc."), ("oos_acc", "OOS acc."), ("oos_recall", "OOS recall"))
 
@@ -30,7 +30,8 @@ def support_pool(dataset) -> tuple[tuple, list]:
 def oos_runs(dataset, encode, shots: int, num_runs: int = NUM_RUNS) -> list:
     """Each run's `oos_metrics` at `shots` shots."""
     train, labels = support_pool(dataset)
-    gold, runs = run_scores(train, dataset.test + dataset.oos_test, labels, encode, shots, dataset.path, num_runs)
+    labels, test = scored_labels(train, labels, dataset.test + dataset.oos_test, shots)
+    gold, runs = run_scores(train, test, labels, encode, shots, dataset.path, num_runs)
     oos = labels.index(OOS_LABEL)
     return [oos_metrics(oos_predictions(scores, oos)[0], gold, oos) for scores in runs]
 
@@ -52,6 +53,12 @@ class OosEvaluator(IntentEvaluator):
         if not self.dataset.oos_train or not self.dataset.oos_test:
             raise ValueError(f"{path}: out-of-scope detection needs 'oos_train' and 'oos_test' items (CLINC150's "
                              "data_oos_plus.json)")
+        if any(OOS_LABEL in labels for labels in self.skipped_labels.values()):
+            raise ValueError(f"{path}: out-of-scope detection needs at least {max(SHOTS)} 'oos_train' items, got "
+                             f"{len(self.dataset.oos_train)}")
+
+    def support_pool(self) -> tuple[tuple, list]:
+        return support_pool(self.dataset)
 
     @property
     def size(self) -> int:
