@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from dialoguecse_tf.dialogue_packing import TRUNCATIONS
 from dialoguecse_tf.io_utils import parse_json_object
@@ -458,6 +459,9 @@ def check_compatible(spec: RecordSpec, **expected: Any) -> None:
             )
 
 
+_SHARD_NAME = re.compile(r".+-\d{5}-of-\d{5}\.tfrecord")
+
+
 def _temporary_path(final_path: str) -> str:
     # A hidden name in the same directory: the rename stays on one filesystem,
     # and globs like "prefix-*" or "*.tfrecord" never pick up partial output.
@@ -471,7 +475,10 @@ class ShardedRecordWriter:
     Use as a context manager. Shards are written under temporary names and
     renamed only when the ``with`` body completes; if it raises, the temporary
     files are removed so nothing that looks like complete output is left.
-    Existing files with the final names are overwritten on success.
+    Existing files with the final names are overwritten on success, and the
+    folder's other shard files (``*-NNNNN-of-NNNNN.tfrecord``, e.g. an earlier
+    run's with another ``num_shards``) are removed then (`stale_removed`): the
+    folder's one records_info.json describes this run's shards only.
     """
 
     def __init__(self, output_prefix: str, num_shards: int):
@@ -485,6 +492,7 @@ class ShardedRecordWriter:
         self._writers: list[tf.io.TFRecordWriter] = []
         self._shard_counts = [0] * num_shards
         self._next_shard = 0
+        self._stale_removed: list[str] = []
 
     @property
     def paths(self) -> list[str]:
@@ -498,6 +506,11 @@ class ShardedRecordWriter:
     @property
     def shard_counts(self) -> list[int]:
         return list(self._shard_counts)
+
+    @property
+    def stale_removed(self) -> list[str]:
+        """Shard files of an earlier run that a successful close removed."""
+        return list(self._stale_removed)
 
     def __enter__(self) -> "ShardedRecordWriter":
         if self._writers:
@@ -537,6 +550,18 @@ class ShardedRecordWriter:
         self._writers = []
         for tmp_path, path in zip(self._tmp_paths, self._paths):
             tf.io.gfile.rename(tmp_path, path, overwrite=True)
+        self._remove_stale_shards()
+
+    def _remove_stale_shards(self) -> None:
+        directory = os.path.dirname(self._paths[0]) or "."
+        written = set(self._paths)
+        for path in sorted(tf.io.gfile.glob(os.path.join(directory, "*.tfrecord"))):
+            if path not in written and _SHARD_NAME.fullmatch(os.path.basename(path)):
+                tf.io.gfile.remove(path)
+                self._stale_removed.append(path)
+        if self._stale_removed:
+            logging.warning("%s: removed %d shard files of an earlier run: %s", directory, len(self._stale_removed),
+                            [os.path.basename(path) for path in self._stale_removed[:5]])
 
     def _abort(self) -> None:
         for writer in self._writers:
@@ -611,9 +636,12 @@ def resolve_records(file_patterns: Sequence[str], record_type: str) -> tuple[lis
     # Only comparable when the files are the folder's whole shard set.
     if isinstance(written, int) and files == sorted(tf.io.gfile.glob(os.path.join(folder, "*.tfrecord"))):
         if num_records != written:
+            cause = ("more records than written: extra or stale shards (e.g. of an earlier data-prep run into this "
+                     "folder)" if num_records > written else "fewer records than written: a shard is truncated or "
+                     "missing")
             raise ValueError(
                 f"{folder}: the record files hold {num_records} records but {RECORDS_INFO_FILE} says "
-                f"{written} were written; a shard is truncated or missing"
+                f"{written} were written; {cause}"
             )
     return files, spec, stats
 

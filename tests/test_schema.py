@@ -191,6 +191,41 @@ def test_writer_leaves_nothing_when_body_raises(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def _write_mlm_shards(folder, num_shards, count, keep_tmp=False):
+    rng = np.random.default_rng(num_shards)
+    with schema.ShardedRecordWriter(str(folder / "mlm"), num_shards=num_shards) as writer:
+        for _ in range(count):
+            writer.write(MLM_SPEC.serialize(random_mlm_example(rng)))
+    schema.write_records_info(str(folder), MLM_SPEC, {"samples_written": count})
+    return writer
+
+
+def test_writer_removes_the_shards_of_an_earlier_run(tmp_path):
+    # Review finding 11: a re-run with another --num_shards left the old shards beside the new.
+    _write_mlm_shards(tmp_path, 3, 6)
+    (tmp_path / "notes.txt").write_text("kept")
+    writer = _write_mlm_shards(tmp_path, 1, 4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlm-00000-of-00001.tfrecord", "notes.txt",
+                                                          "records_info.json"]
+    assert [p.rsplit("/", 1)[-1] for p in writer.stale_removed] == [f"mlm-{i:05d}-of-00003.tfrecord" for i in range(3)]
+    files, _, _ = schema.resolve_records([str(tmp_path / "*.tfrecord")], schema.RECORD_TYPE_MLM)
+    assert len(files) == 1
+
+
+def test_record_count_mismatch_names_extra_or_missing_shards(tmp_path):
+    _write_mlm_shards(tmp_path, 2, 6)
+    extra = tmp_path / "mlm-00000-of-00002.tfrecord"
+    (tmp_path / "mlm-00000-of-00009.tfrecord").write_bytes(extra.read_bytes())
+    with pytest.raises(ValueError, match="hold 9 records but records_info.json says 6 were written; more "
+                                         "records than written: extra or stale shards"):
+        schema.resolve_records([str(tmp_path / "*.tfrecord")], schema.RECORD_TYPE_MLM)
+    (tmp_path / "mlm-00000-of-00009.tfrecord").unlink()
+    extra.unlink()
+    with pytest.raises(ValueError, match="hold 3 records but records_info.json says 6 were written; fewer "
+                                         "records than written: a shard is truncated or missing"):
+        schema.resolve_records([str(tmp_path / "*.tfrecord")], schema.RECORD_TYPE_MLM)
+
+
 _SERIALIZE_IN_A_PROCESS = """
 import hashlib, sys
 import numpy as np
