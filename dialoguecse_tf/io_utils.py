@@ -50,3 +50,21 @@ def read_json_object(path, what: str = "the file") -> dict:
     """`parse_json_object` of a local file's bytes."""
     with open(path, "rb") as reader:
         return parse_json_object(reader.read(), os.fspath(path), what)
+
+
+def check_output_dir(path, flag: str = "output_dir") -> None:
+    """Raises unless `path` is a folder, or can be made one, that this process may write in.
+
+    For a stage to call before hours of work: the failure it would otherwise meet at its first
+    write. Creates nothing.
+    """
+    path = os.path.abspath(os.fspath(path))
+    existing = path
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "" if existing == path else f": {existing}"
+        raise NotADirectoryError(f"{flag} {path}{where} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == path else f": {existing}"
+        raise PermissionError(f"{flag} {path}{where} is not writable")

@@ -474,7 +474,8 @@ class ShardedRecordWriter:
 
     Use as a context manager. Shards are written under temporary names and
     renamed only when the ``with`` body completes; if it raises, the temporary
-    files are removed so nothing that looks like complete output is left.
+    files (and the folder, if the writer created it and it is empty) are removed
+    so nothing that looks like complete output is left.
     Existing files with the final names are overwritten on success, and the
     folder's other shard files (``*-NNNNN-of-NNNNN.tfrecord``, e.g. an earlier
     run's with another ``num_shards``) are removed then (`stale_removed`): the
@@ -493,6 +494,7 @@ class ShardedRecordWriter:
         self._shard_counts = [0] * num_shards
         self._next_shard = 0
         self._stale_removed: list[str] = []
+        self._created_directory = False
 
     @property
     def paths(self) -> list[str]:
@@ -516,8 +518,9 @@ class ShardedRecordWriter:
         if self._writers:
             raise RuntimeError("ShardedRecordWriter is already open")
         directory = os.path.dirname(self._paths[0])
-        if directory:
+        if directory and not tf.io.gfile.exists(directory):
             tf.io.gfile.makedirs(directory)
+            self._created_directory = True
         try:
             for tmp_path in self._tmp_paths:
                 self._writers.append(tf.io.TFRecordWriter(tmp_path))
@@ -573,6 +576,10 @@ class ShardedRecordWriter:
         for tmp_path in self._tmp_paths:
             if tf.io.gfile.exists(tmp_path):
                 tf.io.gfile.remove(tmp_path)
+        # A folder this writer made and left empty would look like the output of a run.
+        directory = os.path.dirname(self._paths[0])
+        if self._created_directory and not tf.io.gfile.listdir(directory):
+            tf.io.gfile.rmtree(directory)
 
 
 def _glob(file_pattern: str | Sequence[str]) -> list[str]:

@@ -18,15 +18,12 @@ import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import bert_vocab_from_dataset
 
 from dialoguecse_tf.cjk import BERT_CJK_RANGES, in_ranges
-from dialoguecse_tf.data.dialogue import read_strict_lines
 from dialoguecse_tf.io_utils import read_json_object
-
-PAD_TOKEN = "[PAD]"
-UNK_TOKEN = "[UNK]"
-CLS_TOKEN = "[CLS]"
-SEP_TOKEN = "[SEP]"
-MASK_TOKEN = "[MASK]"
-SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+# Re-exported: the vocabulary file format lives in a TensorFlow-free module, so data prep can
+# check a vocabulary before loading TensorFlow.
+from dialoguecse_tf.vocabulary import (  # noqa: F401
+    CLS_TOKEN, MASK_TOKEN, PAD_TOKEN, SEP_TOKEN, SPECIAL_TOKENS, UNK_TOKEN, load_vocab,
+)
 
 VOCAB_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
@@ -52,29 +49,6 @@ def _basic_tokenizer_params(do_lower_case: bool) -> dict:
     # Vocabulary learning and tokenization must split words identically, or the learned
     # vocabulary does not cover what the tokenizer looks up.
     return {"lower_case": bool(do_lower_case)}
-
-
-def load_vocab(vocab_file) -> list[str]:
-    """Reads a BERT vocab.txt: one UTF-8 token per line, the line number is the id.
-
-    Invalid UTF-8 or an empty file raises `DataFormatError` naming the file and line.
-    """
-    vocab_file = os.fspath(vocab_file)
-    if not os.path.isfile(vocab_file):
-        raise FileNotFoundError(f"BERT vocabulary file not found: {vocab_file}")
-    # Split on "\n" only: str.splitlines would also split on tokens such as U+2028.
-    tokens = [line for _, line in read_strict_lines(vocab_file, "BERT vocabulary file has no tokens")]
-    missing = [token for token in SPECIAL_TOKENS if token not in tokens]
-    if missing:
-        raise ValueError(f"BERT vocabulary {vocab_file} lacks the special tokens {missing}")
-    if len(set(tokens)) != len(tokens):
-        seen, duplicates = set(), []
-        for token in tokens:
-            if token in seen:
-                duplicates.append(token)
-            seen.add(token)
-        raise ValueError(f"BERT vocabulary {vocab_file} repeats tokens {duplicates[:10]}")
-    return tokens
 
 
 def write_vocab(tokens: Iterable[str], vocab_file) -> None:

@@ -133,6 +133,41 @@ def test_min_turns_and_missing_input(tmp_path, corpus):
         run_build_vocab(VocabConfig(CorpusConfig((str(tmp_path / "nothing-here*"),)), str(tmp_path / "v")), lambda _: None)
 
 
+def test_settings_are_checked_before_the_corpus_is_read(tmp_path, corpus, tiny_vocab_file, monkeypatch):
+    # Review finding 10: a bad vocabulary or output folder was found only after reading the corpus.
+    import dialoguecse_tf.data.pipeline as pipeline
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the corpus was read before the settings were checked")
+
+    monkeypatch.setattr(pipeline, "load_dialogues", no_reading)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    with pytest.raises(FileNotFoundError, match="BERT vocabulary file not found"):
+        run_create_mlm_data(MlmDataConfig(corpus, str(tmp_path / "mlm"), str(tmp_path / "missing.txt")))
+    with pytest.raises(ValueError, match="lacks the special tokens"):
+        run_create_contrastive_data(ContrastiveDataConfig(corpus, str(tmp_path / "con"), str(a_file)))
+    with pytest.raises(NotADirectoryError, match=f"output_dir {a_file} is not a folder"):
+        run_create_contrastive_data(ContrastiveDataConfig(corpus, str(a_file), tiny_vocab_file))
+    with pytest.raises(NotADirectoryError, match=f"output_dir {a_file / 'sub'}: {a_file} is not a folder"):
+        run_build_vocab(VocabConfig(corpus, str(a_file / "sub")))
+    with pytest.raises(IsADirectoryError, match=f"output_file {tmp_path} is a folder"):
+        run_build_sr_set(SrSetConfig(corpus, str(tmp_path)))
+    assert not (tmp_path / "mlm").exists() and not (tmp_path / "con").exists()
+
+
+def test_min_turns_drops_are_named_and_no_sample_leaves_no_folder(tmp_path, tiny_vocab_file):
+    one_turn = tmp_path / "oneturn.jsonl"
+    one_turn.write_text("".join(json.dumps({"turns": [{"speaker": "u", "text": f"hello {i}"}]}) + "\n"
+                                for i in range(3)), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"min_turns=4 dropped all 3 dialogues read"):
+        run_build_vocab(VocabConfig(CorpusConfig((str(one_turn),)), str(tmp_path / "v")), lambda _: None)
+    with pytest.raises(ValueError, match="no contrastive sample could be built"):
+        run_create_contrastive_data(ContrastiveDataConfig(CorpusConfig((str(one_turn),), min_turns=0),
+                                                          str(tmp_path / "con"), tiny_vocab_file), lambda _: None)
+    assert not (tmp_path / "con").exists()
+
+
 def test_malformed_line_stops_or_is_counted(tmp_path, corpus):
     path = tmp_path / "bad.jsonl"
     good = open(corpus.input_file[0], encoding="utf-8").read().splitlines()

@@ -173,7 +173,6 @@ def write_contrastive_records(
     negatives, which multiplies the samples a small corpus yields.
     """
     stats = stats if stats is not None else PrepStats()
-    os.makedirs(output_dir, exist_ok=True)
     dialogues = cap_utterances(dialogues, CHARS_PER_TOKEN * spec.max_seq_length, stats)
     samples = iter_samples(dialogues, spec, random_seed, max_responses_per_dialogue, stats, use_given_candidates)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:

@@ -96,7 +96,6 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.D
     if 0 < max_dialogues < len(usable):
         stats.increment("dialogues_not_sampled", len(usable) - max_dialogues)
         usable = [usable[i] for i in sorted(rng.sample(range(len(usable)), max_dialogues))]
-    os.makedirs(output_dir, exist_ok=True)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "dialogues"), num_shards) as writer:
         for sample_round, start in itertools.product(range(samples_per_dialogue), range(0, len(usable), _CHUNK)):
             chunk = usable[start:start + _CHUNK]

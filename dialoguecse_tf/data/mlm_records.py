@@ -197,7 +197,6 @@ def write_mlm_records(
 ) -> PrepStats:
     """Writes sharded MLM records and `records_info.json` into `output_dir`."""
     stats = stats if stats is not None else PrepStats()
-    os.makedirs(output_dir, exist_ok=True)
     documents = build_documents(dialogues, tokenizer, spec.max_seq_length, stats)
     examples = create_mlm_examples(
         documents, tokenizer, spec, masked_lm_prob, dupe_factor, short_seq_prob, random_seed

@@ -104,7 +104,6 @@ def write_pair_records(dialogues, tokenizer, output_dir: str, spec: schema.PairR
     if not pairs:
         raise ValueError(f"no {spec.pairing} pair with more than {min_words} words per side in the input dialogues")
     random.Random(random_seed).shuffle(pairs)
-    os.makedirs(output_dir, exist_ok=True)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "pairs"), num_shards) as writer:
         for start in range(0, len(pairs), _CHUNK):
             _write_chunk(writer, pairs[start:start + _CHUNK], tokenizer, spec, stats, log)

@@ -14,9 +14,11 @@ import time
 from absl import logging
 
 from dialoguecse_tf.config_io import write_config
+from dialoguecse_tf.io_utils import check_output_dir
 from dialoguecse_tf.data.preprocessing import PrepStats, preprocess
 from dialoguecse_tf.data.readers import default_min_turns, read_corpus
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
+from dialoguecse_tf.vocabulary import load_vocab
 
 STATS_FILE = "prep_stats.json"
 
@@ -58,8 +60,20 @@ def load_dialogues(corpus: CorpusConfig, stats: PrepStats, log=print) -> list:
         dialogues.extend(preprocess(raw, corpus.merge_speakers, corpus.min_turns, stats))
         log(f"[read] {path}: {len(dialogues)} dialogues kept so far")
     if not dialogues:
-        raise ValueError(f"no dialogue left after reading and preprocessing {list(corpus.input_file)}")
+        read, too_short = stats["dialogues_read"], stats.dropped.get("too_few_turns", 0)
+        why = (f"min_turns={corpus.min_turns} dropped all {read} dialogues read (fewer turns after merging a "
+               f"speaker's consecutive utterances; --min_turns=0 keeps them)" if read and too_short == read else
+               f"{read} dialogues read, {too_short} dropped by min_turns={corpus.min_turns}")
+        raise ValueError(f"no dialogue left after reading and preprocessing {list(corpus.input_file)}: {why}")
     return dialogues
+
+
+def check_outputs(output_dir: str, vocab_file: str | None = None) -> None:
+    """Checks the vocabulary and the output folder, before the corpus is read: a bad path
+    should fail at once, not after minutes of reading."""
+    if vocab_file is not None:
+        load_vocab(vocab_file)
+    check_output_dir(output_dir)
 
 
 def corpus_texts(dialogues) -> list:
@@ -83,6 +97,7 @@ class VocabConfig:
 
 
 def run_build_vocab(config: VocabConfig, log=print) -> str:
+    check_outputs(config.output_dir)
     stats = PrepStats()
     texts = corpus_texts(load_dialogues(config.corpus, stats, log))
     from dialoguecse_tf.tokenization import build_vocab, write_vocab
@@ -115,6 +130,7 @@ class MlmDataConfig:
 
 
 def run_create_mlm_data(config: MlmDataConfig, log=print) -> PrepStats:
+    check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
     from dialoguecse_tf import schema
@@ -149,6 +165,7 @@ class ContrastiveDataConfig:
 
 
 def run_create_contrastive_data(config: ContrastiveDataConfig, log=print) -> PrepStats:
+    check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
     from dialoguecse_tf import schema
@@ -181,6 +198,7 @@ class PairDataConfig:
 
 
 def run_create_pair_data(config: PairDataConfig, log=print) -> PrepStats:
+    check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
     from dialoguecse_tf import schema
@@ -213,6 +231,7 @@ class DialogueDataConfig:
 
 
 def run_create_dialogue_data(config: DialogueDataConfig, log=print) -> PrepStats:
+    check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
     from dialoguecse_tf import schema
@@ -241,6 +260,9 @@ class SrSetConfig:
 
 def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
     """Builds a `select.txt` from the intent-labelled utterances of a corpus."""
+    if os.path.isdir(config.output_file):
+        raise IsADirectoryError(f"output_file {config.output_file} is a folder")
+    check_output_dir(os.path.dirname(os.path.abspath(config.output_file)), "output_file")
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
     items, seen = [], set()
