@@ -121,6 +121,8 @@ CASES = (
     Case(CONTRASTIVE_DATA, "missing_flag", ("--input_file={corpus}", "--vocab_file={vocab}"), "--output_dir"),
     Case(CONTRASTIVE_DATA, "vocab_without_special_tokens",
          ("--input_file={corpus}", "--output_dir={out}", "--vocab_file={vocab_no_mask}"), "{vocab_no_mask}"),
+    Case(CONTRASTIVE_DATA, "output_dir_is_a_file",
+         ("--input_file={corpus}", "--output_dir={a_file}", "--vocab_file={vocab}"), "{a_file}"),
     Case(CONTRASTIVE_DATA, "wrong_field_count",
          ("--input_file={bad_authors}", "--input_format=authors", "--output_dir={out}", "--vocab_file={vocab}"),
          "{bad_authors}:2"),
@@ -194,6 +196,8 @@ CASES = (
     Case(EVALUATE, "empty_select_file", ("--checkpoint={ckpt}", "--select_file={empty}") + EVAL_ARGS, "{empty}:1"),
     Case(EVALUATE, "select_id_out_of_range", ("--checkpoint={ckpt}", "--select_file={select_out_of_range}")
          + EVAL_ARGS, "{select_out_of_range}:3"),
+    Case(EVALUATE, "select_without_negatives", ("--checkpoint={ckpt}", "--select_file={select_no_negatives}")
+         + EVAL_ARGS, "{select_no_negatives}"),
     Case(EVALUATE, "bad_sts_score", ("--checkpoint={ckpt}", "--sts_file={sts_bad_score}") + EVAL_ARGS,
          "{sts_bad_score}:2"),
     Case(EVALUATE, "checkpoint_vocab_size_differs", ("--checkpoint={ckpt_vocab_differs}", "--sts_file={sts}")
@@ -297,6 +301,8 @@ def _build_inputs(root):
         select_out_of_range=write("select_out_of_range.txt", "0\twhere is my order\t0\t1\t2,3\n"
                                   "1\ttrack my package\t0\t0\t2\n2\ti want a refund\t1\t3,99\t0\n"
                                   "3\tmoney back please\t1\t2\t0,1\n"),
+        select_no_negatives=write("select_no_negatives.txt", "0\twhere is my order\t0\t1\t\n"
+                                  "1\ttrack my package\t0\t0\t\n"),
         sts=write("sts.txt", "5\twhere is my order\ttrack my package\n1\ti want a refund\ttrack my package\n"),
         sts_bad_score=write("sts_bad_score.txt", "5\twhere is my order\ttrack my package\n7\ta\tb\n"),
     )
