@@ -168,6 +168,22 @@ def check_resumable(objective, config: TrainConfig) -> None:
                          f"would mix them: {start_over}")
 
 
+def check_something_to_train(objective, backbone, num_layers: int) -> None:
+    """Raises ValueError when no weight of the encoder a run writes is trainable: the run would
+    write its start unchanged (or fail with no gradient to apply), whatever it trains besides."""
+    if backbone.trainable_variables:
+        return
+    frozen = getattr(objective.options, "num_frozen_layers", None)
+    if frozen is None:
+        raise ValueError(f"{objective.name}: no weight of the encoder is trainable, so the run would write it "
+                         f"unchanged")
+    # Presets keep the papers' count (6 of BERT-base's 12), not their fraction.
+    raise ValueError(f"num_frozen_layers={frozen} freezes every layer of this {num_layers}-layer encoder, and "
+                     f"{objective.name} trains nothing else of it, so the run would write the encoder it started "
+                     f"from: pass --num_frozen_layers={num_layers // 2} to freeze the bottom half, as the papers' "
+                     f"6 of 12 do")
+
+
 def clear_run(output_dir: str) -> None:
     """Deletes what a run wrote into `output_dir` (a reused run's links, not their targets)."""
     names = _RUN_OUTPUTS + tuple(os.path.basename(path) for path in glob.glob(os.path.join(output_dir, "workertemp_*")))
@@ -250,13 +266,6 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
             raise ValueError(f"warmup_proportion must be in (0, 1), got {config.warmup_proportion}")
         config = dataclasses.replace(config, num_warmup_steps=round(config.warmup_proportion * num_train_steps))
     keras.utils.set_random_seed(config.random_seed)
-    os.makedirs(config.output_dir, exist_ok=True)
-    # Under MultiWorkerMirroredStrategy only the chief writes the run's outputs.
-    if strategy.extended.should_checkpoint:
-        if config.overwrite_output_dir:
-            clear_run(config.output_dir)
-        write_json(os.path.join(config.output_dir, CONFIG_FILE), stage_record(objective, config), sort_keys=True)
-
     if config.mixed_precision:
         training.enable_mixed_precision()
     start = load_or_initialize(config.init_checkpoint, config.bert_config_file, config.vocab_file,
@@ -270,6 +279,13 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
             backbone.set_weights(start.backbone.get_weights())
         objective.initialize_from(model, start)
         optimizer = objective.create_optimizer(config, num_train_steps, model)
+    check_something_to_train(objective, backbone, start.config.num_hidden_layers)
+    os.makedirs(config.output_dir, exist_ok=True)
+    # Under MultiWorkerMirroredStrategy only the chief writes the run's outputs.
+    if strategy.extended.should_checkpoint:
+        if config.overwrite_output_dir:
+            clear_run(config.output_dir)
+        write_json(os.path.join(config.output_dir, CONFIG_FILE), stage_record(objective, config), sort_keys=True)
 
     def dataset_fn(skip_batches):
         dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)

@@ -105,3 +105,15 @@ def test_the_run_cache_does_not_reuse_a_run_whose_config_is_not_its_encoders(con
     (runs / "trained" / stage.CONFIG_FILE).write_text(json.dumps(record))
     mixed = {**wanted, "learning_rate": 1e-3}
     assert run_cache.find_finished_run(*stage.configure("dialoguecse", **mixed), [str(runs)]) is None
+
+
+@pytest.mark.parametrize("objective_name, options", [
+    ("siamese_m", {}), ("dialoguecse", {"aggregation": "attention"}), ("dialoguecse", {"aggregation": "mean"})])
+def test_a_run_with_every_layer_frozen_is_refused_naming_the_half_to_freeze(contrastive_run, objective_name,
+                                                                            options):
+    settings = {**{key: value for key, value in contrastive_run.items() if key != "aggregation"},
+                "num_frozen_layers": 2}
+    # The tiny encoder has 2 layers; the papers' presets freeze 6 of 12.
+    with pytest.raises(ValueError, match=r"every layer of this 2-layer encoder.*--num_frozen_layers=1 "):
+        stage.run_stage(*stage.configure(objective_name, **settings, **options), verbose=False)
+    assert not os.path.exists(contrastive_run["output_dir"])

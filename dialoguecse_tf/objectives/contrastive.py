@@ -16,8 +16,9 @@ class ContrastiveOptions:
     num_context_turns: int = field(3, "Context turns (paper: 3); at most what the records carry.", minimum=1)
     num_negatives: int = field(9, "Negatives per response (paper: 9); at most what the records carry.",
                                    minimum=1)
-    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (paper: 6).",
-                                       minimum=0)
+    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (paper: 6 of BERT-base's "
+                                   "12). A count, not a fraction, in the paper presets too: a run freezing every "
+                                   "layer is refused, naming the half to pass (3 for a 6-layer MiniLM).", minimum=0)
 
 
 def select_context_turns(batch: dict, num_context_turns: int) -> dict:
