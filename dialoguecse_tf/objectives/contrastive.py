@@ -75,7 +75,9 @@ def candidate_metrics(scores, cosines) -> dict:
     positive = tf.reduce_mean(cosines[:, 0])
     negative = tf.reduce_mean(cosines[:, 1:])
     return {
-        "positive_ranked_first": tf.reduce_mean(tf.cast(tf.equal(tf.argmax(scores, axis=-1), 0), tf.float32)),
+        # Strictly first: a tie is no win, or a collapsed encoder (every score equal) would read 1.0.
+        "positive_ranked_first": tf.reduce_mean(
+            tf.cast(scores[:, 0] > tf.reduce_max(scores[:, 1:], axis=-1), tf.float32)),
         "positive_cosine": positive,
         "negative_cosine": negative,
         "cosine_gap": positive - negative,
