@@ -141,6 +141,18 @@ def encoder_metadata(objective, config: TrainConfig, num_train_steps: int) -> di
             run_cache.SETTINGS_DIGEST_KEY: run_cache.settings_digest(stage_record(objective, config))}
 
 
+def check_output_dir(output_dir: str) -> None:
+    """Raises ValueError unless `output_dir` is a folder this process may write, or can be made
+    one: checked before the records are read and the model built, not at the first write."""
+    existing = os.path.abspath(output_dir)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(f"output_dir {output_dir}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"output_dir {output_dir}: {existing} is not writable")
+
+
 def _holds_run(output_dir: str) -> bool:
     return os.path.isfile(os.path.join(output_dir, training.CHECKPOINT_DIR, "checkpoint")) or os.path.lexists(
         os.path.join(output_dir, ENCODER_DIR))
@@ -235,6 +247,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     config = config.resolved(objective)
     if not config.output_dir:
         raise ValueError("output_dir is required")
+    check_output_dir(config.output_dir)
     if not config.overwrite_output_dir:
         check_resumable(objective, config)
     if config.reuse_runs_under:

@@ -117,3 +117,13 @@ def test_a_run_with_every_layer_frozen_is_refused_naming_the_half_to_freeze(cont
     with pytest.raises(ValueError, match=r"every layer of this 2-layer encoder.*--num_frozen_layers=1 "):
         stage.run_stage(*stage.configure(objective_name, **settings, **options), verbose=False)
     assert not os.path.exists(contrastive_run["output_dir"])
+
+
+def test_an_output_dir_that_is_a_file_is_refused_before_the_records_are_read(tmp_path):
+    (tmp_path / "taken").write_text("a file")
+    for output_dir in (tmp_path / "taken", tmp_path / "taken" / "run"):
+        objective, config = stage.configure("mlm", train_file=(str(tmp_path / "no-records-*"),),
+                                            output_dir=str(output_dir), num_train_steps=1)
+        with pytest.raises(ValueError, match=f"output_dir {output_dir}: {tmp_path / 'taken'} is a file"):
+            stage.run_stage(objective, config, verbose=False)
+    assert (tmp_path / "taken").read_text() == "a file"
