@@ -2,6 +2,11 @@
 given on the command line still wins. Keys are `TrainConfig` fields, `objective`, or fields
 of the objective's options. `run_scripts/{pretrain,finetune}_{ecd,jddc,mdc}.sh` are these
 presets; `*_cpu` are the small-BERT settings `run_scripts/ecd_cpu.sh` uses on 2 CPU cores.
+
+Frozen layers are a count: the `paper_*` presets freeze the papers' bottom 6 layers of a
+12-layer BERT whatever the encoder's depth. On an encoder of 6 layers or fewer (e.g. MiniLM)
+that freezes everything, and the run is refused with the value that freezes the same half
+(`--num_frozen_layers=3` for 6 layers); a deeper encoder keeps 6 frozen.
 """
 
 from __future__ import annotations

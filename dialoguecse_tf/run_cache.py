@@ -8,6 +8,10 @@ writes its own records finds the encoders a per-method script trained from ident
 Settings that do not change the trained weights are left out: where the run is written, how
 often it logs and checkpoints, the search folders themselves, `num_warmup_steps` when
 `warmup_proportion` decides it, and `eval_steps` when no evaluation set is given.
+
+The same settings decide whether a run folder may be resumed (`differing_settings`), and a
+run's encoder records the digest of the settings it was trained under (`settings_digest`), so
+a folder whose config.json no longer describes its encoder is never reused.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ from dialoguecse_tf.io_utils import read_json_object, write_json
 
 KEY_LENGTH = 16
 REUSED_FROM_FILE = "reused_from.json"
-_NOT_TRAINING = ("output_dir", "log_steps", "save_checkpoints_steps", "tpu_address", "reuse_runs_under")
+# The key of `settings_digest` in a written encoder's metadata.
+SETTINGS_DIGEST_KEY = "settings_digest"
+_NOT_TRAINING = ("output_dir", "log_steps", "save_checkpoints_steps", "tpu_address", "reuse_runs_under",
+                 "overwrite_output_dir")
 _EVAL_FILES = ("eval_select_file", "eval_sts_file", "eval_dialogue_file")
 _FILE_SETTINGS = ("init_checkpoint", "bert_config_file", "vocab_file") + _EVAL_FILES
 # The folders a finished run leaves its encoders in (stage.ENCODER_DIR, stage.BEST_ENCODER_DIR).
@@ -87,6 +94,36 @@ def _settings(record: dict) -> dict:
     return values
 
 
+def settings_digest(record: dict) -> str:
+    """A digest of a `config.json` record's settings, inputs as their paths: the encoder a run
+    writes records it, and it equals the digest of that run's config.json as written."""
+    values = _settings(json.loads(json.dumps(record)))
+    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:KEY_LENGTH]
+
+
+def differing_settings(old: dict, new: dict) -> list:
+    """(name, old value, new value) of the settings that differ between two `config.json`
+    records, leaving out those that do not change the weights (see the module docstring);
+    the objective's options are named like the settings, as their flags are."""
+
+    def flat(record):
+        values = {key: value for key, value in json.loads(json.dumps(record)).items() if key not in _NOT_TRAINING}
+        return {**values.pop("options", {}), **values}
+
+    old_values, new_values = flat(old), flat(new)
+    both = (old_values, new_values)
+    # As in `_settings`, but judged on both records, so that a change shows as itself.
+    if any(values.get("warmup_proportion") for values in both):
+        for values in both:
+            values.pop("num_warmup_steps", None)
+    if not any(values.get(key) for values in both for key in _EVAL_FILES):
+        for values in both:
+            values.pop("eval_steps", None)
+    return [(name, old_values.get(name), new_values.get(name)) for name in sorted(set(old_values) | set(new_values))
+            if old_values.get(name) != new_values.get(name)]
+
+
 def _without_inputs(values: dict) -> dict:
     return {key: value for key, value in values.items() if key not in _FILE_SETTINGS + ("train_file",)}
 
@@ -119,7 +156,8 @@ def run_key(objective, config) -> str:
 
 def finished_runs(search_dirs) -> list:
     """(run folder, config.json path) of the runs under `search_dirs` with a training
-    `config.json` and a written encoder."""
+    `config.json` and a written encoder trained under that config (an encoder written before
+    encoders recorded their settings' digest is taken at its config.json's word)."""
     runs = []
     for folder in search_dirs:
         for config_path in sorted(glob.glob(os.path.join(folder, "**", "config.json"), recursive=True)):
@@ -132,9 +170,18 @@ def finished_runs(search_dirs) -> list:
                 record = read_json_object(config_path, "a training config.json")
             except ValueError:
                 continue
-            if "objective" in record and "options" in record:
+            if "objective" in record and "options" in record and _encoder_digest(run_dir) in (
+                    None, settings_digest(record)):
                 runs.append((run_dir, config_path))
     return runs
+
+
+def _encoder_digest(run_dir: str) -> str | None:
+    marker = os.path.join(run_dir, _ENCODER_DIRS[0], CHECKPOINT_MARKER_FILE)
+    try:
+        return read_json_object(marker, "a checkpoint marker").get(SETTINGS_DIGEST_KEY)
+    except (ValueError, OSError):
+        return None
 
 
 def find_finished_run(objective, config, search_dirs, exclude: str | None = None) -> str | None:

@@ -10,7 +10,10 @@ Everything objective-specific sits behind `objectives.Objective`.
 from __future__ import annotations
 
 import dataclasses
+import glob
+import json
 import os
+import shutil
 
 import keras
 
@@ -25,6 +28,10 @@ from dialoguecse_tf.sentence_encoder import SentenceEncoder
 ENCODER_DIR = "encoder"
 BEST_ENCODER_DIR = "best_encoder"
 CONFIG_FILE = "config.json"
+# Everything a run writes into its folder, which overwrite_output_dir deletes (worker scratch
+# folders too, `training.worker_scratch_dir`).
+_RUN_OUTPUTS = (training.CHECKPOINT_DIR, training.TENSORBOARD_DIR, training.TRAIN_LOG_FILE, ENCODER_DIR,
+                BEST_ENCODER_DIR, CONFIG_FILE, run_cache.REUSED_FROM_FILE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +41,12 @@ class TrainConfig:
 
     train_file: tuple[str, ...] = field((), "Training TFRecord file or glob (written by data_prep/); repeat for several.")
     output_dir: str | None = field(None, "Run folder: checkpoints/, tensorboard/, encoder/, config.json.")
+    overwrite_output_dir: bool = field(
+        False, "Delete the run output_dir holds (checkpoints/, tensorboard/, train_log.jsonl, encoder/, "
+        "best_encoder/, config.json) and train from scratch. Without it a folder holding a run resumes it, and only "
+        "with the settings it was started with: output_dir, log_steps, save_checkpoints_steps, tpu_address and "
+        "reuse_runs_under may change, nothing else (num_train_steps neither: the learning rate decays to it, so "
+        "a longer run is another run); other settings are refused, naming them.")
     init_checkpoint: str | None = field(None, "Checkpoint to start from: Google TF1, HuggingFace or this project's.")
     bert_config_file: str | None = field(None, "bert_config.json, only to train from a random initialisation.")
     vocab_file: str | None = field(None, "vocab.txt; with init_checkpoint, overrides the checkpoint's own.")
@@ -119,11 +132,79 @@ def configure(objective_name: str, **values):
     return objective_class(options), config
 
 
-def encoder_metadata(objective, num_train_steps: int) -> dict:
-    """What every encoder a stage writes records: how it was trained and the pooling of its
-    sentence embedding, which the inference path reads."""
+def encoder_metadata(objective, config: TrainConfig, num_train_steps: int) -> dict:
+    """What every encoder a stage writes records: how it was trained, the pooling of its
+    sentence embedding, which the inference path reads, and the digest of the settings it was
+    trained under, which the run cache checks against the run's config.json."""
     return {"stage": objective.stage_name, "objective": objective.name, **objective.metadata(),
-            "pooling": objective.sentence_pooling(), "num_train_steps": num_train_steps}
+            "pooling": objective.sentence_pooling(), "num_train_steps": num_train_steps,
+            run_cache.SETTINGS_DIGEST_KEY: run_cache.settings_digest(stage_record(objective, config))}
+
+
+def check_output_dir(output_dir: str) -> None:
+    """Raises ValueError unless `output_dir` is a folder this process may write, or can be made
+    one: checked before the records are read and the model built, not at the first write."""
+    existing = os.path.abspath(output_dir)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(f"output_dir {output_dir}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"output_dir {output_dir}: {existing} is not writable")
+
+
+def _holds_run(output_dir: str) -> bool:
+    return os.path.isfile(os.path.join(output_dir, training.CHECKPOINT_DIR, "checkpoint")) or os.path.lexists(
+        os.path.join(output_dir, ENCODER_DIR))
+
+
+def check_resumable(objective, config: TrainConfig) -> None:
+    """Raises ValueError when `config.output_dir` holds a run (checkpoints or an encoder) whose
+    config.json records other settings than `config`'s: resuming it would train one model under
+    two configurations. Settings that do not change the weights may differ (`run_cache`)."""
+    if not _holds_run(config.output_dir):
+        return
+    start_over = ("pass the settings it was started with to resume it, --overwrite_output_dir to delete it and "
+                  "train from scratch, or another --output_dir")
+    path = os.path.join(config.output_dir, CONFIG_FILE)
+    try:
+        old_objective, old_config = load_stage_config(path)
+    except (ValueError, TypeError, OSError) as error:
+        raise ValueError(f"{config.output_dir} holds a trained run without a readable record of its settings "
+                         f"({error}); {start_over}") from None
+    differences = run_cache.differing_settings(stage_record(old_objective, old_config.resolved(old_objective)),
+                                               stage_record(objective, config))
+    if differences:
+        changes = ", ".join(f"{name} {json.dumps(old)} -> {json.dumps(new)}" for name, old, new in differences)
+        raise ValueError(f"{config.output_dir} holds a run trained with other settings ({changes}); resuming "
+                         f"would mix them: {start_over}")
+
+
+def check_something_to_train(objective, backbone, num_layers: int) -> None:
+    """Raises ValueError when no weight of the encoder a run writes is trainable: the run would
+    write its start unchanged (or fail with no gradient to apply), whatever it trains besides."""
+    if backbone.trainable_variables:
+        return
+    frozen = getattr(objective.options, "num_frozen_layers", None)
+    if frozen is None:
+        raise ValueError(f"{objective.name}: no weight of the encoder is trainable, so the run would write it "
+                         f"unchanged")
+    # Presets keep the papers' count (6 of BERT-base's 12), not their fraction.
+    raise ValueError(f"num_frozen_layers={frozen} freezes every layer of this {num_layers}-layer encoder, and "
+                     f"{objective.name} trains nothing else of it, so the run would write the encoder it started "
+                     f"from: pass --num_frozen_layers={num_layers // 2} to freeze the bottom half, as the papers' "
+                     f"6 of 12 do")
+
+
+def clear_run(output_dir: str) -> None:
+    """Deletes what a run wrote into `output_dir` (a reused run's links, not their targets)."""
+    names = _RUN_OUTPUTS + tuple(os.path.basename(path) for path in glob.glob(os.path.join(output_dir, "workertemp_*")))
+    for name in names:
+        path = os.path.join(output_dir, name)
+        if os.path.islink(path) or os.path.isfile(path):
+            os.remove(path)
+        elif os.path.isdir(path):
+            shutil.rmtree(path)
 
 
 def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, objective, num_train_steps):
@@ -150,7 +231,7 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
         if previous is None or (value > previous if higher_is_better else value < previous):
             best.update(step=step, value=value)
             save_checkpoint(os.path.join(config.output_dir, BEST_ENCODER_DIR), backbone, bert_config, tokenizer,
-                            metadata={**encoder_metadata(objective, num_train_steps), "step": step,
+                            metadata={**encoder_metadata(objective, config, num_train_steps), "step": step,
                                       "selected_by": primary_metric, "eval": results})
         return results
 
@@ -166,9 +247,14 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     config = config.resolved(objective)
     if not config.output_dir:
         raise ValueError("output_dir is required")
+    check_output_dir(config.output_dir)
+    if not config.overwrite_output_dir:
+        check_resumable(objective, config)
     if config.reuse_runs_under:
         found = run_cache.find_finished_run(objective, config, config.reuse_runs_under, exclude=config.output_dir)
         if found:
+            if config.overwrite_output_dir:
+                clear_run(config.output_dir)
             key = run_cache.run_key(objective, config)
             run_cache.link_run(found, config.output_dir, stage_record(objective, config), key)
             if verbose:
@@ -193,11 +279,6 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
             raise ValueError(f"warmup_proportion must be in (0, 1), got {config.warmup_proportion}")
         config = dataclasses.replace(config, num_warmup_steps=round(config.warmup_proportion * num_train_steps))
     keras.utils.set_random_seed(config.random_seed)
-    os.makedirs(config.output_dir, exist_ok=True)
-    # Under MultiWorkerMirroredStrategy only the chief writes the run's outputs.
-    if strategy.extended.should_checkpoint:
-        write_json(os.path.join(config.output_dir, CONFIG_FILE), stage_record(objective, config), sort_keys=True)
-
     if config.mixed_precision:
         training.enable_mixed_precision()
     start = load_or_initialize(config.init_checkpoint, config.bert_config_file, config.vocab_file,
@@ -211,6 +292,13 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
             backbone.set_weights(start.backbone.get_weights())
         objective.initialize_from(model, start)
         optimizer = objective.create_optimizer(config, num_train_steps, model)
+    check_something_to_train(objective, backbone, start.config.num_hidden_layers)
+    os.makedirs(config.output_dir, exist_ok=True)
+    # Under MultiWorkerMirroredStrategy only the chief writes the run's outputs.
+    if strategy.extended.should_checkpoint:
+        if config.overwrite_output_dir:
+            clear_run(config.output_dir)
+        write_json(os.path.join(config.output_dir, CONFIG_FILE), stage_record(objective, config), sort_keys=True)
 
     def dataset_fn(skip_batches):
         dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)
@@ -233,7 +321,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     if training.writes_final_encoder(strategy, logs, encoder_dir):
         save_checkpoint(
             encoder_dir, backbone, start.config, start.tokenizer,
-            metadata={**encoder_metadata(objective, num_train_steps), "final_logs": logs or {}},
+            metadata={**encoder_metadata(objective, config, num_train_steps), "final_logs": logs or {}},
             **objective.encoder_extras(model),
         )
     return logs or {}

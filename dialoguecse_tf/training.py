@@ -339,15 +339,35 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
     partial.restore(path).assert_existing_objects_matched()
 
 
-def _open_train_log(path: str):
-    """Opens the log for appending: a resumed run adds the steps after its checkpoint. A run
-    killed mid-write leaves a partial last line, which is cut (its step is logged again)."""
+def _open_logs(strategy, output_dir: str, start_step: int):
+    """(TensorBoard writer, text log or None): only the chief writes them."""
+    if not strategy.extended.should_save_summary:
+        return tf.summary.create_noop_writer(), None
+    return (tf.summary.create_file_writer(os.path.join(output_dir, TENSORBOARD_DIR)),
+            _open_train_log(os.path.join(output_dir, TRAIN_LOG_FILE), start_step))
+
+
+def _open_train_log(path: str, start_step: int):
+    """Opens the log for appending: a run resumed at `start_step` adds the steps after it. The
+    lines a killed run logged past its last checkpoint are dropped, since the resumed run logs
+    those steps again, and so is a partial last line cut mid-write."""
     if os.path.exists(path):
-        with open(path, "rb+") as handle:
-            content = handle.read()
-            if content and not content.endswith(b"\n"):
-                handle.truncate(content.rfind(b"\n") + 1)
+        with open(path, "rb") as reader:
+            lines = reader.read().split(b"\n")[:-1]  # the last piece is empty or cut mid-write
+        kept = [line for line in lines if _logged_step(line) <= start_step]
+        if len(kept) < len(lines) or os.path.getsize(path) != sum(len(line) + 1 for line in lines):
+            with open(path + ".tmp", "wb") as writer:
+                writer.writelines(line + b"\n" for line in kept)
+            os.replace(path + ".tmp", path)
     return open(path, "a", encoding="utf-8")
+
+
+def _logged_step(line: bytes) -> int:
+    """The step of a log line; 0 for one that is not an entry (kept: `read_train_log` names it)."""
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return 0
 
 
 def _append_log(text_log, step: int, values: dict) -> None:
@@ -423,12 +443,7 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
     iterator = iter(distribute_global_batches(strategy, lambda: dataset_fn(start_step)))
     train_step = build_train_step(strategy, model, optimizer, step_fn, step, config.jit_compile)
 
-    if strategy.extended.should_save_summary:
-        writer = tf.summary.create_file_writer(os.path.join(config.output_dir, TENSORBOARD_DIR))
-        text_log = _open_train_log(os.path.join(config.output_dir, TRAIN_LOG_FILE))
-    else:
-        writer = tf.summary.create_noop_writer()
-        text_log = None
+    writer = text_log = None
     progbar = None
     logs = {}
     started = time.perf_counter()
@@ -442,6 +457,10 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
                     f"loss became {loss_value} at step {current}; stopped without saving, the last good "
                     f"checkpoint ({tf.train.latest_checkpoint(checkpoint_dir)}) stays the latest"
                 )
+            if writer is None:
+                # Opened once a step has run, so that a run failing before (e.g. while its step
+                # is traced) leaves no log folder or empty log behind.
+                writer, text_log = _open_logs(strategy, config.output_dir, start_step)
             logs = {"loss": loss_value, **{k: float(v.numpy()) for k, v in metrics.items()}}
             if current % config.log_steps == 0 or current == config.num_train_steps:
                 # Keras evaluates the schedule at its own iteration count: the rate of the next step.

@@ -184,6 +184,11 @@ CASES = (
                                       "--init_checkpoint={ckpt}", "--num_negatives=9", "--output_dir={out}",
                                       "--max_seq_length=16", "--num_train_steps=2", "--train_batch_size=2"),
          "{contrastive}/records_info.json"),
+    # The 2-layer checkpoint with both layers frozen: nothing of the encoder would train.
+    Case(TRAIN, "every_layer_frozen", ("--train_file={contrastive}/*.tfrecord", "--objective=siamese_m",
+                                       "--init_checkpoint={ckpt}", "--num_negatives=2", "--num_frozen_layers=2",
+                                       "--output_dir={out}", "--max_seq_length=16", "--num_train_steps=2",
+                                       "--train_batch_size=2"), "--num_frozen_layers=1"),
     Case(EXPORT, "missing_flag", ("--checkpoint={ckpt}",), "--export_dir"),
     Case(EXPORT, "missing_checkpoint", ("--checkpoint={missing}", "--export_dir={out}"), "{missing}"),
     Case(EXPORT, "checkpoint_vocab_size_differs", ("--checkpoint={ckpt_vocab_differs}", "--export_dir={out}"),

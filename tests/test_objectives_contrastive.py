@@ -7,7 +7,7 @@ import tensorflow as tf
 from dialoguecse_tf import schema, stage
 from dialoguecse_tf.data.contrastive_records import context_slots, write_contrastive_records
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.objectives.contrastive import select_context_turns, select_side_turns
+from dialoguecse_tf.objectives.contrastive import candidate_metrics, select_context_turns, select_side_turns
 from dialoguecse_tf.tokenization import Tokenizer
 
 WORDS = "where is my order refund please change address discount code thanks hello".split()
@@ -78,3 +78,9 @@ def test_released_variant_refuses_nearest_records(tmp_path, tiny_vocab_file):
                                         num_train_steps=1, num_negatives=2, max_seq_length=8)
     with pytest.raises(ValueError, match="context_layout='nearest'.*--context_layout=sides"):
         stage.run_stage(objective, config, verbose=False)
+
+
+def test_a_positive_tied_with_a_negative_is_not_ranked_first():
+    # Row 0 ties (a collapsed encoder, e.g. after lr 1e6, ties everywhere), row 1 wins, row 2 loses.
+    scores = tf.constant([[0.5, 0.5, 0.1], [0.9, 0.5, 0.1], [0.1, 0.5, 0.1]])
+    assert float(candidate_metrics(scores, scores)["positive_ranked_first"]) == pytest.approx(1 / 3)

@@ -178,3 +178,10 @@ def test_in_batch_negative_batches_never_repeat_a_record():
                                          prefetch=False).take(7))
     for a, b in zip(resumed, batches[5:]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_collapsed_encoder_ranks_no_partner_first():
+    from dialoguecse_tf.objectives.dse import pair_metrics
+
+    same = tf.ones((3, 4)) / 2.0
+    assert float(pair_metrics(same, same)["positive_ranked_first"]) == 0.0

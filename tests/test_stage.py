@@ -4,14 +4,16 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 import stage_runs
 from stage_runs import assert_best_is_the_first_argmax
-from dialoguecse_tf import schema, stage
+from dialoguecse_tf import run_cache, schema, stage
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.tokenization import Tokenizer
+from dialoguecse_tf.training import TRAIN_LOG_FILE, read_train_log
 
 
 def test_periodic_evaluation_keeps_the_best_encoder(tmp_path, tiny_vocab_file, tiny_bert_config):
@@ -41,3 +43,87 @@ def test_periodic_evaluation_keeps_the_best_encoder(tmp_path, tiny_vocab_file, t
     assert record["objective"] == "dialoguecse" and record["options"]["variant"] == "released"
     assert os.path.isdir(tmp_path / "run" / stage.ENCODER_DIR)
     assert np.isfinite([values["loss"] for values in seen.values()]).all()
+
+
+@pytest.fixture
+def contrastive_run(tmp_path, tiny_vocab_file, tiny_bert_config):
+    """Contrastive records and a 2-layer start checkpoint; returns the stage's settings (a
+    4-step dialoguecse run, one layer frozen)."""
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
+    spec = schema.ContrastiveRecordSpec(max_seq_length=10, num_context_turns=2, num_negatives=3,
+                                        context_layout="sides")
+    write_contrastive_records(stage_runs._dialogues(24, 5), tokenizer, str(tmp_path / "records"), spec,
+                              random_seed=1, log=lambda _: None)
+    config = tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    save_checkpoint(str(tmp_path / "init"), build_backbone(config), config, tokenizer)
+    return dict(train_file=(str(tmp_path / "records" / "contrastive-*"),), output_dir=str(tmp_path / "run"),
+                init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=2, num_negatives=3,
+                num_frozen_layers=1, aggregation="mean", train_batch_size=8, learning_rate=3e-3, num_train_steps=4,
+                log_steps=1, save_checkpoints_steps=2)
+
+
+def test_a_run_resumes_only_with_the_settings_it_started_with(contrastive_run):
+    run_dir = contrastive_run["output_dir"]
+    logs = stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
+    assert logs
+    # Same settings (where and how often to log or checkpoint may change): nothing left to do.
+    assert stage.run_stage(*stage.configure("dialoguecse", **{**contrastive_run, "log_steps": 2}),
+                           verbose=False) == {}
+    written = open(os.path.join(run_dir, stage.CONFIG_FILE), "rb").read()
+    changed = {**contrastive_run, "learning_rate": 1e-3, "temperature": 0.05}
+    with pytest.raises(ValueError) as error:
+        stage.run_stage(*stage.configure("dialoguecse", **changed), verbose=False)
+    message = str(error.value)
+    assert "\n" not in message
+    assert "learning_rate 0.003 -> 0.001" in message and "temperature 0.1 -> 0.05" in message
+    assert "overwrite_output_dir" in message and "num_train_steps" not in message
+    assert open(os.path.join(run_dir, stage.CONFIG_FILE), "rb").read() == written
+
+
+def test_overwrite_output_dir_trains_the_changed_settings_from_scratch(contrastive_run):
+    run_dir = contrastive_run["output_dir"]
+    stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
+    changed = {**contrastive_run, "learning_rate": 1e-3, "num_train_steps": 2, "overwrite_output_dir": True}
+    logs = stage.run_stage(*stage.configure("dialoguecse", **changed), verbose=False)
+    assert logs and logs["learning_rate"] < 1e-3
+    assert json.load(open(os.path.join(run_dir, stage.CONFIG_FILE)))["learning_rate"] == 1e-3
+    assert sorted(os.listdir(os.path.join(run_dir, "checkpoints"))) == [
+        "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index"]
+    assert [entry["step"] for entry in read_train_log(os.path.join(run_dir, TRAIN_LOG_FILE))] == [1, 2]
+    assert load_checkpoint(os.path.join(run_dir, stage.ENCODER_DIR), 10).metadata["num_train_steps"] == 2
+
+
+def test_the_run_cache_does_not_reuse_a_run_whose_config_is_not_its_encoders(contrastive_run, tmp_path):
+    runs = tmp_path / "runs"
+    trained = {**contrastive_run, "output_dir": str(runs / "trained")}
+    stage.run_stage(*stage.configure("dialoguecse", **trained), verbose=False)
+    wanted = {**contrastive_run, "output_dir": str(tmp_path / "new"), "reuse_runs_under": (str(runs),)}
+    assert run_cache.find_finished_run(*stage.configure("dialoguecse", **wanted), [str(runs)]) == str(runs / "trained")
+    # What an earlier version left: config.json rewritten with other settings over the old encoder.
+    record = json.load(open(runs / "trained" / stage.CONFIG_FILE))
+    record["learning_rate"] = 1e-3
+    (runs / "trained" / stage.CONFIG_FILE).write_text(json.dumps(record))
+    mixed = {**wanted, "learning_rate": 1e-3}
+    assert run_cache.find_finished_run(*stage.configure("dialoguecse", **mixed), [str(runs)]) is None
+
+
+@pytest.mark.parametrize("objective_name, options", [
+    ("siamese_m", {}), ("dialoguecse", {"aggregation": "attention"}), ("dialoguecse", {"aggregation": "mean"})])
+def test_a_run_with_every_layer_frozen_is_refused_naming_the_half_to_freeze(contrastive_run, objective_name,
+                                                                            options):
+    settings = {**{key: value for key, value in contrastive_run.items() if key != "aggregation"},
+                "num_frozen_layers": 2}
+    # The tiny encoder has 2 layers; the papers' presets freeze 6 of 12.
+    with pytest.raises(ValueError, match=r"every layer of this 2-layer encoder.*--num_frozen_layers=1 "):
+        stage.run_stage(*stage.configure(objective_name, **settings, **options), verbose=False)
+    assert not os.path.exists(contrastive_run["output_dir"])
+
+
+def test_an_output_dir_that_is_a_file_is_refused_before_the_records_are_read(tmp_path):
+    (tmp_path / "taken").write_text("a file")
+    for output_dir in (tmp_path / "taken", tmp_path / "taken" / "run"):
+        objective, config = stage.configure("mlm", train_file=(str(tmp_path / "no-records-*"),),
+                                            output_dir=str(output_dir), num_train_steps=1)
+        with pytest.raises(ValueError, match=f"output_dir {output_dir}: {tmp_path / 'taken'} is a file"):
+            stage.run_stage(objective, config, verbose=False)
+    assert (tmp_path / "taken").read_text() == "a file"

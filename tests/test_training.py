@@ -1,4 +1,6 @@
 import json
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -75,6 +77,50 @@ def test_logged_scalars_and_evaluations_go_to_a_json_lines_log_a_resumed_run_ext
     log_path.open("a").write("{broken\n")
     with pytest.raises(ValueError, match=r"train_log.jsonl:\d+: not a train log entry"):
         training.read_train_log(str(log_path))
+
+
+def test_a_run_failing_at_its_first_step_leaves_no_log(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    optimizer = training.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
+
+    def step_fn(model, batch, training_):
+        raise ValueError("the objective is broken")
+
+    def dataset_fn(skip):
+        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
+
+    config = training.LoopConfig(str(tmp_path), num_train_steps=10, save_checkpoints_steps=1, log_steps=1)
+    with pytest.raises(ValueError, match="the objective is broken"):
+        training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+                                   verbose=False)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_resumed_run_drops_the_log_lines_past_its_checkpoint(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+
+    def step_fn(model, batch, training_):
+        return tf.reduce_mean(model(batch) ** 2), {}
+
+    def dataset_fn(skip):
+        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
+
+    def run(num_train_steps):
+        optimizer = training.create_optimizer(1e-2, num_train_steps=num_train_steps, num_warmup_steps=0)
+        config = training.LoopConfig(str(tmp_path), num_train_steps=num_train_steps, save_checkpoints_steps=2,
+                                     log_steps=1)
+        training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+                                   verbose=False)
+
+    run(2)
+    log_path = tmp_path / training.TRAIN_LOG_FILE
+    with log_path.open("a") as writer:
+        # Steps 3 and 4 logged, then killed before the checkpoint at 4.
+        writer.write(json.dumps({"step": 3, "loss": 999.0}) + "\n" + json.dumps({"step": 4, "loss": 999.0}) + "\n")
+    run(4)
+    logged = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert [entry["step"] for entry in logged] == [1, 2, 3, 4]
+    assert all(entry["loss"] != 999.0 for entry in logged)
 
 
 def test_xla_train_step_matches_the_plain_one():

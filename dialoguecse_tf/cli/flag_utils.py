@@ -119,7 +119,21 @@ def clear_errors(main):
             ).__module__.startswith("tensorflow")
             if not expected:
                 raise
-            message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            return f"error: {type(error).__name__}: {message}"
+            return f"error: {type(error).__name__}: {_one_line(error)}"
 
     return wrapped
+
+
+# How TensorFlow's autograph opens an error raised inside a traced function; the cause is its
+# last line ("ValueError: ..."), after the frames of the user's code.
+_AUTOGRAPH_HEADER = "in user code:"
+
+
+def _one_line(error: Exception) -> str:
+    """The first line of the error's message, or the cause of an autograph error."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    if lines[0] == _AUTOGRAPH_HEADER and len(lines) > 1:
+        return lines[-1].removeprefix(f"{type(error).__name__}: ")
+    return lines[0]

@@ -16,8 +16,9 @@ class ContrastiveOptions:
     num_context_turns: int = field(3, "Context turns (paper: 3); at most what the records carry.", minimum=1)
     num_negatives: int = field(9, "Negatives per response (paper: 9); at most what the records carry.",
                                    minimum=1)
-    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (paper: 6).",
-                                       minimum=0)
+    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (paper: 6 of BERT-base's "
+                                   "12). A count, not a fraction, in the paper presets too: a run freezing every "
+                                   "layer is refused, naming the half to pass (3 for a 6-layer MiniLM).", minimum=0)
 
 
 def select_context_turns(batch: dict, num_context_turns: int) -> dict:
@@ -74,7 +75,9 @@ def candidate_metrics(scores, cosines) -> dict:
     positive = tf.reduce_mean(cosines[:, 0])
     negative = tf.reduce_mean(cosines[:, 1:])
     return {
-        "positive_ranked_first": tf.reduce_mean(tf.cast(tf.equal(tf.argmax(scores, axis=-1), 0), tf.float32)),
+        # Strictly first: a tie is no win, or a collapsed encoder (every score equal) would read 1.0.
+        "positive_ranked_first": tf.reduce_mean(
+            tf.cast(scores[:, 0] > tf.reduce_max(scores[:, 1:], axis=-1), tf.float32)),
         "positive_cosine": positive,
         "negative_cosine": negative,
         "cosine_gap": positive - negative,

@@ -55,7 +55,9 @@ class Dial2vecOptions:
     window: int = field(DEFAULT_WINDOW, "Turns apart beyond which two tokens do not attend in the cross-"
                         "representations (dial2vec: 10).")
     num_negatives: int = field(9, "Negatives per dialogue (dial2vec: 9); at most what the records carry.")
-    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (dial2vec: 6).")
+    num_frozen_layers: int = field(6, "Bottom BERT layers kept frozen, with the embeddings (dial2vec: 6 of 12). A "
+                                   "count, not a fraction, in the paper presets too: a run freezing every layer is "
+                                   "refused, naming the half to pass (3 for a 6-layer MiniLM).", minimum=0)
     truncation: str = field("head", "How the records cut too long a dialogue (create_dialogue_data.py "
                             "--truncation; checked against them): head, the first tokens (the release's BERT path), "
                             "or recent_turns. Recorded in the encoder, whose dialogue embedding then cuts alike.",

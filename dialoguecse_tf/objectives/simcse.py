@@ -80,9 +80,10 @@ def view_metrics(first, second) -> dict:
     positive = tf.reduce_mean(tf.linalg.diag_part(cosines))
     is_negative = tf.logical_not(tf.eye(num_pairs, dtype=tf.bool))
     negative = tf.reduce_sum(tf.where(is_negative, cosines, 0.0)) / tf.reduce_sum(tf.cast(is_negative, tf.float32))
-    best = tf.argmax(cosines, axis=-1, output_type=tf.int32)
+    # Strictly first: a tie is no win, or a collapsed encoder would read 1.0.
+    best_negative = tf.reduce_max(tf.where(is_negative, cosines, -2.0), axis=-1)
     return {
-        "positive_ranked_first": tf.reduce_mean(tf.cast(tf.equal(best, tf.range(num_pairs)), tf.float32)),
+        "positive_ranked_first": tf.reduce_mean(tf.cast(tf.linalg.diag_part(cosines) > best_negative, tf.float32)),
         "positive_cosine": positive,
         "negative_cosine": negative,
         "cosine_gap": positive - negative,
