@@ -21,7 +21,7 @@ from dialoguecse_tf import run_cache, schema, training
 from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
 from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.encoder import build_backbone
-from dialoguecse_tf.io_utils import write_json
+from dialoguecse_tf.io_utils import check_output_dir, write_json
 from dialoguecse_tf.objectives.base import get_objective_class
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
 
@@ -139,18 +139,6 @@ def encoder_metadata(objective, config: TrainConfig, num_train_steps: int) -> di
     return {"stage": objective.stage_name, "objective": objective.name, **objective.metadata(),
             "pooling": objective.sentence_pooling(), "num_train_steps": num_train_steps,
             run_cache.SETTINGS_DIGEST_KEY: run_cache.settings_digest(stage_record(objective, config))}
-
-
-def check_output_dir(output_dir: str) -> None:
-    """Raises ValueError unless `output_dir` is a folder this process may write, or can be made
-    one: checked before the records are read and the model built, not at the first write."""
-    existing = os.path.abspath(output_dir)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise ValueError(f"output_dir {output_dir}: {existing} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"output_dir {output_dir}: {existing} is not writable")
 
 
 def _holds_run(output_dir: str) -> bool:
