@@ -246,7 +246,7 @@ def _write_keras_hub(loaded, config: EncoderExportConfig, folder: str) -> None:
             f"{'; '.join(mismatches)}. Export to HuggingFace instead, or pass allow_numeric_drift to "
             f"export anyway with the measured drift recorded in {EXPORT_INFO_FILE}")
     loaded.backbone.save_to_preset(folder)
-    # keras-hub strips accents unless told not to; this project does only when it lower-cases.
+    # keras-hub keeps accents unless told otherwise; this project strips them when it lower-cases.
     lower = loaded.tokenizer.do_lower_case
     keras_hub.models.BertTokenizer(vocabulary=loaded.tokenizer.vocab_file, lowercase=lower,
                                    strip_accents=lower).save_to_preset(folder)

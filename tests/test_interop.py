@@ -21,13 +21,14 @@ TEXTS = ["", "where is my order?", "i want a refund " * 40, "thanks 😀 for the
          "Hello, ADDRESS change!"]
 
 
-def _checkpoint(tmp_path, config, vocab_file):
+def _checkpoint(tmp_path, config, vocab_file, do_lower_case=True):
     backbone = build_backbone(config)
     # Non-trivial biases and norms, so a transposed or swapped tensor shows in the vectors.
     rng = np.random.default_rng(0)
     for variable in backbone.weights:
         variable.assign(variable.numpy() + rng.normal(0, 0.05, variable.shape).astype(np.float32))
-    return save_checkpoint(str(tmp_path / "ckpt"), backbone, config, Tokenizer(vocab_file, max_seq_length=MAX_LEN))
+    return save_checkpoint(str(tmp_path / "ckpt"), backbone, config,
+                           Tokenizer(vocab_file, do_lower_case=do_lower_case, max_seq_length=MAX_LEN))
 
 
 def _export(checkpoint, output_dir, export_format, **kwargs):
@@ -213,10 +214,12 @@ FOLDED_TEXTS = ["亲，一般三到五天就能到哦", "「退货」。【急�
 # instead of [UNK] like the others.
 FOLDING_VOCAB = list(SPECIAL_TOKENS) + (
     "亲 一 般 三 到 五 天 就 能 哦 退 货 急 ， , 「 」 。 【 】 abc ａｂｃ text ｔｅｘｔ ! ！ strasse straße stra ##ße "
-    "finance ﬁnance ##nance ﬁ 1 ① thanks 😀 👍 ##🏽 cafe café naive nandu ñandu where is my order ?").split()
+    "finance ﬁnance ##nance ﬁ 1 ① thanks 😀 👍 ##🏽 cafe café naive nandu ñandu where is my order ? "
+    "ABC Café Cafe Ñandú Nandu Straße").split()
 
 
-def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path):
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path, do_lower_case):
     """Data prep, encode(), the SavedModel and both exports read text alike, so they give one vector."""
     import keras_hub
     from sentence_transformers import SentenceTransformer
@@ -229,10 +232,11 @@ def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path):
 
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(FOLDING_VOCAB) + "\n", encoding="utf-8")
-    checkpoint = _checkpoint(tmp_path, tiny_bert_config_for(vocab_file), str(vocab_file))
-    tokenizer = Tokenizer(str(vocab_file), max_seq_length=MAX_LEN)
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config_for(vocab_file), str(vocab_file), do_lower_case)
+    tokenizer = Tokenizer(str(vocab_file), do_lower_case=do_lower_case, max_seq_length=MAX_LEN)
     ours = tokenizer(FOLDED_TEXTS)["token_ids"].numpy()
-    assert tokenizer.unk_id not in ours
+    if do_lower_case:
+        assert tokenizer.unk_id not in ours
     records = encode_pairs([(text, text) for text in FOLDED_TEXTS], tokenizer, schema.PairRecordSpec(MAX_LEN),
                            PrepStats())
     np.testing.assert_array_equal(np.stack([record[schema.PAIR_INPUT_IDS][0] for record in records]), ours)
