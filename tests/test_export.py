@@ -153,7 +153,8 @@ def test_the_token_and_dialogue_signatures_refuse_what_the_library_refuses(tmp_p
 
     signatures = tf.saved_model.load(export_savedmodel(encoder, str(tmp_path / "export"))).signatures
     tokens = signatures["embed_tokens"]
-    assert tokens(token_ids=tf.constant([[2, 5, 3]]), padding_mask=tf.constant([[1, 1, 1]]))["embedding"].shape == (1, 32)
+    served = tokens(token_ids=tf.constant([[2, 5, 3]]), padding_mask=tf.constant([[1, 1, 1]]))["embedding"]
+    assert served.shape == (1, 32)
     for ids, mask, message in (([[2, 5, 6, 7, 3]], [[1, 1, 1, 1]], "token_ids and padding_mask must have one shape"),
                                ([[2, -5, 3]], [[1, 1, 1]], "token_ids must be >= 0"),
                                ([[2, 5, 3]], [[1, 2, 1]], "padding_mask must hold only 0 and 1")):

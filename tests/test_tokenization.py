@@ -304,8 +304,8 @@ def test_saved_model_round_trip(tmp_path, tokenizer):
 # digits, half-width kana, a titlecase digraph), emoji, combining marks, accents, control and format
 # characters, plain ASCII, empty.
 FOLDED_TEXTS = ["亲，一般三到五天就能到哦", "「退货」。【急】", "ＡＢＣ ｔｅｘｔ！", "Straße ΣΊΣΥΦΟΣ", "ﬁnance ① ⒈",
-                "ｶﾞｲﾄﾞ ǅemal", "thanks 😀👍🏽 👨‍👩‍👧", "cafe\u0301 na\u0308ive Ñandú", "a\x01b zero\u200bwidth soft\u00adhyphen",
-                "where is my order?", ""]
+                "ｶﾞｲﾄﾞ ǅemal", "thanks 😀👍🏽 👨‍👩‍👧", "cafe\u0301 na\u0308ive Ñandú",
+                "a\x01b zero\u200bwidth soft\u00adhyphen", "where is my order?", ""]
 
 
 @pytest.mark.parametrize("do_lower_case", [True, False])
