@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from dialoguecse_tf.config_io import write_config
 from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings, dialogue_turns
+from dialoguecse_tf.embedding_io import EXPORT_CONFIG_FILE, export_settings, export_version_dir
 from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches
 
 SERVING_SIGNATURE = "serving_default"
@@ -167,7 +168,7 @@ def run_export(config: ExportConfig) -> str:
                                        config.dialogue_max_seq_length or loaded.backbone.max_sequence_length,
                                        config.dialogue_pooling, **dialogue_settings(loaded.metadata))
     path = export_savedmodel(encoder, config.export_dir, config.normalize, config.version, dialogue_encoder)
-    write_config(dataclasses.replace(config, pooling=encoder.pooling), path, "export_config.json")
+    write_config(dataclasses.replace(config, pooling=encoder.pooling), path, EXPORT_CONFIG_FILE)
     return path
 
 
@@ -177,12 +178,8 @@ class ExportedEncoder:
     def __init__(self, path: str):
         import tensorflow_text  # noqa: F401  (registers the tokenizer ops the graph uses)
 
-        if os.path.isdir(path) and not os.path.exists(os.path.join(path, "saved_model.pb")):
-            versions = [name for name in os.listdir(path) if name.isdigit()]
-            if not versions:
-                raise FileNotFoundError(f"{path}: no SavedModel and no numeric version folder")
-            path = os.path.join(path, max(versions, key=int))
-        self.path = path
+        self.path = path = export_version_dir(path)
+        self.settings = export_settings(path)
         signatures = tf.saved_model.load(path).signatures
         self._serve = signatures[SERVING_SIGNATURE]
         self._serve_dialogues = signatures.get(DIALOGUES_SIGNATURE)
