@@ -82,11 +82,12 @@ def read_texts(path: str) -> list:
         with open(path, "rb") as reader:
             data = reader.read()
         source = path
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]  # a byte-order mark (Windows editors write one) is not text
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()  # the final newline ends the last text; it does not start a new one
+    # A byte-order mark (Windows editors write one) is not text; the line it starts stays a line.
+    if lines and lines[0].startswith(b"\xef\xbb\xbf"):
+        lines[0] = lines[0][3:]
     texts = []
     for number, raw in enumerate(lines, start=1):
         try:

@@ -109,6 +109,8 @@ def test_json_output_is_one_json_array(tmp_path):
 def test_read_texts_drops_a_byte_order_mark(tmp_path):
     (tmp_path / "bom.txt").write_bytes("\ufeffhello\n\ufeffkept\n".encode("utf-8"))
     assert read_texts(str(tmp_path / "bom.txt")) == ["hello", "\ufeffkept"]
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbf")
+    assert read_texts(str(tmp_path / "bom.txt")) == [""]
 
 
 def test_output_file_is_checked_before_any_work(tmp_path):
