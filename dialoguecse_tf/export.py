@@ -5,9 +5,9 @@ tensorflow-text, BERT, pooling), so served vectors are the vectors `encode()` re
 A second signature takes token ids for clients that tokenize themselves; a third,
 `embed_dialogues`, embeds whole dialogues through `DialogueEncoder.embed_dialogues`, the graph
 `encode_dialogues()` runs: every dialogue's turns flattened into `turns` with their `speakers`,
-and `dialogue_lengths` (turns per dialogue). A dialogue's first speaker is role 0 and every
-other speaker role 1 (dialogues with more than two speakers are the client's to refuse, as
-`encode_dialogues()` does).
+and `dialogue_lengths` (turns per dialogue). A dialogue's first speaker is role 0 and the other
+role 1; a dialogue with other than two speakers is refused, as `encode_dialogues()` refuses it.
+Every signature checks its inputs with readable messages (`tf.errors.InvalidArgumentError`).
 """
 
 import dataclasses
@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from dialoguecse_tf.config_io import write_config
 from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings, dialogue_turns
+from dialoguecse_tf.embedding_io import EXPORT_CONFIG_FILE, export_settings, export_version_dir
 from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches
 
 SERVING_SIGNATURE = "serving_default"
@@ -45,9 +46,19 @@ class _ExportModule(tf.Module):
     ])
     def serve_dialogues(self, turns, speakers, dialogue_lengths):
         dialogue_lengths = tf.cast(dialogue_lengths, tf.int64)
-        tf.debugging.assert_positive(dialogue_lengths, message="every dialogue needs at least one turn")
-        tf.debugging.assert_equal(tf.reduce_sum(dialogue_lengths), tf.size(turns, out_type=tf.int64),
-                                  message="dialogue_lengths must add up to the number of turns")
+        checks = [
+            tf.debugging.assert_positive(dialogue_lengths, message="every dialogue needs at least one turn"),
+            tf.debugging.assert_equal(tf.reduce_sum(dialogue_lengths), tf.size(turns, out_type=tf.int64),
+                                      message="dialogue_lengths must add up to the number of turns"),
+            tf.debugging.assert_equal(tf.size(speakers), tf.size(turns), message="every turn needs one speaker"),
+        ]
+        # What follows reads speakers by dialogue and fails obscurely on inconsistent input, so it
+        # waits for the checks; graph ops without side effects would otherwise run first.
+        with tf.control_dependencies(checks):
+            checks = [_assert_two_speakers(speakers, dialogue_lengths)]
+        with tf.control_dependencies(checks):
+            turns, speakers, dialogue_lengths = (tf.identity(turns), tf.identity(speakers),
+                                                 tf.identity(dialogue_lengths))
         first = tf.repeat(tf.gather(speakers, tf.cumsum(dialogue_lengths, exclusive=True)), dialogue_lengths)
         roles = tf.RaggedTensor.from_row_lengths(tf.cast(tf.not_equal(speakers, first), tf.int32), dialogue_lengths)
         vectors = self.dialogue_encoder.embed_dialogues(tf.RaggedTensor.from_row_lengths(turns, dialogue_lengths),
@@ -65,7 +76,30 @@ class _ExportModule(tf.Module):
         tf.TensorSpec([None, None], tf.int32, name="padding_mask"),
     ])
     def serve_tokens(self, token_ids, padding_mask):
+        # Unchecked, a shorter mask silently cuts the ids and a negative id reads a garbage row.
+        checks = [
+            tf.debugging.assert_equal(tf.shape(token_ids), tf.shape(padding_mask),
+                                      message="token_ids and padding_mask must have one shape [batch, length]"),
+            tf.debugging.assert_non_negative(token_ids, message="token_ids must be >= 0"),
+            tf.debugging.assert_equal(tf.reduce_all((padding_mask == 0) | (padding_mask == 1)), True,
+                                      message="padding_mask must hold only 0 and 1"),
+        ]
+        with tf.control_dependencies(checks):
+            token_ids, padding_mask = tf.identity(token_ids), tf.identity(padding_mask)
         return {OUTPUT_KEY: self.encoder.embed_tokens(token_ids, padding_mask, self._normalize)}
+
+
+def _assert_two_speakers(speakers, dialogue_lengths):
+    """Refuses a dialogue with other than two distinct speakers, as `DialogueEncoder` does."""
+    dialogue_ids = tf.repeat(tf.range(tf.size(dialogue_lengths, out_type=tf.int64)), dialogue_lengths)
+    # A dialogue's index (digits only) and a speaker never run together ambiguously.
+    pairs, pair_index = tf.unique(tf.strings.join([tf.strings.as_string(dialogue_ids), speakers], separator=":"))
+    owners = tf.math.unsorted_segment_min(dialogue_ids, pair_index, tf.size(pairs))
+    counts = tf.math.unsorted_segment_sum(tf.ones_like(owners), owners, tf.size(dialogue_lengths))
+    bad = tf.where(counts != 2)[:, 0]
+    return tf.debugging.Assert(
+        tf.size(bad) == 0, ["every dialogue needs exactly two speakers; indices of the dialogues that have not:", bad],
+        summarize=10)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +168,7 @@ def run_export(config: ExportConfig) -> str:
                                        config.dialogue_max_seq_length or loaded.backbone.max_sequence_length,
                                        config.dialogue_pooling, **dialogue_settings(loaded.metadata))
     path = export_savedmodel(encoder, config.export_dir, config.normalize, config.version, dialogue_encoder)
-    write_config(dataclasses.replace(config, pooling=encoder.pooling), path, "export_config.json")
+    write_config(dataclasses.replace(config, pooling=encoder.pooling), path, EXPORT_CONFIG_FILE)
     return path
 
 
@@ -144,12 +178,8 @@ class ExportedEncoder:
     def __init__(self, path: str):
         import tensorflow_text  # noqa: F401  (registers the tokenizer ops the graph uses)
 
-        if os.path.isdir(path) and not os.path.exists(os.path.join(path, "saved_model.pb")):
-            versions = [name for name in os.listdir(path) if name.isdigit()]
-            if not versions:
-                raise FileNotFoundError(f"{path}: no SavedModel and no numeric version folder")
-            path = os.path.join(path, max(versions, key=int))
-        self.path = path
+        self.path = path = export_version_dir(path)
+        self.settings = export_settings(path)
         signatures = tf.saved_model.load(path).signatures
         self._serve = signatures[SERVING_SIGNATURE]
         self._serve_dialogues = signatures.get(DIALOGUES_SIGNATURE)

@@ -13,6 +13,14 @@
   under keras-hub, so its export is refused unless `allow_numeric_drift`, and the drift measured
   on seeded random token sequences is written to the export's `dialoguecse_export.json`.
 
+Both exports tokenize as data prep, `encode()` and the SavedModel do (NFKC_Casefold when
+lower-casing, see `tokenization`): the HuggingFace folder's `tokenizer.json` carries
+`tokenization.huggingface_normalizer`, which splits every code point alike except about 250 that
+the `tokenizers` Unicode tables do not know. keras-hub's tokenizer strips accents before it
+case-folds, in that fixed order, so it still differs where NFKC composes what NFD took apart:
+Hangul syllables (it keeps them whole, this project splits them into jamo), `ǅ`-like digraphs
+and spacing accents such as `¨`, about 15,500 code points in all.
+
 Both folders carry `dialoguecse_export.json` (the source, the pooling, the full BertConfig).
 The pooling is the checkpoint's own (`checkpoints.sentence_pooling`) unless one is asked for;
 `pooler` (BERT's pooler output) reaches sentence-transformers as CLS pooling followed by a
@@ -43,6 +51,7 @@ from dialoguecse_tf.checkpoints import (
     sentence_pooling,
 )
 from dialoguecse_tf.pooling import POOLING_MODES
+from dialoguecse_tf.tokenization import huggingface_normalizer
 
 FORMAT_HUGGINGFACE = "huggingface"
 EXPORT_FORMATS = (FORMAT_HUGGINGFACE, FORMAT_KERAS_HUB)
@@ -134,11 +143,7 @@ def _write_huggingface(loaded, config: EncoderExportConfig, folder: str) -> None
     save_file(tensors, os.path.join(folder, HF_WEIGHTS_FILE), metadata={"format": "pt"})
     _write_json(os.path.join(folder, HF_CONFIG_FILE), hf_config_dict(loaded.config))
     shutil.copyfile(loaded.tokenizer.vocab_file, os.path.join(folder, VOCAB_FILE))
-    lower = loaded.tokenizer.do_lower_case
-    _write_json(os.path.join(folder, "tokenizer_config.json"), {
-        "tokenizer_class": "BertTokenizer", "do_lower_case": lower, "tokenize_chinese_chars": True,
-        "strip_accents": None, "model_max_length": config.max_seq_length,
-        "max_seq_length": config.max_seq_length, **_SPECIAL_TOKENS})
+    _write_hf_tokenizer(loaded.tokenizer, config.max_seq_length, folder)
     _write_json(os.path.join(folder, "special_tokens_map.json"), dict(_SPECIAL_TOKENS))
     modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
@@ -157,6 +162,31 @@ def _write_huggingface(loaded, config: EncoderExportConfig, folder: str) -> None
         "pooling_mode_weightedmean_tokens": False, "pooling_mode_lasttoken": False,
         "include_prompt": True})
     _write_json(os.path.join(folder, EXPORT_INFO_FILE), _export_info(config, loaded.config))
+
+
+def _write_hf_tokenizer(tokenizer, max_seq_length: int, folder: str) -> None:
+    """`tokenizer.json` with `Tokenizer`'s normalization, and a config that makes transformers use it.
+
+    transformers' own `BertTokenizer` class rebuilds its normalizer from `do_lower_case` and
+    ignores `tokenizer.json`'s (no NFKC, see `tokenization`); the generic fast class loads the
+    file as written. `do_lower_case` stays in the config for `checkpoints.load_checkpoint`.
+    """
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, models, pre_tokenizers, processors
+
+    vocab = {token: index for index, token in enumerate(tokenizer.vocab)}
+    backend = HFTokenizer(models.WordPiece(vocab, unk_token=_SPECIAL_TOKENS["unk_token"]))
+    backend.normalizer = huggingface_normalizer(tokenizer.do_lower_case)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.decoder = decoders.WordPiece(prefix="##")
+    cls, sep = _SPECIAL_TOKENS["cls_token"], _SPECIAL_TOKENS["sep_token"]
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+        special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
+    backend.save(os.path.join(folder, "tokenizer.json"))
+    _write_json(os.path.join(folder, "tokenizer_config.json"), {
+        "tokenizer_class": "PreTrainedTokenizerFast", "do_lower_case": tokenizer.do_lower_case,
+        "model_max_length": max_seq_length, "max_seq_length": max_seq_length, **_SPECIAL_TOKENS})
 
 
 def _write_pooler_dense(tensors: dict, hidden_size: int, folder: str) -> None:
@@ -216,8 +246,10 @@ def _write_keras_hub(loaded, config: EncoderExportConfig, folder: str) -> None:
             f"{'; '.join(mismatches)}. Export to HuggingFace instead, or pass allow_numeric_drift to "
             f"export anyway with the measured drift recorded in {EXPORT_INFO_FILE}")
     loaded.backbone.save_to_preset(folder)
-    keras_hub.models.BertTokenizer(vocabulary=loaded.tokenizer.vocab_file,
-                                   lowercase=loaded.tokenizer.do_lower_case).save_to_preset(folder)
+    # keras-hub keeps accents unless told otherwise; this project strips them when it lower-cases.
+    lower = loaded.tokenizer.do_lower_case
+    keras_hub.models.BertTokenizer(vocabulary=loaded.tokenizer.vocab_file, lowercase=lower,
+                                   strip_accents=lower).save_to_preset(folder)
     extra = {}
     if mismatches:
         extra = {"keras_hub_mismatches": mismatches,

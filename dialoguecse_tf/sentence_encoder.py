@@ -4,7 +4,9 @@ Evaluation, export and every baseline embed sentences through `SentenceEncoder`,
 number in a results table and a vector served from a SavedModel come from the same code.
 """
 
+import contextlib
 import math
+import sys
 
 import keras
 import numpy as np
@@ -28,7 +30,10 @@ def encode_in_batches(texts, embed_batch, dimension: int, batch_size: int = 64,
         return np.zeros((0, dimension), dtype=np.float32)
     order = np.argsort([-len(text) for text in texts], kind="stable") if sort_by_length else np.arange(len(texts))
     num_batches = math.ceil(len(texts) / batch_size)
-    progress = keras.utils.Progbar(num_batches, unit_name="batch") if verbose else None
+    # Keras draws its progress bar on stdout; stdout is the caller's output (the embed CLI's
+    # neighbours), so the bar goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        progress = keras.utils.Progbar(num_batches, unit_name="batch") if verbose else None
     vectors = None
     for start in range(0, len(texts), batch_size):
         indices = order[start:start + batch_size]
@@ -37,7 +42,8 @@ def encode_in_batches(texts, embed_batch, dimension: int, batch_size: int = 64,
             vectors = np.zeros((len(texts), chunk.shape[1]), dtype=chunk.dtype)
         vectors[indices] = chunk
         if progress is not None:
-            progress.add(1)
+            with contextlib.redirect_stdout(sys.stderr):
+                progress.add(1)
     return vectors
 
 

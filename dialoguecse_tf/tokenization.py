@@ -5,6 +5,17 @@
 `tf.Module`; its vocabulary table travels with the model). `build_vocab` learns a
 vocabulary for a BERT trained from scratch with tensorflow-text's own learner, using
 the same basic-tokenizer settings as `Tokenizer`, so the two always agree on words.
+
+One tokenization everywhere: data prep writes its records with `Tokenizer`, and `encode()`
+and the SavedModel run the same `Tokenizer` in-graph, so an encoder is served exactly as it
+was trained. With `do_lower_case` that tokenization folds text with NFKC_Casefold
+(tensorflow-text's `case_fold_utf8`), then NFD and drops nonspacing marks: full-width `，`
+is `,`, `ＡＢＣ` is `abc`, `ß` is `ss`, `ﬁ` is `fi`, `①` is `1`. google-research/bert's
+tokenization.py and HuggingFace's BertTokenizer only lower-case, NFD and strip accents
+(no NFKC), so those texts split differently there. The exports follow this project, not
+the other way round: changing `Tokenizer` would change what every trained encoder was
+trained on. `huggingface_normalizer` is the HuggingFace `tokenizers` normalizer that the
+HuggingFace export ships so that it splits words as `Tokenizer` does.
 """
 
 import json
@@ -49,6 +60,44 @@ def _basic_tokenizer_params(do_lower_case: bool) -> dict:
     # Vocabulary learning and tokenization must split words identically, or the learned
     # vocabulary does not cover what the tokenizer looks up.
     return {"lower_case": bool(do_lower_case)}
+
+
+def huggingface_normalizer(do_lower_case: bool):
+    """A HuggingFace `tokenizers` normalizer that normalizes text as `Tokenizer` does.
+
+    Followed by `BertPreTokenizer` it splits words as tensorflow-text's basic tokenizer does:
+    with `do_lower_case`, NFKC_Casefold (default-ignorable characters removed, NFKC, full
+    lower-casing plus the case foldings that differ from it, such as ß -> ss and ς -> σ, and
+    NFKC again), then NFD without nonspacing marks; always, control and format characters
+    become spaces (tensorflow-text splits there; `BertNormalizer` would glue the neighbours)
+    and CJK ideographs are split off. What still differs, measured over every code point:
+    characters newer than the Unicode version of `tokenizers` (unassigned there) and three
+    separators (U+1680, U+2028, U+2029) that HuggingFace splits on and tensorflow-text keeps.
+    """
+    from tokenizers import Regex, normalizers
+
+    steps = []
+    if do_lower_case:
+        steps += [normalizers.Replace(Regex(r"\p{Default_Ignorable_Code_Point}"), ""), normalizers.NFKC(),
+                  normalizers.Lowercase()]
+        steps += [normalizers.Replace(lower, folded) for lower, folded in _case_foldings().items()]
+        steps += [normalizers.NFKC(), normalizers.NFD(), normalizers.Replace(Regex(r"\p{Mn}"), "")]
+    steps += [normalizers.Replace(Regex(r"[\p{Cc}\p{Cf}]"), " "),
+              normalizers.BertNormalizer(clean_text=False, handle_chinese_chars=True, strip_accents=False,
+                                         lowercase=False)]
+    return normalizers.Sequence(steps)
+
+
+def _case_foldings() -> dict:
+    """Lower-cased NFKC text -> its case folding, wherever the two differ (ß -> ss, ...)."""
+    foldings = {}
+    for code in range(0x110000):
+        if 0xD800 <= code < 0xE000:
+            continue
+        text = unicodedata.normalize("NFKC", chr(code))
+        if text.casefold() != text.lower():
+            foldings[text.lower()] = text.casefold()
+    return foldings
 
 
 def write_vocab(tokens: Iterable[str], vocab_file) -> None:

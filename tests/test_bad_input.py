@@ -234,6 +234,17 @@ CASES = (
                                          "--output_file={out}/vectors.txt"), "{out}/vectors.txt"),
     Case(EMBED, "checkpoint_vocab_size_differs", ("--checkpoint={ckpt_vocab_differs}", "--input_file={texts}",
                                                   "--output_file={out}/vectors.npy"), "{ckpt_vocab_differs}/vocab.txt"),
+    Case(EMBED, "output_file_under_a_file", ("--checkpoint={missing}", "--input_file={texts}",
+                                             "--output_file={a_file}/vectors.npy"), "{a_file}/vectors.npy"),
+    Case(EMBED, "only_blank_lines", ("--checkpoint={ckpt}", "--input_file={blank_texts}",
+                                     "--output_file={out}/vectors.npy"), "{blank_texts}"),
+    Case(EMBED, "duplicate_dialogue_id", ("--checkpoint={ckpt}", "--input_file={dup_ids}", "--dialogue_format=jsonl",
+                                          "--output_file={out}/vectors.jsonl"), "{dup_ids}:3"),
+    Case(EMBED, "export_other_pooling", ("--export_dir={fake_export}", "--input_file={texts}", "--pooling=cls",
+                                         "--output_file={out}/vectors.npy"), "pooling='cls'"),
+    Case(EMBED, "export_other_max_seq_length", ("--export_dir={fake_export}", "--input_file={texts}",
+                                                "--max_seq_length=8", "--output_file={out}/vectors.npy"),
+         "max_seq_length=8"),
     Case(EMBED, "no_saved_model", ("--export_dir={empty_dir}", "--input_file={texts}",
                                    "--output_file={out}/vectors.npy"), "{empty_dir}"),
 )
@@ -272,6 +283,9 @@ def _build_inputs(root):
     paths = {"missing": str(root / "does-not-exist"), "empty": str(root / "empty.txt"),
              "empty_dir": str(root / "empty_dir"), "a_file": str(root / "a_file.txt")}
     os.makedirs(paths["empty_dir"])
+    paths["fake_export"] = str(root / "fake_export")
+    os.makedirs(root / "fake_export" / "1")
+    (root / "fake_export" / "1" / "saved_model.pb").write_bytes(b"")
     (root / "empty.txt").write_bytes(b"")
     (root / "a_file.txt").write_text("not a folder\n")
 
@@ -301,6 +315,14 @@ def _build_inputs(root):
         bad_sgd=write("dialogues_001.json", json.dumps([{"dialogue_id": "1_00000", "services": ["Hotels_1"], "turns": [
             {"speaker": "BOT", "utterance": "hi", "frames": [{"actions": [{"act": "INFORM"}]}]}]}])),
         texts=write("texts.txt", "where is my order\ni want a refund\n"),
+        blank_texts=write("blank_texts.txt", "\n \n\t\n"),
+        # A dialogue id repeated on line 3.
+        dup_ids=write("dup_ids.jsonl", "".join(json.dumps({"dialogue_id": dialogue_id, "turns": [
+            {"speaker": "u", "text": "where is my order"}, {"speaker": "a", "text": "it is late"}]}) + "\n"
+            for dialogue_id in ("x", "y", "x"))),
+        # What the embed CLI reads of an export before loading it: the version folder and its config.
+        fake_export_config=write("fake_export/1/export_config.json",
+                                 json.dumps({"max_seq_length": 16, "pooling": "mean"})),
         texts_bad_utf8=write("texts_bad_utf8.txt", b"where is my order\nbad \xfe\n"),
         # Line 3 names row 99 of a 4-row file.
         select_out_of_range=write("select_out_of_range.txt", "0\twhere is my order\t0\t1\t2,3\n"

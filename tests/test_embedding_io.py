@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import subprocess
 import sys
@@ -24,7 +25,7 @@ def test_write_npy_and_jsonl(tmp_path):
     write_embeddings(str(tmp_path / "v.jsonl"), ["a", "é"], vectors)
     rows = [json.loads(line) for line in (tmp_path / "v.jsonl").read_text(encoding="utf-8").splitlines()]
     assert rows[1] == {"text": "é", "embedding": [3.0, 4.0, 5.0]}
-    with pytest.raises(ValueError, match=".npy or .jsonl"):
+    with pytest.raises(ValueError, match=r"v.txt: the suffix must be one of .npy, .jsonl, .json"):
         write_embeddings(str(tmp_path / "v.txt"), ["a", "b"], vectors)
 
 
@@ -47,13 +48,19 @@ def test_embed_cli_end_to_end(tmp_path, tiny_bert_config, tiny_vocab_file):
     texts = ["where is my order?", "i want a refund", ""]
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
     out = tmp_path / "out.npy"
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "dialoguecse_tf.cli.embed", f"--checkpoint={checkpoint}",
-         f"--input_file={tmp_path / 'in.txt'}", f"--output_file={out}", "--max_seq_length=12"],
-        check=True, capture_output=True,
+         f"--input_file={tmp_path / 'in.txt'}", f"--output_file={out}", "--max_seq_length=12",
+         "--nearest_neighbors=2"],
+        check=True, capture_output=True, text=True,
     )
     expected = SentenceEncoder(backbone, tokenizer).encode(texts)
     np.testing.assert_allclose(np.load(out), expected, atol=1e-5)
+    # stdout is the listing alone (the progress bar went to stderr); the blank line is no neighbour.
+    lines = done.stdout.splitlines()
+    assert [lines[0], lines[2]] == texts[:2] and len(lines) == 4, done.stdout
+    assert lines[1].endswith("  i want a refund") and lines[3].endswith("  where is my order?")
+    assert "batch" in done.stderr
     missing = subprocess.run(
         [sys.executable, "-m", "dialoguecse_tf.cli.embed", f"--input_file={tmp_path / 'in.txt'}"],
         capture_output=True, text=True,
@@ -84,6 +91,98 @@ def test_embed_cli_embeds_whole_dialogues(tmp_path, tiny_bert_config, tiny_vocab
          f"--output_file={out}"], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr[-2000:]
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert [row["text"] for row in rows] == ["d0", "d1"]
+    assert [row["dialogue_id"] for row in rows] == ["d0", "d1"]
     expected = DialogueEncoder(backbone, tokenizer, max_seq_length=24).encode_dialogues(dialogues)
     np.testing.assert_allclose([row["embedding"] for row in rows], expected, atol=1e-5)
+
+
+def test_json_output_is_one_json_array(tmp_path):
+    vectors = np.arange(4, dtype=np.float32).reshape(2, 2)
+    write_embeddings(str(tmp_path / "v.json"), ["a", "é"], vectors)
+    assert json.loads((tmp_path / "v.json").read_text(encoding="utf-8")) == [
+        {"text": "a", "embedding": [0.0, 1.0]}, {"text": "é", "embedding": [2.0, 3.0]}]
+    write_embeddings(str(tmp_path / "d.json"), ["x"], vectors[:1], key_field="dialogue_id")
+    assert json.loads((tmp_path / "d.json").read_text(encoding="utf-8")) == [
+        {"dialogue_id": "x", "embedding": [0.0, 1.0]}]
+
+
+def test_read_texts_drops_a_byte_order_mark(tmp_path):
+    (tmp_path / "bom.txt").write_bytes("\ufeffhello\n\ufeffkept\n".encode("utf-8"))
+    assert read_texts(str(tmp_path / "bom.txt")) == ["hello", "\ufeffkept"]
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbf")
+    assert read_texts(str(tmp_path / "bom.txt")) == [""]
+
+
+def test_output_file_is_checked_before_any_work(tmp_path):
+    from dialoguecse_tf.embedding_io import EmbedConfig, embed
+
+    (tmp_path / "in.txt").write_text("hello\n", encoding="utf-8")
+    (tmp_path / "a_file").write_text("x", encoding="utf-8")
+    (tmp_path / "taken.npy").mkdir()
+    # The checkpoint does not exist: only the output check can have raised.
+    for output, message in ((tmp_path / "taken.npy", "is a directory"),
+                            (tmp_path / "a_file" / "v.npy", "is not a directory"),
+                            (tmp_path / "v.csv", "one of .npy, .jsonl, .json")):
+        with pytest.raises(ValueError, match=message):
+            embed(EmbedConfig(str(tmp_path / "in.txt"), str(output), checkpoint=str(tmp_path / "nowhere")))
+
+
+def test_blank_lines_stay_rows_but_are_never_neighbours(tmp_path):
+    from dialoguecse_tf.embedding_io import EmbedConfig, embed
+
+    vectors = np.array([[1.0, 0.0], [1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
+    result = nearest_neighbors(vectors, 2, searchable=np.array([True, False, True, True]))
+    assert [[j for j, _ in row] for row in result] == [[2, 3], [], [0, 3], [2, 0]]
+    (tmp_path / "blank.txt").write_text("\n  \n\t\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="blank.txt: no text to embed"):
+        embed(EmbedConfig(str(tmp_path / "blank.txt"), str(tmp_path / "v.npy"), checkpoint=str(tmp_path / "nowhere")))
+
+
+def test_duplicate_dialogue_ids_are_refused_naming_id_and_line(tmp_path):
+    from dialoguecse_tf.data.dialogue import Dialogue, Turn
+    from dialoguecse_tf.data.readers import write_jsonl
+    from dialoguecse_tf.embedding_io import EmbedConfig, embed
+
+    turns = (Turn("u", "where is my order"), Turn("a", "it is late"))
+    write_jsonl([Dialogue("x", turns), Dialogue("y", turns), Dialogue("x", turns)], tmp_path / "d.jsonl")
+    with pytest.raises(ValueError, match=r"d.jsonl:3: dialogue id 'x' repeats the dialogue at .*d.jsonl:1"):
+        embed(EmbedConfig(str(tmp_path / "d.jsonl"), str(tmp_path / "v.jsonl"), checkpoint=str(tmp_path / "nowhere"),
+                          dialogue_format="jsonl"))
+
+
+def test_settings_for_the_other_mode_are_refused():
+    from dialoguecse_tf.embedding_io import EmbedConfig
+
+    with pytest.raises(ValueError, match="pooling cannot apply when embedding dialogues"):
+        EmbedConfig("-", "v.npy", checkpoint="c", pooling="cls", dialogue_format="jsonl")
+    with pytest.raises(ValueError, match="dialogue_max_seq_length cannot apply when embedding lines of text"):
+        EmbedConfig("-", "v.npy", checkpoint="c", dialogue_max_seq_length=64)
+
+
+def test_an_export_refuses_other_settings_and_normalizes_on_request(tmp_path, tiny_bert_config, tiny_vocab_file):
+    from dialoguecse_tf.checkpoints import save_checkpoint
+    from dialoguecse_tf.embedding_io import EmbedConfig, check_export_request, embed
+    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.export import ExportConfig, run_export
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    checkpoint = save_checkpoint(str(tmp_path / "ckpt"), build_backbone(tiny_bert_config), tiny_bert_config,
+                                 Tokenizer(tiny_vocab_file, max_seq_length=12))
+    export = run_export(ExportConfig(checkpoint, str(tmp_path / "export"), max_seq_length=12))
+    (tmp_path / "in.txt").write_text("where is my order\n\nrefund\n", encoding="utf-8")
+    config = EmbedConfig(str(tmp_path / "in.txt"), str(tmp_path / "v.npy"), export_dir=str(tmp_path / "export"))
+    plain = embed(config).vectors
+    assert np.linalg.norm(plain, axis=1).min() > 1.5
+    unit = embed(dataclasses.replace(config, normalize=True)).vectors
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(unit, plain / np.linalg.norm(plain, axis=1, keepdims=True), rtol=1e-5)
+    # The values the export records may be given; others are refused naming the setting.
+    embed(dataclasses.replace(config, max_seq_length=12, pooling="mean"))
+    recorded = {"max_seq_length": 12, "pooling": "mean", "dialogue_pooling": "interlocutor"}
+    for name, value, dialogue_format in (("max_seq_length", 8, None), ("pooling", "cls", None),
+                                         ("dialogue_pooling", "mean", "jsonl")):
+        with pytest.raises(ValueError, match=f"{name}={value!r}: the export .* cannot change it"):
+            check_export_request(dataclasses.replace(config, dialogue_format=dialogue_format, **{name: value}),
+                                 recorded, export)
+    with pytest.raises(ValueError, match="normalize=False: the export .* normalizes"):
+        check_export_request(dataclasses.replace(config, normalize=False), {"normalize": True}, export)

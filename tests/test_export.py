@@ -146,3 +146,28 @@ def test_the_dialogue_signature_reads_dialogues_as_the_checkpoint_was_trained(tm
     trained = DialogueEncoder(backbone, tokenizer, 12, truncation="recent_turns", role_segment_ids=True)
     np.testing.assert_allclose(served, trained.encode_dialogues(dialogues), atol=1e-5)
     assert not np.allclose(served, DialogueEncoder(backbone, tokenizer, 12).encode_dialogues(dialogues), atol=1e-3)
+
+
+def test_the_token_and_dialogue_signatures_refuse_what_the_library_refuses(tmp_path, encoder):
+    import tensorflow as tf
+
+    signatures = tf.saved_model.load(export_savedmodel(encoder, str(tmp_path / "export"))).signatures
+    tokens = signatures["embed_tokens"]
+    served = tokens(token_ids=tf.constant([[2, 5, 3]]), padding_mask=tf.constant([[1, 1, 1]]))["embedding"]
+    assert served.shape == (1, 32)
+    for ids, mask, message in (([[2, 5, 6, 7, 3]], [[1, 1, 1, 1]], "token_ids and padding_mask must have one shape"),
+                               ([[2, -5, 3]], [[1, 1, 1]], "token_ids must be >= 0"),
+                               ([[2, 5, 3]], [[1, 2, 1]], "padding_mask must hold only 0 and 1")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            tokens(token_ids=tf.constant(ids), padding_mask=tf.constant(mask))
+    dialogues = signatures["embed_dialogues"]
+    served = dialogues(turns=tf.constant(["hi", "hello", "ok"]), speakers=tf.constant(["a", "b", "a"]),
+                       dialogue_lengths=tf.constant([3], tf.int32))["embedding"]
+    assert served.shape == (1, 32)
+    empty = dialogues(turns=tf.constant([], tf.string), speakers=tf.constant([], tf.string),
+                      dialogue_lengths=tf.constant([], tf.int32))["embedding"]
+    assert empty.shape == (0, 32)
+    for speakers, lengths in ((["a", "b", "c"], [3]), (["a", "a", "a"], [3]), (["a", "b", "b"], [2, 1])):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="exactly two speakers"):
+            dialogues(turns=tf.constant(["hi", "hello", "ok"]), speakers=tf.constant(speakers),
+                      dialogue_lengths=tf.constant(lengths, tf.int32))

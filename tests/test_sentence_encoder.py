@@ -73,3 +73,9 @@ def test_encode_in_batches_sorts_by_length_and_restores_order():
     vectors = encode_in_batches(texts, embed_lengths, dimension=1, batch_size=4)
     np.testing.assert_array_equal(vectors[:, 0], [len(t) for t in texts])
     assert [len(t) for t in served[0]] == sorted((len(t) for t in texts), reverse=True)[:4]
+
+
+def test_the_progress_bar_goes_to_stderr(capsys):
+    encode_in_batches(["a", "bb", "ccc"], lambda batch: np.zeros((len(batch), 2)), 2, batch_size=1, verbose=True)
+    out, err = capsys.readouterr()
+    assert out == "" and "3/3" in err

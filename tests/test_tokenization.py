@@ -298,3 +298,24 @@ def test_saved_model_round_trip(tmp_path, tokenizer):
     loaded = tf.saved_model.load(str(tmp_path / "model"))
     texts = ["Hello, unaffordable worlds!", "我想退货refund", ""]
     assert loaded.serve(tf.constant(texts)).numpy().tolist() == _ids(tokenizer, texts)
+
+
+# Text that NFKC_Casefold changes (full-width and CJK punctuation, full-width Latin, ß, ligatures, circled
+# digits, half-width kana, a titlecase digraph), emoji, combining marks, accents, control and format
+# characters, plain ASCII, empty.
+FOLDED_TEXTS = ["亲，一般三到五天就能到哦", "「退货」。【急】", "ＡＢＣ ｔｅｘｔ！", "Straße ΣΊΣΥΦΟΣ", "ﬁnance ① ⒈",
+                "ｶﾞｲﾄﾞ ǅemal", "thanks 😀👍🏽 👨‍👩‍👧", "cafe\u0301 na\u0308ive Ñandú",
+                "a\x01b zero\u200bwidth soft\u00adhyphen", "where is my order?", ""]
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_huggingface_normalizer_splits_words_as_tokenizer_does(do_lower_case):
+    from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
+    from tokenizers import pre_tokenizers
+
+    words = BasicTokenizer(**tokenization._basic_tokenizer_params(do_lower_case)).tokenize(FOLDED_TEXTS).to_list()
+    normalizer = tokenization.huggingface_normalizer(do_lower_case)
+    splitter = pre_tokenizers.BertPreTokenizer()
+    for text, expected in zip(FOLDED_TEXTS, words):
+        got = [word for word, _ in splitter.pre_tokenize_str(normalizer.normalize_str(text))]
+        assert got == [word.decode() for word in expected], text
