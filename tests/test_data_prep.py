@@ -1,18 +1,20 @@
 """The data-prep stages: library pipeline functions and their absl entry points."""
 
 import json
+import resource
 import subprocess
 import sys
+import time
 
 import pytest
 
 from dialoguecse_tf import schema
 from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.data.pipeline import (
-    ContrastiveDataConfig, CorpusConfig, MlmDataConfig, SrSetConfig, VocabConfig,
+    SR_MAX_SEQ_LENGTH, ContrastiveDataConfig, CorpusConfig, MlmDataConfig, SrSetConfig, VocabConfig,
     load_dialogues, run_build_sr_set, run_build_vocab, run_create_contrastive_data, run_create_mlm_data,
 )
-from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.data.sr_builder import read_select_file
 from conftest import REPO_ROOT
 
@@ -123,6 +125,29 @@ def test_sr_set_without_negatives_warns_on_stderr_and_in_the_stats(tmp_path, cap
     assert stats["sr_queries_without_negatives"] == 4
     (warning,) = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
     assert "4 of 4 rows have positives but no negative candidate" in warning and "holds no SR query" in warning
+
+
+def test_sr_set_of_a_huge_utterance_costs_seconds_and_megabytes(tmp_path):
+    # Review finding 7: BM25 tokenized and scored a 10.8 MB utterance in full: 5.6 s and 231 MB here.
+    path = tmp_path / "corpus.jsonl"
+    _write_corpus(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    huge = "where is my order " * 600_000  # 10.8 MB
+    first = json.loads(lines[0])
+    first["turns"][0]["text"] = huge
+    path.write_text("\n".join([json.dumps(first)] + lines[1:]) + "\n", encoding="utf-8")
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    run_build_sr_set(SrSetConfig(CorpusConfig((str(path),)), str(tmp_path / "sr" / "select.txt"), num_candidates=8),
+                     lambda _: None)
+    elapsed = time.perf_counter() - start
+    peak_growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
+    print(f"SR set with a 10.8 MB utterance: {elapsed:.2f} s, peak RSS growth {peak_growth_mb:.0f} MB")
+    assert elapsed < 5 and peak_growth_mb < 200
+    assert json.loads((tmp_path / "sr" / "sr_prep_stats.json").read_text())["utterances_capped"] == 1
+    # The row holds as much of it as an encoder can read, as BM25 indexed it.
+    (row, *_) = read_select_file(str(tmp_path / "sr" / "select.txt"))
+    assert row.sentence == huge[:CHARS_PER_TOKEN * SR_MAX_SEQ_LENGTH]
 
 
 def test_min_turns_and_missing_input(tmp_path, corpus):

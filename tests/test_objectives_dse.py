@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from dialoguecse_tf import schema
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.pair_records import count_words, iter_pairs, write_pair_records
+from dialoguecse_tf.data.pair_records import has_more_words, iter_pairs, write_pair_records
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.encoder import build_backbone
@@ -21,12 +21,10 @@ from dialoguecse_tf.sentence_encoder import SentenceEncoder
 from dialoguecse_tf.tokenization import Tokenizer
 
 
-def test_words_are_whitespace_runs_and_cjk_characters():
-    assert count_words("I want a refund") == 4
-    assert count_words("  where's my   order? ") == 3
-    assert count_words("我想要退货") == 5
-    assert count_words("订单 123ok") == 3
-    assert count_words("") == 0
+@pytest.mark.parametrize("text, words", [("I want a refund", 4), ("  where's my   order? ", 3), ("我想要退货", 5),
+                                         ("订单 123ok", 3), ("", 0), ("a\u3000b\x1cc\xa0d", 4)])
+def test_words_are_whitespace_runs_and_cjk_characters(text, words):
+    assert (words == 0 or has_more_words(text, words - 1)) and not has_more_words(text, words)
 
 
 def _dialogue(*texts):
@@ -37,17 +35,17 @@ def test_consecutive_pairs_are_filtered_after_pairing_as_in_the_release():
     stats = PrepStats()
     dialogue = _dialogue("one two three four", "too short", "five six seven eight", "nine ten eleven twelve",
                          "five six seven eight")
-    pairs = list(iter_pairs([dialogue], "consecutive", 3, stats))
+    pairs = list(iter_pairs([dialogue], "consecutive", 3, stats, 32))
     # The short turn removes both of its pairs; its neighbours are not paired with each other.
     assert pairs == [("five six seven eight", "nine ten eleven twelve"),
                      ("nine ten eleven twelve", "five six seven eight")]
     assert stats.dropped == {"pair_with_short_utterance": 2}
     stats = PrepStats()
-    singles = list(iter_pairs([dialogue, dialogue], "self", 3, stats))
+    singles = list(iter_pairs([dialogue, dialogue], "self", 3, stats, 32))
     assert singles == [(t, t) for t in ("one two three four", "five six seven eight", "nine ten eleven twelve")]
     assert stats.dropped == {"short_utterance": 2, "repeated_utterance": 5}
     with pytest.raises(ValueError, match="pairing"):
-        list(iter_pairs([dialogue], "adjacent", 3, stats))
+        list(iter_pairs([dialogue], "adjacent", 3, stats, 32))
 
 
 def test_pair_records_round_trip_on_real_sgd_dialogues(shared_data, tiny_vocab_file, tmp_path):
@@ -55,8 +53,8 @@ def test_pair_records_round_trip_on_real_sgd_dialogues(shared_data, tiny_vocab_f
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
     spec = schema.PairRecordSpec(16)
     stats = write_pair_records(dialogues, tokenizer, str(tmp_path), spec, log=lambda _: None)
-    expected = list(iter_pairs(dialogues, "consecutive", 3, PrepStats()))
-    assert stats["samples_written"] == len(expected) > 10
+    expected = list(iter_pairs(dialogues, "consecutive", 3, PrepStats(), 16))
+    assert stats["samples_written"] == len(expected) > 10 and stats["utterances_capped"] == 0
     info_spec, info_stats = schema.read_records_info(str(tmp_path), schema.RECORD_TYPE_PAIRS)
     assert info_spec == spec and info_stats["min_words"] == 3 and info_stats["shuffle_seed"] == 24
     files, _, _ = schema.resolve_records([str(tmp_path / "pairs-*")], schema.RECORD_TYPE_PAIRS)

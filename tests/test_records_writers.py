@@ -1,4 +1,5 @@
-"""MLM and contrastive record writers, checked on the real ECD training sample."""
+"""The record writers: MLM and contrastive ones checked on the real ECD training sample, and all
+of them on a huge utterance."""
 
 import re
 import resource
@@ -11,7 +12,9 @@ import pytest
 from dialoguecse_tf import schema
 from dialoguecse_tf.data.contrastive_records import nearest_context, write_contrastive_records
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.data.dialogue_records import write_dialogue_records
 from dialoguecse_tf.data.mlm_records import document_texts, write_mlm_records
+from dialoguecse_tf.data.pair_records import write_pair_records
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_authors_contrastive
 from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
@@ -112,27 +115,70 @@ def test_contrastive_records_hold_exactly_the_tokenizer_ids(ecd, tmp_path):
         np.testing.assert_array_equal(record["candidate_input_mask"], expected["padding_mask"].numpy())
 
 
-def test_huge_utterance_costs_seconds_and_megabytes(tiny_vocab_file, tmp_path):
-    # Review finding 7: one 50 MB utterance took 280 s and 7.1 GB, tokenized in full ~13 times.
-    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=8)
-    huge = "where is my order " * 600_000  # 10.8 MB
-    dialogues = [Dialogue(f"d{i}", (Turn("u", "hello"), Turn("a", "i want a refund"), Turn("u", "thanks")))
-                 for i in range(20)]
-    dialogues[3] = Dialogue("big", (Turn("u", "hello"), Turn("a", huge), Turn("u", "change address")))
+def _contrastive(dialogues, tokenizer, out):
     spec = schema.ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
+    return spec, write_contrastive_records(dialogues, tokenizer, out, spec, log=lambda _: None)
+
+
+def _pairs(pairing):
+    def write(dialogues, tokenizer, out):
+        spec = schema.PairRecordSpec(8, pairing)
+        return spec, write_pair_records(dialogues, tokenizer, out, spec, log=lambda _: None)
+    return write
+
+
+def _dialogues(truncation):
+    def write(dialogues, tokenizer, out):
+        spec = schema.DialogueRecordSpec(16, 2, truncation)
+        return spec, write_dialogue_records(dialogues, tokenizer, out, spec, samples_per_dialogue=2, log=lambda _: None)
+    return write
+
+
+def _mlm(dialogues, tokenizer, out):
+    spec = schema.MlmRecordSpec(max_seq_length=8, max_predictions_per_seq=2)
+    return spec, write_mlm_records(dialogues, tokenizer, out, spec, dupe_factor=2, log=lambda _: None)
+
+
+def _corpus_with(text):
+    """20 dialogues of 6 ordinary turns between two speakers; dialogue 3 says `text` as its
+    second and its last turn, so head truncation keeps its first pieces and recent_turns cuts it."""
+    ordinary = ["hello i want a refund", "where is my order please", "thanks the package is late",
+                "change my address please", "the delivery is late", "i want my money back"]
+    dialogues = []
+    for i in range(20):
+        texts = ordinary[i % 6:] + ordinary[:i % 6]
+        if i == 3:
+            texts[1] = texts[5] = text
+        dialogues.append(Dialogue(f"d{i}", tuple(Turn("ua"[j % 2], t) for j, t in enumerate(texts))))
+    return dialogues
+
+
+@pytest.mark.parametrize("write", [_contrastive, _pairs("consecutive"), _pairs("self"), _dialogues("head"),
+                                   _dialogues("recent_turns"), _mlm],
+                         ids=["contrastive", "pairs", "self_pairs", "dialogues_head", "dialogues_recent_turns", "mlm"])
+def test_huge_utterance_costs_seconds_and_megabytes(write, tiny_vocab_file, tmp_path):
+    # Review finding 7: one 50 MB utterance took 280 s and 7.1 GB in contrastive prep, tokenized
+    # in full ~13 times. Every builder cuts it to 100 characters per token of max_seq_length first.
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=8)
     tokenizer(["warm up"])
+    huge = "where is my order " * 600_000  # 10.8 MB
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, log=lambda _: None)
+    spec, stats = write(_corpus_with(huge), tokenizer, str(tmp_path / "huge"))
     elapsed = time.perf_counter() - start
     peak_growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
     print(f"10.8 MB utterance: {elapsed:.2f} s, peak RSS growth {peak_growth_mb:.0f} MB")
     assert elapsed < 5 and peak_growth_mb < 200
-    assert stats["utterances_capped"] == 1 and stats["samples_written"] == 60
-    records = list(schema.read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
-    # The huge turn as response (dialogue 3, turn 1): the same ids as its first words give.
-    np.testing.assert_array_equal(records[10]["candidate_input_ids"][0],
-                                  tokenizer(["where is my order where is"])["token_ids"].numpy()[0])
+    assert stats["utterances_capped"] > 0
+    # Its records are those of a short text with the same first 40 pieces, more than any
+    # builder keeps: the cut loses only pieces no record holds.
+    _, short_stats = write(_corpus_with("where is my order " * 10), tokenizer, str(tmp_path / "short"))
+    assert short_stats["utterances_capped"] == 0 and short_stats["samples_written"] == stats["samples_written"]
+    records = [schema.read_dataset(str(tmp_path / run / "*.tfrecord"), spec).as_numpy_iterator()
+               for run in ("huge", "short")]
+    for huge_record, short_record in zip(*records, strict=True):
+        for key in huge_record:
+            np.testing.assert_array_equal(huge_record[key], short_record[key])
 
 
 def test_mlm_records_real_ecd(ecd, tmp_path):

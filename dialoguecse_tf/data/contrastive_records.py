@@ -18,13 +18,6 @@ from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances
 
 _CHUNK = 256
 _PROGRESS_EVERY = 10000
-# Characters of an utterance kept per token of max_seq_length before tokenizing. A record keeps
-# only the first max_seq_length - 2 wordpieces, so the cut changes it only when the first
-# 100 * max_seq_length characters hold fewer wordpieces than that: more than 100 characters
-# per piece. Prose has 1 (Chinese) to about 5 (English) characters per piece; the margin
-# covers runs of whitespace, combining marks and words too long for the vocabulary (one [UNK]
-# each), and is checked on the real ECD and SGD text in the tests.
-CHARS_PER_TOKEN = 100
 
 
 def nearest_context(num_turns: int, response_index: int, num_context_turns: int) -> list:
@@ -170,10 +163,12 @@ def write_contrastive_records(
     `max_responses_per_dialogue` > 0 samples that many responses per dialogue (seeded);
     0 makes every turn a response once. `use_given_candidates=False` treats dialogues that
     carry a candidate list like any other: every turn becomes a response with sampled
-    negatives, which multiplies the samples a small corpus yields.
+    negatives, which multiplies the samples a small corpus yields. A record keeps the first
+    `max_seq_length - 2` pieces of each text, so utterances are cut by `cap_text` first (the
+    negative sampler then compares cut texts: two that agree in them give identical records).
     """
     stats = stats if stats is not None else PrepStats()
-    dialogues = cap_utterances(dialogues, CHARS_PER_TOKEN * spec.max_seq_length, stats)
+    dialogues = cap_utterances(dialogues, spec.max_seq_length, stats)
     samples = iter_samples(dialogues, spec, random_seed, max_responses_per_dialogue, stats, use_given_candidates)
     with schema.ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
         chunk = []

@@ -22,7 +22,9 @@ Dialogues need at least `min_turns` turns (the release: 5, l.15, 47-50) and exac
 interlocutors (roles 0/1 by order of first appearance); others are dropped and counted.
 Each sequence is packed by `dialogue_packing` with the spec's `truncation` (by default the
 first `max_seq_length` tokens, as the release's BERT path); dialogues that did not fit whole
-are counted (`dialogues_truncated`). Turns are counted after the corpus
+are counted (`dialogues_truncated`). Either truncation keeps or weighs at most a turn's
+first `max_seq_length` word pieces, so every utterance is first cut by `cap_text` (counted as
+`utterances_capped`), which leaves such a record unchanged. Turns are counted after the corpus
 stage's merging of a speaker's consecutive utterances (`--merge_speakers`, on by default; the
 release counts raw turns); on SGD, whose speakers alternate, the two agree.
 """
@@ -36,7 +38,7 @@ import random
 import numpy as np
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances
 from dialoguecse_tf.dialogue_packing import NUM_ROLES, pack_dialogues, ragged_dialogues
 
 KEEP_ROLES = ("random", "released")
@@ -86,7 +88,7 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: schema.D
     if isinstance(samples_per_dialogue, bool) or not isinstance(samples_per_dialogue, int) or samples_per_dialogue < 1:
         raise ValueError(f"samples_per_dialogue must be a positive int, got {samples_per_dialogue!r}")
     stats = stats if stats is not None else PrepStats()
-    usable = usable_dialogues(dialogues, min_turns, stats)
+    usable = usable_dialogues(cap_utterances(dialogues, spec.max_seq_length, stats), min_turns, stats)
     if len(usable) < 2:
         raise ValueError(f"{len(usable)} dialogue(s) with two interlocutors and at least {min_turns} turns; "
                          "dial2vec needs at least 2")

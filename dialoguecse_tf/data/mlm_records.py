@@ -19,7 +19,7 @@ import numpy as np
 from absl import flags
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.data.preprocessing import PrepStats, cap_text
 
 _TOKENIZE_BATCH = 1024
 _PROGRESS_EVERY = 10000
@@ -99,10 +99,15 @@ def document_texts(dialogues, stats: PrepStats) -> list:
 def build_documents(dialogues, tokenizer, max_seq_length: int, stats: PrepStats) -> list:
     """`document_texts` as utterance token lists, over-long utterances cut.
 
+    An utterance keeps its first `max_seq_length - 3` pieces, and Google's packing only ever
+    sees those (its `truncate_seq_pair`, which cuts a segment at the front or the back at
+    random, works on these lists), so each text is first cut by `cap_text` (after
+    `document_texts` has compared the whole texts), which leaves every record unchanged.
     An utterance with no token left (counted as "utterances_without_tokens") is left out.
     """
     texts = document_texts(dialogues, stats)
-    tokens = iter(tokenize_texts(tokenizer, [text for document in texts for text in document]))
+    tokens = iter(tokenize_texts(tokenizer, [cap_text(text, max_seq_length, stats)
+                                             for document in texts for text in document]))
     # Google's packing needs room for [CLS] and two [SEP]s around one utterance.
     limit = max_seq_length - 3
     documents = []

@@ -26,46 +26,48 @@ rule, for Chinese a character count (our choice; the paper has no Chinese corpus
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
+import re
 
 import numpy as np
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, in_ranges
-from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
+from dialoguecse_tf.data.preprocessing import PrepStats, cap_text
 
 DEFAULT_MIN_WORDS = 3
 DEFAULT_SHUFFLE_SEED = 24  # the release's
 _CHUNK = 512
 _PROGRESS_EVERY = 50000
-_WORD_RANGES = BERT_CJK_RANGES + (KANA_RANGE,)
+_CJK = regex_class(BERT_CJK_RANGES + (KANA_RANGE,))
+# A CJK character, or a run of characters that are neither CJK nor whitespace (`\s` is
+# exactly `str.isspace`).
+_WORD_RE = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
 
 
-def count_words(text: str) -> int:
-    """Whitespace-separated words, each CJK character counting as a word of its own."""
-    count, in_word = 0, False
-    for char in text:
-        if in_ranges(char, _WORD_RANGES):
-            count += 1
-            in_word = False
-        elif char.isspace():
-            in_word = False
-        elif not in_word:
-            count += 1
-            in_word = True
-    return count
+def has_more_words(text: str, count: int) -> bool:
+    """Whether `text` has more than `count` words (module docstring), reading it only up to
+    that word: a junk utterance of megabytes costs no more than a sentence."""
+    return next(itertools.islice(_WORD_RE.finditer(text), count, None), None) is not None
 
 
-def iter_pairs(dialogues, pairing: str, min_words: int, stats: PrepStats):
-    """(first, second) texts of the positive pairs of `dialogues`, in corpus order."""
+def iter_pairs(dialogues, pairing: str, min_words: int, stats: PrepStats, max_seq_length: int):
+    """(first, second) texts of the positive pairs of `dialogues`, in corpus order.
+
+    The word count and the repeat check read each utterance whole; the texts yielded are then
+    cut by `cap_text` for `max_seq_length`, which a record never notices (it keeps the first
+    max_seq_length - 2 pieces).
+    """
     if pairing not in schema.PAIRINGS:
         raise ValueError(f"pairing must be one of {schema.PAIRINGS}, got {pairing!r}")
     seen = set()
     for dialogue in dialogues:
         texts = [turn.text for turn in dialogue.turns]
-        long_enough = [count_words(text) > min_words for text in texts]
+        long_enough = [has_more_words(text, min_words) for text in texts]
         if pairing == "consecutive":
+            texts = [cap_text(text, max_seq_length, stats) if keep else text for text, keep in zip(texts, long_enough)]
             for i in range(len(texts) - 1):
                 if long_enough[i] and long_enough[i + 1]:
                     yield texts[i], texts[i + 1]
@@ -79,6 +81,7 @@ def iter_pairs(dialogues, pairing: str, min_words: int, stats: PrepStats):
                 stats.drop("repeated_utterance")
             else:
                 seen.add(text)
+                text = cap_text(text, max_seq_length, stats)
                 yield text, text
 
 
@@ -100,7 +103,7 @@ def write_pair_records(dialogues, tokenizer, output_dir: str, spec: schema.PairR
     """Writes the pairs, shuffled with `random_seed`, as sharded records (`pairs-*.tfrecord`)
     and `records_info.json` into `output_dir`."""
     stats = stats if stats is not None else PrepStats()
-    pairs = list(iter_pairs(dialogues, spec.pairing, min_words, stats))
+    pairs = list(iter_pairs(dialogues, spec.pairing, min_words, stats, spec.max_seq_length))
     if not pairs:
         raise ValueError(f"no {spec.pairing} pair with more than {min_words} words per side in the input dialogues")
     random.Random(random_seed).shuffle(pairs)

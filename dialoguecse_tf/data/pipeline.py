@@ -15,12 +15,15 @@ from absl import logging
 
 from dialoguecse_tf.config_io import write_config
 from dialoguecse_tf.io_utils import check_output_dir
-from dialoguecse_tf.data.preprocessing import PrepStats, preprocess
+from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances, preprocess
 from dialoguecse_tf.data.readers import default_min_turns, read_corpus
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
 from dialoguecse_tf.vocabulary import load_vocab
 
 STATS_FILE = "prep_stats.json"
+# An SR row is embedded at evaluation by an encoder that reads at most its
+# max_position_embeddings word pieces of it, 512 for BERT.
+SR_MAX_SEQ_LENGTH = 512
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,14 +262,20 @@ class SrSetConfig:
 
 
 def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
-    """Builds a `select.txt` from the intent-labelled utterances of a corpus."""
+    """Builds a `select.txt` from the intent-labelled utterances of a corpus.
+
+    Utterances are first cut by `cap_text` for `SR_MAX_SEQ_LENGTH`, so that BM25 does not
+    tokenize and score megabytes of a junk utterance. The set is then that of a corpus holding
+    the cut texts: an encoder embeds such a row as it would the whole utterance, while BM25
+    ranks by the terms of the cut text only.
+    """
     if os.path.isdir(config.output_file):
         raise IsADirectoryError(f"output_file {config.output_file} is a folder")
     check_output_dir(os.path.dirname(os.path.abspath(config.output_file)), "output_file")
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
     items, seen = [], set()
-    for dialogue in dialogues:
+    for dialogue in cap_utterances(dialogues, SR_MAX_SEQ_LENGTH, stats):
         for turn in dialogue.turns:
             if turn.intent and (turn.text, turn.intent) not in seen:
                 seen.add((turn.text, turn.intent))

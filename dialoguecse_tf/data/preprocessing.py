@@ -17,6 +17,12 @@ from dialoguecse_tf.io_utils import write_json
 
 # Examples are for a human to open the offending lines; the count carries the scale.
 _MAX_MALFORMED_EXAMPLES = 10
+# Characters of an utterance kept per wordpiece of max_seq_length before tokenizing (`cap_text`).
+# The cut changes a record only when an utterance's first max_seq_length pieces take more than
+# 100 characters each. Prose has 1 (Chinese) to about 5 (English) characters per piece; the
+# margin covers runs of whitespace, combining marks and words too long for the vocabulary (one
+# [UNK] each), and is checked on the real ECD and SGD text in the tests.
+CHARS_PER_TOKEN = 100
 
 
 class PrepStats:
@@ -142,26 +148,35 @@ def merge_consecutive_speaker_turns(dialogue: Dialogue) -> Dialogue:
     return dataclasses.replace(dialogue, turns=turns, response_index=len(left))
 
 
-def cap_utterances(dialogues: Iterable[Dialogue], max_chars: int, stats: PrepStats) -> Iterator[Dialogue]:
-    """Cuts every turn text and candidate to its first `max_chars` characters.
+def cap_text(text: str, max_seq_length: int, stats: PrepStats) -> str:
+    """`text` cut to its first `CHARS_PER_TOKEN * max_seq_length` characters; a cut counts one
+    "utterances_capped".
 
-    For the record writers, which keep only the first wordpieces of a text: tokenizing a
-    junk utterance of megabytes in full would cost minutes and gigabytes for pieces that are
-    cut anyway. Each cut text counts one "utterances_capped".
+    For the record builders, none of which keeps more than the first `max_seq_length` wordpieces
+    of an utterance (each one's module says which): tokenizing a junk utterance of megabytes in
+    full costs minutes and gigabytes for pieces no record holds. The tokenizer splits text into
+    words at whitespace, punctuation and CJK characters, and a wordpiece never spans two words,
+    so every word that ends within the kept characters gives the same pieces from the cut text
+    as from the whole. A record is therefore unchanged whenever the text's first
+    `max_seq_length` pieces come from such words: all that any builder keeps, or weighs (how
+    many pieces a turn has, for dial2vec's recent_turns truncation), lies in them.
     """
-    for dialogue in dialogues:
-        turns = tuple(dataclasses.replace(turn, text=_capped(turn.text, max_chars, stats)) for turn in dialogue.turns)
-        candidates = dialogue.candidates
-        if candidates is not None:
-            candidates = tuple(_capped(text, max_chars, stats) for text in candidates)
-        yield dataclasses.replace(dialogue, turns=turns, candidates=candidates)
-
-
-def _capped(text: str, max_chars: int, stats: PrepStats) -> str:
+    max_chars = CHARS_PER_TOKEN * max_seq_length
     if len(text) <= max_chars:
         return text
     stats.increment("utterances_capped")
     return text[:max_chars]
+
+
+def cap_utterances(dialogues: Iterable[Dialogue], max_seq_length: int, stats: PrepStats) -> Iterator[Dialogue]:
+    """Every turn text and candidate of `dialogues` cut by `cap_text`."""
+    for dialogue in dialogues:
+        turns = tuple(dataclasses.replace(turn, text=cap_text(turn.text, max_seq_length, stats))
+                      for turn in dialogue.turns)
+        candidates = dialogue.candidates
+        if candidates is not None:
+            candidates = tuple(cap_text(text, max_seq_length, stats) for text in candidates)
+        yield dataclasses.replace(dialogue, turns=turns, candidates=candidates)
 
 
 def filter_min_turns(
