@@ -32,6 +32,8 @@ flags.DEFINE_string("output_json", "benchmarks/results/new_user_probes.json", "W
 flags.DEFINE_string("scratch_dir", None, "Folder for the probes' inputs and outputs (kept); default: a temporary "
                     "folder removed at the end.")
 flags.DEFINE_list("only", [], "Run only the probes with these names (default: all).")
+flags.DEFINE_integer("huge_utterance_mb", 50, "Size of the one valid utterance of the huge-utterance probe (the "
+                     "review's: 50 MB).")
 
 FLAGS = flags.FLAGS
 
@@ -337,7 +339,8 @@ def _huge_utterance(ctx):
     with open(source, encoding="utf-8") as reader:
         lines = reader.read().splitlines()
     huge = json.loads(lines[0])
-    huge["turns"][1]["text"] = ("the parcel " * 5_000_000)[:50_000_000]
+    size = FLAGS.huge_utterance_mb * 1_000_000
+    huge["turns"][1]["text"] = ("the parcel " * (size // 11 + 1))[:size]
     path = _write_lines(ctx.path("in", "huge.jsonl"), [json.dumps(huge)] + lines[1:])
     outcomes, figures = [], {}
     for name, script, extra in [
@@ -350,9 +353,10 @@ def _huge_utterance(ctx):
                 for arg in ctx.records(f"huge_{name}", script, *extra)]
         outcome = ctx.run(args)
         outcomes.append(outcome)
-        figures[name] = {"seconds": round(outcome.seconds, 1), "max_rss_mb": round(outcome.max_rss_mb)}
+        figures[name] = {"seconds": round(outcome.seconds, 1), "max_rss_mb": round(outcome.max_rss_mb),
+                         "returncode": outcome.returncode}
     held = all(o.returncode == 0 and o.seconds < 60 and o.max_rss_mb < 3000 for o in outcomes)
-    return [o.record() for o in outcomes], figures, held
+    return [o.record() for o in outcomes], {"utterance_mb": FLAGS.huge_utterance_mb, **figures}, held
 
 
 @probe("stale_shards", "#11", "data prep with --num_shards=3 then 1 into one folder leaves one shard")
@@ -496,8 +500,12 @@ def main(argv):
                                  "observed": observed, "runs": commands,
                                  "seconds": round(time.perf_counter() - started, 1)})
         print(f"{'held  ' if held else 'FAILED'} {name}: {json.dumps(observed, ensure_ascii=False)[:300]}", flush=True)
-    report["command"] = "python benchmarks/new_user_probes.py" + (f" --only={','.join(FLAGS.only)}" if FLAGS.only
-                                                                  else "")
+    report["command"] = " ".join(["python benchmarks/new_user_probes.py"]
+                                 + [f"--{name}={FLAGS[name].value}" for name in ("huge_utterance_mb",)
+                                    if FLAGS[name].present]
+                                 + ([f"--only={','.join(FLAGS.only)}"] if FLAGS.only else []))
+    report["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                                      text=True).stdout.strip()
     report["held"] = sum(p["held"] for p in report["probes"])
     report["total"] = len(report["probes"])
     common.write_results(FLAGS.output_json, report)
