@@ -32,6 +32,8 @@ flags.DEFINE_string("output_json", "benchmarks/results/new_user_probes.json", "W
 flags.DEFINE_string("scratch_dir", None, "Folder for the probes' inputs and outputs (kept); default: a temporary "
                     "folder removed at the end.")
 flags.DEFINE_list("only", [], "Run only the probes with these names (default: all).")
+flags.DEFINE_string("in_process", None, "Internal: run this one probe here and print its JSON (needs --scratch_dir "
+                    "of a run that prepared it).")
 flags.DEFINE_integer("huge_utterance_mb", 50, "Size of the one valid utterance of the huge-utterance probe (the "
                      "review's: 50 MB).")
 
@@ -118,11 +120,30 @@ class Context:
 PROBES = []
 
 
-def probe(name: str, finding: str, expected: str):
+IN_PROCESS = {}
+
+
+def probe(name: str, finding: str, expected: str, in_process: bool = False):
+    """Registers a probe. An `in_process` one loads models itself: it runs in a child process of its
+    own, so that this process stays small and the children's peak memory (inherited across fork and
+    exec) measures only them."""
     def register(function):
-        PROBES.append((name, finding, expected, function))
+        if in_process:
+            IN_PROCESS[name] = function
+            PROBES.append((name, finding, expected, lambda ctx: _run_isolated(ctx, name)))
+        else:
+            PROBES.append((name, finding, expected, function))
         return function
     return register
+
+
+def _run_isolated(ctx, name):
+    outcome = ctx.run([os.path.relpath(os.path.abspath(__file__), REPO_ROOT), f"--in_process={name}",
+                       f"--scratch_dir={ctx.scratch}"])
+    if outcome.returncode:
+        raise RuntimeError(f"{name} failed: {outcome.stderr[-2000:]}")
+    observed, held = json.loads(outcome.stdout.strip().splitlines()[-1])
+    return [], observed, held
 
 
 def _write_lines(path: str, lines) -> str:
@@ -268,7 +289,7 @@ def _embed_export_flags(ctx):
 
 
 @probe("huggingface_vs_savedmodel", "#5", "the HuggingFace export (sentence-transformers) and the SavedModel agree "
-       "within 1e-5 on every probe sentence, NFKC-folded text included")
+       "within 1e-5 on every probe sentence, NFKC-folded text included", in_process=True)
 def _huggingface_vs_savedmodel(ctx):
     import tensorflow as tf
     from sentence_transformers import SentenceTransformer
@@ -280,12 +301,12 @@ def _huggingface_vs_savedmodel(ctx):
     diff = np.abs(saved - hf).max(axis=1)
     cos = (saved * hf).sum(1) / np.maximum(np.linalg.norm(saved, axis=1) * np.linalg.norm(hf, axis=1), 1e-12)
     worst = int(np.argmax(diff))
-    return [], {"max_abs_diff": float(diff.max()), "min_cosine": float(cos.min()),
-                "worst_sentence": PROBE_SENTENCES[worst], "sentences": len(PROBE_SENTENCES)}, float(diff.max()) <= 1e-5
+    return {"max_abs_diff": float(diff.max()), "min_cosine": float(cos.min()),
+            "worst_sentence": PROBE_SENTENCES[worst], "sentences": len(PROBE_SENTENCES)}, float(diff.max()) <= 1e-5
 
 
 @probe("savedmodel_input_checks", "#9", "embed_tokens refuses mismatched shapes, negative ids and mask values other "
-       "than 0/1; embed_dialogues refuses 1 or 3 speakers")
+       "than 0/1; embed_dialogues refuses 1 or 3 speakers", in_process=True)
 def _savedmodel_input_checks(ctx):
     import tensorflow as tf
 
@@ -310,7 +331,7 @@ def _savedmodel_input_checks(ctx):
         except (tf.errors.InvalidArgumentError, ValueError, TypeError) as error:
             failed = re.search(r"assertion failed: \[([^\]]*)\]", str(error))
             refused[name] = (failed.group(1) if failed else str(error).strip().splitlines()[0]).strip()[:200]
-    return [], refused, all(message != "accepted" for message in refused.values())
+    return refused, all(message != "accepted" for message in refused.values())
 
 
 @probe("sr_without_negatives", "#6", "build_sr_set on single-intent data warns on stderr; evaluating an SR file "
@@ -484,6 +505,10 @@ def _sr_repeated_ids(ctx):
 def main(argv):
     del argv
     minilm = common.default_hf_folder()
+    if FLAGS.in_process:
+        observed, held = IN_PROCESS[FLAGS.in_process](Context(os.path.abspath(FLAGS.scratch_dir), minilm))
+        print(json.dumps([observed, bool(held)], ensure_ascii=False))
+        return
     scratch = FLAGS.scratch_dir or tempfile.mkdtemp(prefix="probes-")
     os.makedirs(scratch, exist_ok=True)
     ctx = Context(os.path.abspath(scratch), minilm)
