@@ -126,6 +126,9 @@ DECLARED = {
                          "benchmarks/results/flops.json"), skip_columns=("ratio",)),
     ("docs/reliability.md", "# Reliability: what was tried and what held", 0): Source(
         "tests", why="each row names the test whose assertions and tolerances it states"),
+    ("docs/reliability.md", "## A new user's first runs (the 2026-11 probes)", 0): Source(
+        "measurements", ("benchmarks/results/new_user_probes.json", "benchmarks/results/new_user_probes_before.json",
+                         "benchmarks/results/new_user_probes_before_huge.json")),
     ("benchmarks/README.md", "# Benchmarks", 0): Source("text"),
     ("benchmarks/README.md", "### 1. Encoding throughput (512 demo-corpus sentences, batch 64, max length 128, "
      "5 repeats)", 0): Source("measurements", ("benchmarks/results/encode_throughput.json",),
