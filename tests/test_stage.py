@@ -10,6 +10,7 @@ import stage_runs
 from stage_runs import assert_best_is_the_first_argmax
 from dialoguecse_tf import run_cache, schema, stage
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
+from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.tokenization import Tokenizer
@@ -60,6 +61,16 @@ def contrastive_run(tmp_path, tiny_vocab_file, tiny_bert_config):
                 init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=2, num_negatives=3,
                 num_frozen_layers=1, aggregation="mean", train_batch_size=8, learning_rate=3e-3, num_train_steps=4,
                 log_steps=1, save_checkpoints_steps=2)
+
+
+def test_a_config_file_reruns_its_run_exactly(contrastive_run, tmp_path):
+    stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
+    config_file = os.path.join(contrastive_run["output_dir"], stage.CONFIG_FILE)
+    stage.run_stage(*stage_from_args([f"--config_file={config_file}", f"--output_dir={tmp_path / 'rerun'}"]),
+                    verbose=False)
+    first = load_checkpoint(os.path.join(contrastive_run["output_dir"], stage.ENCODER_DIR), 10).backbone.get_weights()
+    again = load_checkpoint(str(tmp_path / "rerun" / stage.ENCODER_DIR), 10).backbone.get_weights()
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
 
 
 def test_a_run_resumes_only_with_the_settings_it_started_with(contrastive_run):

@@ -1,31 +1,16 @@
 """Training flags generated from the configs: presets, precedence, objective options."""
 
-import functools
+import json
 
 import pytest
-from absl import flags as absl_flags
 
 from dialoguecse_tf import stage
-from dialoguecse_tf.cli.train_flags import define_training_flags, stage_from_flags
+from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.presets import PRESETS
 
 
-class _Flags:
-    """absl's flags module with every DEFINE bound to a private FlagValues."""
-
-    def __init__(self):
-        self.values = absl_flags.FlagValues()
-
-    def __getattr__(self, name):
-        value = getattr(absl_flags, name)
-        return functools.partial(value, flag_values=self.values) if name.startswith("DEFINE") else value
-
-
 def _parse(*args, objectives=None, default_objective=None):
-    holder = _Flags()
-    define_training_flags(holder, objectives, default_objective)
-    holder.values(["prog", "--train_file=records/*", "--output_dir=out", *args])
-    return stage_from_flags(holder.values)
+    return stage_from_args(["--train_file=records/*", "--output_dir=out", *args], objectives, default_objective)
 
 
 def test_a_preset_sets_values_and_the_command_line_wins():
@@ -120,3 +105,26 @@ def test_paper_presets_carry_the_papers_settings(name):
         got = objective.name if key == "objective" else getattr(
             objective.options if hasattr(objective.options, key) else resolved, key)
         assert got == want, (name, key, got, want)
+
+
+def test_a_config_file_gives_its_runs_settings_and_the_command_line_wins(tmp_path):
+    objective, config = stage.configure("dialoguecse", train_file=("records/*",), output_dir="runs/a",
+                                        aggregation="mean", temperature=0.05, learning_rate=3e-5,
+                                        num_train_steps=40, overwrite_output_dir=True)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(stage.stage_record(objective, config)), encoding="utf-8")
+    again = stage.stage_record(*stage_from_args([f"--config_file={path}"]))
+    assert again == {**stage.stage_record(objective, config), "overwrite_output_dir": False}
+    moved_objective, moved = stage_from_args([f"--config_file={path}", "--output_dir=runs/b", "--temperature=0.1"])
+    assert moved.output_dir == "runs/b" and moved_objective.options.temperature == 0.1
+    assert moved.learning_rate == 3e-5 and moved.train_file == ("records/*",)
+
+
+def test_train_file_is_required_without_a_config_file(tmp_path):
+    with pytest.raises(ValueError, match="give --train_file"):
+        stage_from_args(["--objective=mlm"])
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(stage.stage_record(*stage.configure("mlm", train_file=("r/*",), output_dir="o"))),
+                    encoding="utf-8")
+    with pytest.raises(ValueError, match="without --preset"):
+        stage_from_args([f"--config_file={path}", "--preset=cpu_mlm"])

@@ -9,6 +9,7 @@ share an option name with different defaults.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from absl import flags as absl_flags
 
@@ -16,7 +17,7 @@ from dialoguecse_tf.cli.flag_utils import define_config_flags, define_flag, flag
 from dialoguecse_tf.config_fields import field_kind
 from dialoguecse_tf.objectives.base import get_objective_class, objective_names
 from dialoguecse_tf.presets import PRESETS, get_preset
-from dialoguecse_tf.stage import TrainConfig
+from dialoguecse_tf.stage import TrainConfig, load_stage_config
 
 # Flags defined here belong to the entry point that asks for them (its --helpshort lists them).
 absl_flags.disclaim_key_flags()
@@ -29,6 +30,9 @@ def define_training_flags(flags, objectives=None, default_objective: str | None 
                       + "; ".join(f"{name}: {get_objective_class(name).summary}" for name in objectives))
     flags.DEFINE_enum("preset", None, [name for name, preset in PRESETS.items() if preset["objective"] in objectives],
                       "Named paper settings (dialoguecse_tf/presets.py); flags given on the command line win.")
+    flags.DEFINE_string("config_file", None, "A training run's config.json: rerun that run with its objective, options "
+                        "and settings; flags given on the command line win (e.g. --output_dir to train it anew "
+                        "elsewhere). --overwrite_output_dir is never taken from it. Not with --preset.")
     define_config_flags(flags, TrainConfig)
     _define_options_flags(flags, objectives)
 
@@ -54,18 +58,36 @@ def _define_options_flags(flags, objectives) -> None:
                     option.metadata.get("choices"))
 
 
+def recorded_settings(config_file: str) -> dict:
+    """A run's config.json as one flat set of settings, as a command line gives them."""
+    objective, config = load_stage_config(config_file)
+    settings = {"objective": objective.name, **dataclasses.asdict(objective.options), **dataclasses.asdict(config)}
+    # Starting over is a decision about the target folder, never something a rerun inherits.
+    settings.pop("overwrite_output_dir")
+    return settings
+
+
 def stage_from_flags(flag_values):
-    """(objective, TrainConfig) from parsed flags: command line > preset > defaults."""
-    preset = get_preset(flag_values.preset) if flag_values.preset else {}
+    """(objective, TrainConfig) from parsed flags: command line > --config_file or preset > defaults."""
+    if flag_values.config_file and flag_values.preset:
+        raise ValueError("--config_file holds every setting of a run: give it without --preset")
+    if flag_values.config_file:
+        base = recorded_settings(flag_values.config_file)
+    else:
+        base = get_preset(flag_values.preset) if flag_values.preset else {}
 
     def value(name):
-        if flag_values[name].present or name not in preset:
+        if flag_values[name].present or name not in base:
             return flag_value_or_none(flag_values, name)
-        return preset[name]
+        return base[name]
 
     objective_name = value("objective")
     if not objective_name:
-        raise ValueError("give --objective (or a --preset that sets it)")
+        raise ValueError("give --objective (or a --preset or --config_file that sets it)")
+    allowed = flag_values["objective"].parser.enum_values
+    if objective_name not in allowed:
+        raise ValueError(f"--config_file {flag_values.config_file}: objective {objective_name!r} is not one this "
+                         f"entry point trains ({', '.join(allowed)})")
     objective_class = get_objective_class(objective_name)
     own = {f.name for f in dataclasses.fields(objective_class.options_class)}
     foreign = sorted(name for name in _option_flag_names(flag_values) if flag_values[name].present and name not in own)
@@ -73,27 +95,56 @@ def stage_from_flags(flag_values):
         # Not an error: one command line often serves several objectives (e.g. a script passing
         # --temperature to every contrastive model), and the old finetuning entry point took it.
         print(f"[train] objective {objective_name!r} has no option {', '.join('--' + n for n in foreign)}; ignored")
-    option_values = {f.name: value(f.name) for f in dataclasses.fields(objective_class.options_class)}
+    option_values = {f.name: _tuple_if_list(value(f.name)) for f in dataclasses.fields(objective_class.options_class)}
     options = objective_class.options_class(**{k: v for k, v in option_values.items() if v is not None})
     config_values = {}
     for config_field in dataclasses.fields(TrainConfig):
         current = value(config_field.name)
         if current is None and isinstance(config_field.default, tuple):
             current = config_field.default  # an unset repeatable flag reads None, the field means ()
-        config_values[config_field.name] = tuple(current) if isinstance(current, list) else current
+        config_values[config_field.name] = _tuple_if_list(current)
+    if not config_values["train_file"]:
+        raise ValueError("give --train_file (or --config_file of a run that sets it)")
     return objective_class(options), TrainConfig(**config_values)
 
+
+def _tuple_if_list(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+
+class _PrivateFlags:
+    """absl's flags module with every DEFINE bound to one private FlagValues."""
+
+    def __init__(self):
+        self.values = absl_flags.FlagValues()
+
+    def __getattr__(self, name):
+        value = getattr(absl_flags, name)
+        return functools.partial(value, flag_values=self.values) if name.startswith("DEFINE") else value
+
+
+def stage_from_args(args, objectives=None, default_objective: str | None = None):
+    """(objective, TrainConfig) from command-line arguments (without the program name), parsed as
+    the training entry points parse theirs, in a FlagValues of their own: for code that holds a
+    command line rather than a process."""
+    holder = _PrivateFlags()
+    define_training_flags(holder, objectives, default_objective)
+    holder.values(["prog", *args])
+    return stage_from_flags(holder.values)
 
 
 def training_main(flags, objectives=None, default_objective: str | None = None):
     """Defines a training entry point's flags and returns its absl `main`."""
     define_training_flags(flags, objectives, default_objective)
-    flags.mark_flags_as_required(["train_file", "output_dir"])
 
     def main(argv):
         del argv
         from dialoguecse_tf.stage import run_stage
 
-        run_stage(*stage_from_flags(flags.FLAGS))
+        objective, config = stage_from_flags(flags.FLAGS)
+        if not config.output_dir:
+            raise ValueError("give --output_dir (or --config_file of a run that sets it)")
+        run_stage(objective, config)
 
     return main
