@@ -23,6 +23,7 @@ import os
 
 from dialoguecse_tf.checkpoints import CHECKPOINT_MARKER_FILE, TF1_CONFIG_FILE, VOCAB_FILE
 from dialoguecse_tf.io_utils import read_json_object, write_json
+from dialoguecse_tf.stage_config import load_stage_config, stage_record
 
 KEY_LENGTH = 16
 REUSED_FROM_FILE = "reused_from.json"
@@ -138,14 +139,12 @@ def _normalized(record: dict) -> dict:
 
 
 def record_key(record: dict) -> str:
-    """The key of a `config.json` record (`stage.stage_record`)."""
+    """The key of a `config.json` record (`stage_config.stage_record`)."""
     canonical = json.dumps(_normalized(record), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:KEY_LENGTH]
 
 
 def _stage_record(objective, config) -> dict:
-    from dialoguecse_tf.stage import stage_record
-
     return stage_record(objective, config.resolved(objective))
 
 
@@ -191,8 +190,6 @@ def find_finished_run(objective, config, search_dirs, exclude: str | None = None
     A candidate's key is recomputed from its config.json read as a stage config, so settings
     added to the project after it ran take their defaults, as they did in effect. Inputs are
     hashed only for candidates whose other settings already agree."""
-    from dialoguecse_tf.stage import load_stage_config
-
     wanted = _stage_record(objective, config)
     wanted_settings = _without_inputs(_settings(wanted))
     key = record_key(wanted)

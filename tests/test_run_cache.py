@@ -1,6 +1,9 @@
 """run_cache: run keys follow what changes the trained weights, by content, not by location."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -98,3 +101,15 @@ def test_a_tf_checkpoint_prefix_is_hashed_by_its_files(tmp_path):
     first = run_cache.content_digest(str(folder / "bert_model.ckpt"))
     (folder / "bert_model.ckpt.data-00000-of-00001").write_bytes(b"other")
     assert run_cache.content_digest(str(folder / "bert_model.ckpt")) != first
+
+
+def test_the_run_cache_keys_runs_without_importing_the_stage(tmp_path):
+    # stage imports run_cache; the reverse would be an import cycle.
+    (tmp_path / "r-00000-of-00001.tfrecord").write_bytes(b"")
+    code = ("import sys; from dialoguecse_tf import run_cache, stage_config; import dialoguecse_tf.cli.train_flags; "
+            f"run = stage_config.configure('mlm', train_file=({str(tmp_path / 'r-*')!r},), output_dir='o'); "
+            "run_cache.run_key(*run); run_cache.find_finished_run(*run, []); "
+            "print('dialoguecse_tf.stage' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.stdout.strip().splitlines()[-1] == "False"

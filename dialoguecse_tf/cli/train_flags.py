@@ -17,7 +17,7 @@ from dialoguecse_tf.cli.flag_utils import define_config_flags, define_flag, flag
 from dialoguecse_tf.config_fields import field_kind
 from dialoguecse_tf.objectives.base import get_objective_class, objective_names
 from dialoguecse_tf.presets import PRESETS, get_preset
-from dialoguecse_tf.stage import TrainConfig, load_stage_config
+from dialoguecse_tf.stage_config import TrainConfig, load_stage_config
 
 # Flags defined here belong to the entry point that asks for them (its --helpshort lists them).
 absl_flags.disclaim_key_flags()

@@ -1,0 +1,113 @@
+"""A training run's settings: `TrainConfig` (what every objective shares), the `config.json`
+record of a run (`stage_record`) and the way back from it (`load_stage_config`, `configure`).
+
+Apart from `stage`, which runs them, so that `run_cache` and the command-line code can read
+and key runs without importing the stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dialoguecse_tf import training
+from dialoguecse_tf.config_fields import check_values, field
+from dialoguecse_tf.io_utils import read_json_object
+from dialoguecse_tf.objectives.base import get_objective_class
+
+CONFIG_FILE = "config.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """The settings every objective shares. `None` for train_batch_size and learning_rate means
+    the objective's own default (`Objective.training_defaults`, the paper's value)."""
+
+    train_file: tuple[str, ...] = field((), "Training TFRecord file or glob (written by data_prep/); repeat for several.")
+    output_dir: str | None = field(None, "Run folder: checkpoints/, tensorboard/, encoder/, config.json.")
+    overwrite_output_dir: bool = field(
+        False, "Delete the run output_dir holds (checkpoints/, tensorboard/, train_log.jsonl, encoder/, "
+        "best_encoder/, config.json) and train from scratch. Without it a folder holding a run resumes it, and only "
+        "with the settings it was started with: output_dir, log_steps, save_checkpoints_steps, tpu_address and "
+        "reuse_runs_under may change, nothing else (num_train_steps neither: the learning rate decays to it, so "
+        "a longer run is another run); other settings are refused, naming them.")
+    init_checkpoint: str | None = field(None, "Checkpoint to start from: Google TF1, HuggingFace or this project's.")
+    bert_config_file: str | None = field(None, "bert_config.json, only to train from a random initialisation.")
+    vocab_file: str | None = field(None, "vocab.txt; with init_checkpoint, overrides the checkpoint's own.")
+    do_lower_case: bool = field(True, "Lower-casing of the tokenizer when not given by init_checkpoint.")
+    max_seq_length: int = field(50, "Tokens per sequence; must match the records.", minimum=3)
+    train_batch_size: int | None = field(None, "Global batch size, split across replicas (default: the objective's).",
+                                          minimum=1)
+    learning_rate: float | None = field(
+        None, "Peak AdamW learning rate, linear warmup then linear decay (default: the objective's).", minimum=0.0,
+        exclusive_minimum=True)
+    num_train_steps: int | None = field(None, "Training steps; set this or num_train_epochs.", minimum=1)
+    num_train_epochs: float | None = field(
+        None, "Epochs over the records (fractions allowed); set this or num_train_steps.", minimum=0.0,
+        exclusive_minimum=True)
+    num_warmup_steps: int = field(0, "Linear warmup steps.", minimum=0)
+    warmup_proportion: float = field(0.0, "Warmup as a fraction of the training steps (e.g. 0.1); when set, it "
+                                     "decides num_warmup_steps.", minimum=0.0, maximum=1.0)
+    max_train_examples: int = field(0, "Train on only the first this many records (data-scale study); 0: all.",
+                                    minimum=0)
+    save_checkpoints_steps: int = field(1000, "Checkpoint every this many steps (and at the end).", minimum=1)
+    log_steps: int = field(10, "TensorBoard summaries every this many steps.", minimum=1)
+    random_seed: int = field(12345, "Seed for initialisation, shuffling and dropout.")
+    distribution_strategy: str = field("one_device", "tf.distribute strategy (Model Garden's names).",
+                                       choices=training.STRATEGIES)
+    tpu_address: str = field("", "TPU name or address for distribution_strategy=tpu.")
+    num_length_buckets: int = field(
+        4, "Encode a step's sequences in this many length groups, each cut to its longest sequence "
+        "(same result, less padding); 1 encodes all at max_seq_length.", minimum=1)
+    jit_compile: bool = field(False, "Compile each replica's forward and backward pass with XLA "
+                              "(slower on CPU, see benchmarks/README.md).")
+    mixed_precision: bool = field(False, "float16 compute, float32 weights and dynamic loss scaling; GPU only.")
+    eval_select_file: str | None = field(None, "SR set (select.txt) to evaluate on every eval_steps and at the end.")
+    eval_sts_file: str | None = field(None, "D-STS set (sts.txt) to evaluate on every eval_steps and at the end.")
+    eval_dialogue_file: str | None = field(None, "Labelled dialogues (an SGD folder or file) for dial2vec's "
+                                           "clustering, relatedness and retrieval every eval_steps and at the end "
+                                           "(interlocutor pooling, max_seq_length tokens per dialogue, truncation "
+                                           "and token types as in training).")
+    eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
+                            "first task's primary metric in table order (D-STS Corr., else SR MAP, else dialogue "
+                            "purity) is kept in best_encoder/.", minimum=0)
+    reuse_runs_under: tuple[str, ...] = field(
+        (), "Folders searched for a finished run with the same configuration (run_cache: the same settings on "
+        "the same record, checkpoint and evaluation bytes); if one is found its encoder is linked into "
+        "output_dir instead of training. Repeat for several.")
+
+    def __post_init__(self):
+        check_values(self)
+
+    def resolved(self, objective) -> "TrainConfig":
+        """This config with the objective's defaults filled in."""
+        defaults = {name: value for name, value in objective.training_defaults.items() if getattr(self, name) is None}
+        return dataclasses.replace(self, **defaults)
+
+
+def stage_record(objective, config: TrainConfig) -> dict:
+    """What `config.json` holds: the objective, its options and the shared settings."""
+    return {"objective": objective.name, "options": dataclasses.asdict(objective.options),
+            **dataclasses.asdict(config)}
+
+
+def load_stage_config(path: str):
+    """(objective, TrainConfig) from a run's `config.json` (see `stage_record`)."""
+    record = read_json_object(path, "a training config.json")
+    if "objective" not in record or not isinstance(record.get("options"), dict):
+        raise ValueError(f"{path}: not a training config.json (needs 'objective' and 'options')")
+    values = {k: v for k, v in record.items() if k not in ("objective", "options")}
+    return configure(record["objective"], **record["options"], **values)
+
+
+def configure(objective_name: str, **values):
+    """(objective, TrainConfig) from one flat set of settings, as a command line gives them:
+    each key goes to the objective's options or to `TrainConfig`; an unknown key is an error."""
+    objective_class = get_objective_class(objective_name)
+    option_names = {f.name for f in dataclasses.fields(objective_class.options_class)}
+    config_names = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(values) - option_names - config_names)
+    if unknown:
+        raise ValueError(f"objective {objective_name!r} has no setting {unknown}")
+    options = objective_class.options_class(**{k: v for k, v in values.items() if k in option_names})
+    config = TrainConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in config_names})
+    return objective_class(options), config
