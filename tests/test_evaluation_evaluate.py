@@ -181,7 +181,7 @@ def _task_files(tmp_path):
 
 
 def test_task_evaluators_give_the_evaluation_functions_numbers(tmp_path):
-    from dialoguecse_tf.evaluation.results import dataset_file_record
+    from dialoguecse_tf.evaluation.provenance import dataset_file_record
     from dialoguecse_tf.evaluation.sts import read_sts_file
     from dialoguecse_tf.evaluation.tasks.dsts import DStsEvaluator
     from dialoguecse_tf.evaluation.tasks.sr import SrEvaluator

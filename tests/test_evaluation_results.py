@@ -2,14 +2,13 @@ import datetime
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
+from dialoguecse_tf.evaluation.provenance import REPO_ROOT, dataset_file_record, file_sha256
 from dialoguecse_tf.evaluation.results import (
-    REPO_ROOT,
     aggregate_seeds,
-    dataset_file_record,
-    file_sha256,
     git_commit,
     merge_results,
     metric_columns,
@@ -264,3 +263,12 @@ def test_the_table_lists_each_rows_dialogue_protocol_through_merging_and_seed_fo
     old = merge_results([write_results(results, str(tmp_path / "old"))])
     assert "embedding protocol" not in old.to_markdown()
     assert model_record("x", "c", None, "d", None, {})["dialogue_protocol"] is None
+
+
+def test_the_evaluation_tasks_import_without_the_results_module():
+    # results reads the task registry; a task importing results back would be an import cycle.
+    code = ("import sys; from dialoguecse_tf.evaluation.tasks.base import task_classes; task_classes(); "
+            "print('dialoguecse_tf.evaluation.results' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.stdout.strip().splitlines()[-1] == "False"

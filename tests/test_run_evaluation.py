@@ -57,7 +57,7 @@ def tiny_setup(tmp_path, tiny_bert_config, tiny_vocab_file):
 def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     from dialoguecse_tf.data.sr_builder import read_select_file
     from dialoguecse_tf.evaluation.evaluate import evaluate_sr, evaluate_sts, sr_query_counts
-    from dialoguecse_tf.evaluation.results import file_sha256
+    from dialoguecse_tf.evaluation.provenance import file_sha256
     from dialoguecse_tf.evaluation.sts import read_sts_file
     from dialoguecse_tf.sentence_encoder import SentenceEncoder
 

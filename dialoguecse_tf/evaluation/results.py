@@ -23,19 +23,18 @@ beside it, such as `../shared/data`, start with `..`), so results hold no machin
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import hashlib
 import os
 import re
 import statistics
-import subprocess
 
+from dialoguecse_tf.evaluation.provenance import git_commit, portable_path, portable_values, utc_now
+from dialoguecse_tf.evaluation.tasks.base import metric_columns as registered_metric_columns
+from dialoguecse_tf.evaluation.tasks.base import task_classes
 from dialoguecse_tf.io_utils import atomic_open, read_json_object, write_json
 
 RESULTS_FILE = "results.json"
 TABLE_FILE = "results.md"
 FORMAT_VERSION = 1
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # A row named "<model> [seed <n>]" is one training seed of <model>; `aggregate_seeds` folds them.
 SEED_SUFFIX = re.compile(r"^(?P<model>.+) \[seed (?P<seed>-?\d+)\]$")
 _SEED_NOTE = (
@@ -44,71 +43,13 @@ _SEED_NOTE = (
 )
 
 
-def git_commit() -> str | None:
-    """HEAD commit of the git checkout holding this package; None without git or a checkout."""
-    try:
-        completed = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = completed.stdout.strip()
-    return commit if re.fullmatch(r"[0-9a-f]{40,64}", commit) else None
-
-
-def utc_now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def file_sha256(path: str) -> str:
-    """The file's SHA-256; for a folder (an intent set's train.json and test.json), that of its
-    files' names and contents in name order."""
-    digest = hashlib.sha256()
-    files = [path]
-    if os.path.isdir(path):
-        files = [os.path.join(path, name) for name in sorted(os.listdir(path))
-                 if os.path.isfile(os.path.join(path, name))]
-    for file in files:
-        if file != path:
-            digest.update(os.path.basename(file).encode("utf-8") + b"\0")
-        with open(file, "rb") as reader:
-            for block in iter(lambda: reader.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-def portable_path(path: str) -> str:
-    """`path` relative to the repository root: no machine's absolute layout in results."""
-    return os.path.relpath(os.path.abspath(path), REPO_ROOT)
-
-
 def _file_kinds() -> tuple:
     """(file key, checksum key, count key) of every registered evaluation task."""
-    from dialoguecse_tf.evaluation.tasks.base import task_classes
-
     return tuple((f"{task.task}_file", f"{task.task}_sha256", task.count_key) for task in task_classes())
 
 
 def metric_columns() -> tuple:
-    from dialoguecse_tf.evaluation.tasks.base import metric_columns as registered
-
-    return registered()
-
-
-def dataset_file_record(task: str, count_key: str, path: str, count: int) -> dict:
-    """One task's entry in a results.json dataset record."""
-    return {f"{task}_file": portable_path(path), f"{task}_sha256": file_sha256(path), count_key: count}
-
-
-def portable_values(value):
-    """`value` with every absolute path in it made relative to the repository."""
-    if isinstance(value, dict):
-        return {key: portable_values(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [portable_values(item) for item in value]
-    if isinstance(value, str) and os.path.isabs(value):
-        return portable_path(value)
-    return value
+    return registered_metric_columns()
 
 
 def new_results(config: dict, datasets: list[dict]) -> dict:
@@ -282,7 +223,7 @@ class ResultsTable:
         if best:
             lines += ["", _BEST_NOTE]
         lines += [f"- {task.label} ({', '.join(header for _, header in task.metrics)}): {task.description}."
-                  for task in _task_classes() if any(f"{task.task}_file" in dataset for dataset in self.datasets)]
+                  for task in task_classes() if any(f"{task.task}_file" in dataset for dataset in self.datasets)]
         if any(row.seeds for row in self.rows):
             lines += ["", _SEED_NOTE]
         lines += ["", "Datasets:", ""]
@@ -304,7 +245,7 @@ _BEST_NOTE = "Bold: the best row of each column, by the mean where seeds are fol
 def metric_directions() -> dict:
     """{metric key: True if higher is better}; spread columns (`*_std`) map to None (not ranked)."""
     return {key: (None if key.endswith("_std") else task.higher_is_better)
-            for task in _task_classes() for key, _ in task.metrics}
+            for task in task_classes() for key, _ in task.metrics}
 
 
 def select_columns(table: "ResultsTable", specs, mark_best: bool = False,
@@ -332,14 +273,8 @@ def order_rows(table: "ResultsTable", models) -> "ResultsTable":
     return dataclasses.replace(table, rows=sorted(table.rows, key=lambda row: rank.get(row.model, len(rank))))
 
 
-def _task_classes() -> tuple:
-    from dialoguecse_tf.evaluation.tasks.base import task_classes
-
-    return task_classes()
-
-
 def _task_labels() -> tuple:
-    return tuple(task.label for task in _task_classes())
+    return tuple(task.label for task in task_classes())
 
 
 def table_columns(dataset_names: list, row_metrics: list) -> list[tuple[str, str, str]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from dialoguecse_tf.evaluation.results import dataset_file_record
+from dialoguecse_tf.evaluation.provenance import dataset_file_record
 
 _TASKS: dict[str, type] = {}
 
