@@ -18,24 +18,35 @@ from dialoguecse_tf.tokenization import Tokenizer
 from dialoguecse_tf.training import TRAIN_LOG_FILE, read_train_log
 
 
-def test_periodic_evaluation_keeps_the_best_encoder(tmp_path, tiny_vocab_file, tiny_bert_config):
+@pytest.fixture
+def contrastive_run(tmp_path, tiny_vocab_file, tiny_bert_config):
+    """Contrastive records and a 2-layer start checkpoint; returns the stage's settings (a
+    4-step dialoguecse run, one layer frozen)."""
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
     spec = schema.ContrastiveRecordSpec(max_seq_length=10, num_context_turns=2, num_negatives=3,
                                         context_layout="sides")
     write_contrastive_records(stage_runs._dialogues(24, 5), tokenizer, str(tmp_path / "records"), spec,
                               random_seed=1, log=lambda _: None)
     config = tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    # A seeded start: the scores' ranks change little on these small sets, and with an unseeded
-    # start some draws scored every evaluation alike, which leaves the selection untested.
+    # A seeded start: the scores' ranks change little on the small evaluation sets, and with an
+    # unseeded start some draws scored every evaluation alike, which leaves the selection untested.
     keras.utils.set_random_seed(0)
     save_checkpoint(str(tmp_path / "init"), build_backbone(config), config, tokenizer)
+    return dict(train_file=(str(tmp_path / "records" / "contrastive-*"),), output_dir=str(tmp_path / "run"),
+                init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=2, num_negatives=3,
+                num_frozen_layers=1, aggregation="mean", train_batch_size=8, learning_rate=3e-3, num_train_steps=4,
+                log_steps=1, save_checkpoints_steps=2)
+
+
+def test_periodic_evaluation_keeps_the_best_encoder(tmp_path, contrastive_run):
     files = stage_runs.write_evaluation_files(tmp_path)
     seen = {}
+    # The released variant's default aggregation, checkpointing at the end only.
+    settings = {key: value for key, value in contrastive_run.items() if key not in ("aggregation",
+                                                                                   "save_checkpoints_steps")}
     objective, train_config = stage.configure(
-        "dialoguecse", train_file=[str(tmp_path / "records" / "contrastive-*")], output_dir=str(tmp_path / "run"),
-        init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=2, num_negatives=3,
-        num_frozen_layers=1, train_batch_size=8, learning_rate=3e-3, num_train_steps=12, log_steps=1,
-        eval_steps=4, eval_select_file=files["select"], eval_sts_file=files["sts"])
+        "dialoguecse", **{**settings, "num_train_steps": 12, "eval_steps": 4, "eval_select_file": files["select"],
+                          "eval_sts_file": files["sts"]})
     logs = stage.run_stage(objective, train_config, verbose=False,
                            on_log=lambda step, values: seen.setdefault(step, values))
     # Tasks run in table order (D-STS, then SR), so D-STS Corr. selects.
@@ -48,23 +59,6 @@ def test_periodic_evaluation_keeps_the_best_encoder(tmp_path, tiny_vocab_file, t
     assert record["objective"] == "dialoguecse" and record["options"]["variant"] == "released"
     assert os.path.isdir(tmp_path / "run" / stage.ENCODER_DIR)
     assert np.isfinite([values["loss"] for values in seen.values()]).all()
-
-
-@pytest.fixture
-def contrastive_run(tmp_path, tiny_vocab_file, tiny_bert_config):
-    """Contrastive records and a 2-layer start checkpoint; returns the stage's settings (a
-    4-step dialoguecse run, one layer frozen)."""
-    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
-    spec = schema.ContrastiveRecordSpec(max_seq_length=10, num_context_turns=2, num_negatives=3,
-                                        context_layout="sides")
-    write_contrastive_records(stage_runs._dialogues(24, 5), tokenizer, str(tmp_path / "records"), spec,
-                              random_seed=1, log=lambda _: None)
-    config = tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    save_checkpoint(str(tmp_path / "init"), build_backbone(config), config, tokenizer)
-    return dict(train_file=(str(tmp_path / "records" / "contrastive-*"),), output_dir=str(tmp_path / "run"),
-                init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=2, num_negatives=3,
-                num_frozen_layers=1, aggregation="mean", train_batch_size=8, learning_rate=3e-3, num_train_steps=4,
-                log_steps=1, save_checkpoints_steps=2)
 
 
 def test_a_config_file_reruns_its_run_exactly(contrastive_run, tmp_path):
