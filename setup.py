@@ -24,7 +24,8 @@ setuptools.setup(
         "safetensors",
         "bm25s==0.3.16",
     ],
-    entry_points={"console_scripts": ["dialoguecse-embed=dialoguecse_tf.cli.embed:run"]},
+    entry_points={"console_scripts": ["dialoguecse-embed=dialoguecse_tf.cli.embed:run",
+                                      "dialoguecse-experiment=dialoguecse_tf.cli.experiment:run"]},
     extras_require={
         # torch, transformers and sentence-transformers reload the HuggingFace export in its
         # tests (torch 2.13.0 is the CPU build this machine class keeps on disk).

@@ -29,6 +29,8 @@ pytestmark = pytest.mark.slow
 ENV = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
 # Run as `python -m dialoguecse_tf.cli.embed`, which calls `run()`, the console script's entry point.
 EMBED = "dialoguecse-embed"
+EXPERIMENT = "dialoguecse-experiment"
+_INSTALLED = {EMBED: "dialoguecse_tf.cli.embed", EXPERIMENT: "dialoguecse_tf.cli.experiment"}
 WORKERS = 3
 
 
@@ -36,7 +38,7 @@ WORKERS = 3
 class Case:
     """One bad command line; `args` and `culprit` are formatted with the input paths and `{out}`."""
 
-    entry_point: str  # a script path relative to the repository root, or EMBED
+    entry_point: str  # a script path relative to the repository root, or an installed command
     name: str
     args: tuple
     culprit: str  # what the error line must name: a path (with ":line"), a flag or a key
@@ -64,13 +66,12 @@ DIALOGUE_DATA = "data_prep/create_dialogue_data.py"
 CANONICALIZE = "data_prep/canonicalize_records.py"
 PLOT_LOGS = "evaluation/plot_train_logs.py"
 EXPORT_ENCODER = "finetune/export_encoder.py"
-RUN_KEY = "train/run_key.py"
 # The stage folders' scripts are the entry points: every .py there with an absl main.
 ENTRY_POINT_FOLDERS = ("data_prep", "pretrain", "finetune", "train", "evaluation")
 
 
 def discover_entry_points() -> set:
-    found = {EMBED}
+    found = set(_INSTALLED)
     for folder in ENTRY_POINT_FOLDERS:
         for name in sorted(os.listdir(REPO_ROOT / folder)):
             path = REPO_ROOT / folder / name
@@ -105,9 +106,10 @@ CASES = (
     Case(EXPORT_ENCODER, "missing_checkpoint", ("--checkpoint={missing}", "--output_dir={out}"), "{missing}"),
     Case(EXPORT_ENCODER, "truncated_weights", ("--checkpoint={ckpt_truncated}", "--output_dir={out}"),
          "{ckpt_truncated}"),
-    Case(RUN_KEY, "missing_flag", ("--objective=mlm",), "--train_file"),
-    Case(RUN_KEY, "negative_learning_rate", ("--objective=mlm", "--train_file={mlm}/*.tfrecord",
-                                             "--learning_rate=-0.001", "--num_train_steps=2"), "learning_rate"),
+    Case(EXPERIMENT, "missing_command", (), "usage: dialoguecse-experiment"),
+    Case(EXPERIMENT, "unknown_experiment", ("run", "ecd_cpus", "--dry_run"), "unknown experiment 'ecd_cpus'"),
+    Case(EXPERIMENT, "unknown_parameter", ("run", "demo", "--dry_run", "--set=steps=3"), "has no parameter steps"),
+    Case(EXPERIMENT, "missing_experiment_file", ("run", "{missing}.yaml", "--dry_run"), "{missing}.yaml"),
     Case(VOCAB, "missing_flag", ("--input_file={corpus}",), "--output_dir"),
     Case(VOCAB, "missing_input", ("--input_file={missing}", "--output_dir={out}"), "{missing}"),
     Case(VOCAB, "empty_input", ("--input_file={empty}", "--output_dir={out}"), "{empty}"),
@@ -381,7 +383,7 @@ def _build_inputs(root):
 def _run_case(case, paths, out):
     values = {**paths, "out": out}
     args = [arg.format(**values) for arg in case.args]
-    command = ([sys.executable, "-m", "dialoguecse_tf.cli.embed"] if case.entry_point == EMBED
+    command = ([sys.executable, "-m", _INSTALLED[case.entry_point]] if case.entry_point in _INSTALLED
                else [sys.executable, str(REPO_ROOT / case.entry_point)])
     return subprocess.run(command + args, input=case.stdin, capture_output=True, env=ENV, cwd=REPO_ROOT,
                           timeout=300)

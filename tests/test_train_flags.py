@@ -127,4 +127,4 @@ def test_train_file_is_required_without_a_config_file(tmp_path):
     path.write_text(json.dumps(stage.stage_record(*stage.configure("mlm", train_file=("r/*",), output_dir="o"))),
                     encoding="utf-8")
     with pytest.raises(ValueError, match="without --preset"):
-        stage_from_args([f"--config_file={path}", "--preset=cpu_mlm"])
+        stage_from_args([f"--config_file={path}", "--preset=cpu_zh_mlm"])

@@ -1,0 +1,81 @@
+"""`dialoguecse-experiment`: plans and runs a declared experiment.
+
+  dialoguecse-experiment list
+  dialoguecse-experiment run NAME [--dry_run] [--set NAME=VALUE ...] [--seeds=1,2] [--rows=a,b] [--only=step]
+
+NAME is an experiment under experiments/ (or the path of an experiment file). `run` prints
+the plan (every run with its key and whether it is reused), runs what is missing and writes
+the results folder with the command, commit and timings; `--dry_run` prints the plan only.
+Paths in an experiment are relative to the repository, where every run starts.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+from absl import flags, logging
+
+from dialoguecse_tf.cli.flag_utils import run as run_main
+
+flags.DEFINE_bool("dry_run", False, "Print the plan (runs, keys, reused or not) and run nothing.")
+flags.DEFINE_multi_string("set", [], "NAME=VALUE: override one of the experiment's parameters; repeat.")
+flags.DEFINE_list("seeds", None, "Seeds of the experiment's seeded steps, replacing its own.")
+flags.DEFINE_list("rows", None, "Only these evaluation rows (and the runs they need); an evaluation part's "
+                  "results then go to parts/<part>-<row>+<row>.")
+flags.DEFINE_list("only", None, "Only these steps (and the runs they need) instead of the experiment's targets.")
+flags.DEFINE_string("run_dir", None, "Where runs go (default: the experiment's run_dir).")
+flags.DEFINE_string("results_dir", None, "Where results go (default: the experiment's results_dir).")
+flags.DEFINE_string("data_dir", None, "The shared data folder {data} refers to (default: ../shared/data beside "
+                    "the repository).")
+flags.DEFINE_list("reuse_under", ["runs"], "Folders searched for a finished run of the same key (another "
+                  "experiment's), linked instead of run again; empty: only the experiment's own runs.")
+FLAGS = flags.FLAGS
+
+USAGE = "usage: dialoguecse-experiment list | run NAME [flags] (--helpshort lists the flags)"
+
+
+def main(argv):
+    from dialoguecse_tf.evaluation.provenance import REPO_ROOT
+    from dialoguecse_tf.experiments.execute import describe_plan, portable_argument, run_experiment
+    from dialoguecse_tf.experiments.plan import Planner
+    from dialoguecse_tf.experiments.spec import apply_overrides, experiment_names, get_experiment
+
+    logging.set_verbosity(logging.INFO)
+    args = argv[1:]
+    if args == ["list"]:
+        for name in experiment_names():
+            print(f"{name}: {get_experiment(name).description.strip().splitlines()[0]}")
+        return
+    if len(args) != 2 or args[0] != "run":
+        raise ValueError(USAGE)
+    given = {name: os.path.abspath(getattr(FLAGS, name)) for name in ("run_dir", "results_dir", "data_dir")
+             if getattr(FLAGS, name)}
+    target = os.path.abspath(args[1]) if args[1].endswith((".yaml", ".yml")) else args[1]
+    os.chdir(REPO_ROOT)
+    spec = apply_overrides(get_experiment(target), FLAGS.set)
+    if FLAGS.seeds:
+        spec.seeds = [int(seed) for seed in FLAGS.seeds]
+    relative = lambda path: os.path.relpath(path, REPO_ROOT)  # noqa: E731
+    planner = Planner(
+        spec,
+        run_dir=relative(given["run_dir"]) if "run_dir" in given else spec.run_dir,
+        results_dir=relative(given["results_dir"]) if "results_dir" in given else spec.results_dir,
+        data_dir=relative(given.get("data_dir", os.path.join(REPO_ROOT, "..", "shared", "data"))),
+        rows=FLAGS.rows, only=FLAGS.only, reuse_under=tuple(FLAGS.reuse_under),
+    )
+    print(describe_plan(planner), flush=True)
+    if FLAGS.dry_run:
+        return
+    invocation = shlex.join(["dialoguecse-experiment"] + [portable_argument(arg) for arg in sys.argv[1:]])
+    suffix = "-" + "+".join(FLAGS.rows) if FLAGS.rows else ""
+    run_experiment(planner, invocation, suffix)
+
+
+def run():
+    run_main(main)
+
+
+if __name__ == "__main__":
+    run()

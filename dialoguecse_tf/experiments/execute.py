@@ -1,0 +1,174 @@
+"""Runs a planned experiment: every run not reused, in order, then its results folder.
+
+The results folder gets what each step declares (`results`, kept train logs, evaluation
+parts), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
+took when they ran), `experiment.json` (parameters, seeds and every run with its key, status
+and command) and `command.txt` (the command, the commit and the total wall time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+
+from absl import logging
+
+from dialoguecse_tf.evaluation.provenance import git_commit, portable_path, utc_now
+from dialoguecse_tf.experiments.plan import STEP_FILE, Planner, Run
+from dialoguecse_tf.experiments.tools import remove_output, select_rows, write_bert_config
+from dialoguecse_tf.io_utils import write_json
+
+SUITE_FILE = "suite.json"
+
+
+def describe_plan(planner: Planner) -> str:
+    """One line per run: status, name, key, tool and folder (what --dry_run prints)."""
+    lines = [f"experiment {planner.spec.name}: {len(planner.order)} runs "
+             f"({sum(run.status in ('reuse', 'link') for run in planner.order)} reused)"]
+    for run in planner.order:
+        source = f" <- {portable_path(run.reuse_from)}" if run.status == "link" else ""
+        lines.append(f"  {run.status:<6} {run.name:<40} {run.key:<16} {run.step.tool:<19} "
+                     f"{portable_path(run.output_dir)}{source}")
+    return "\n".join(lines)
+
+
+def command_line(run: Run) -> list[str]:
+    """The run's command; what the log and experiment.json record (with `python` for the interpreter)."""
+    flags = dict(run.flags)
+    if run.step.tool == "evaluate":
+        names, checkpoints, protocols = zip(*run.models)
+        flags.update(checkpoint=",".join(checkpoints), model_name=",".join(names),
+                     eval_suite=os.path.join(run.output_dir, SUITE_FILE))
+        if any(protocols):
+            if not all(protocols):
+                raise ValueError(f"step {run.step.name}: give every model a protocol or none")
+            flags["dialogue_protocol"] = ",".join(protocols)
+    return run.tool.command(flags, run.inputs, run.output_dir)
+
+
+def run_experiment(planner: Planner, invocation: str, suffix: str = "") -> list[dict]:
+    """Runs what the plan does not reuse and writes the results folder; returns the runs' records."""
+    results_dir = planner.results_dir
+    os.makedirs(results_dir, exist_ok=True)
+    started = time.time()
+    records = []
+    for run in planner.order:
+        if run.status == "link":
+            remove_output(run.output_dir)
+            os.makedirs(os.path.dirname(os.path.abspath(run.output_dir)), exist_ok=True)
+            os.symlink(os.path.relpath(run.reuse_from, os.path.dirname(os.path.abspath(run.output_dir))),
+                       run.output_dir)
+        if run.status in ("reuse", "link"):
+            with open(os.path.join(run.output_dir, STEP_FILE), encoding="utf-8") as f:
+                seconds = json.load(f).get("seconds")
+            logging.info("=== %s: reusing %s", run.name, portable_path(run.reuse_from or run.output_dir))
+        else:
+            if run.status == "rerun":
+                remove_output(run.output_dir)
+            logging.info("=== [%s] %s", time.strftime("%H:%M:%S"), run.name)
+            start = time.time()
+            _execute(run)
+            seconds = round(time.time() - start)
+            if run.tool.cached:
+                write_json(os.path.join(run.output_dir, STEP_FILE),
+                           {"key": run.key, "tool": run.step.tool, "seconds": seconds, "finished": utc_now()})
+            logging.info("--- %s done in %d s (experiment running for %d s)", run.name, seconds,
+                         time.time() - started)
+        records.append({"run": run.name, "tool": run.step.tool, "key": run.key, "status": run.status,
+                        "seconds": seconds, "command": _portable_command(run)})
+        _collect(planner, run, records, invocation, suffix)
+    _write_records(planner, records, invocation, round(time.time() - started))
+    logging.info("runs under %s; results in %s: %s", portable_path(planner.run_dir), portable_path(results_dir),
+                 ", ".join(sorted(os.listdir(results_dir))))
+    return records
+
+
+def _execute(run: Run) -> None:
+    if run.step.tool == "bert_config":
+        write_bert_config(run.flags, run.output_dir)
+    elif run.step.tool == "select_rows":
+        select_rows(run.flags, run.inputs, run.output_dir)
+    else:
+        if run.step.tool == "evaluate":
+            os.makedirs(run.output_dir, exist_ok=True)
+            write_json(os.path.join(run.output_dir, SUITE_FILE), run.suite)
+        subprocess.run(command_line(run), check=True)
+
+
+def _portable_command(run: Run) -> str:
+    if not run.tool.script:
+        return shlex.join([run.step.tool] + [f"{name}={portable_argument(str(value))}"
+                                             for name, value in run.flags.items()]
+                         + [portable_argument(path) for path in run.inputs])
+    return shlex.join(["python"] + [portable_argument(argument) for argument in command_line(run)[1:]])
+
+
+def portable_argument(argument: str) -> str:
+    """An argument with absolute paths in it made relative to the repository."""
+    name, sep, value = argument.partition("=")
+    if sep and os.path.isabs(value):
+        return f"{name}={portable_path(value)}"
+    return portable_path(argument) if os.path.isabs(argument) else argument
+
+
+def _collect(planner: Planner, run: Run, records: list, invocation: str, suffix: str) -> None:
+    """Copies what the step declares into the results folder."""
+    results_dir = planner.results_dir
+    if run.step.keep_train_log:
+        os.makedirs(os.path.join(results_dir, "train_logs"), exist_ok=True)
+        shutil.copyfile(os.path.join(run.output_dir, "train_log.jsonl"),
+                        os.path.join(results_dir, "train_logs", f"{run.name}.jsonl"))
+    for target, source in run.step.results.as_dict().items():
+        destination = os.path.join(results_dir, target)
+        os.makedirs(os.path.dirname(destination) or ".", exist_ok=True)
+        shutil.copyfile(os.path.join(run.output_dir, source), destination)
+    if run.step.part:
+        part_dir = os.path.join(results_dir, "parts", run.step.part + suffix)
+        os.makedirs(part_dir, exist_ok=True)
+        shutil.copyfile(os.path.join(run.output_dir, "results.json"), os.path.join(part_dir, "results.json"))
+        needed = _upstream(planner, run)
+        part_records = [record for record in records if record["run"] in needed]
+        _write_timings(os.path.join(part_dir, "stage_seconds.tsv"), part_records)
+        _write_command(os.path.join(part_dir, "command.txt"), invocation,
+                       [f"this part's runs: {', '.join(record['run'] for record in part_records)}"])
+
+
+def _upstream(planner: Planner, run: Run) -> set:
+    by_name = {r.name: r for r in planner.order}
+    needed, stack = set(), [run.name]
+    while stack:
+        name = stack.pop()
+        if name not in needed:
+            needed.add(name)
+            stack.extend(by_name[name].needs)
+    return needed
+
+
+def _write_timings(path: str, records: list) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for record in records:
+            reused = " (reused)" if record["status"] in ("reuse", "link") else ""
+            f.write(f"{record['run']}\t{record['seconds'] if record['seconds'] is not None else '?'}{reused}\n")
+
+
+def _write_command(path: str, invocation: str, notes: list[str]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"# produced by:\n{invocation}\n# commit: {git_commit() or 'unknown'}\n")
+        for note in notes:
+            f.write(f"# {note}\n")
+
+
+def _write_records(planner: Planner, records: list, invocation: str, seconds: int) -> None:
+    results_dir = planner.results_dir
+    _write_timings(os.path.join(results_dir, "stage_seconds.tsv"), records)
+    write_json(os.path.join(results_dir, "experiment.json"), {
+        "experiment": planner.spec.name, "params": planner.spec.params.as_dict(),
+        "seeds": list(planner.spec.seeds), "rows": planner.rows, "run_dir": portable_path(planner.run_dir),
+        "runs": records,
+    })
+    _write_command(os.path.join(results_dir, "command.txt"), invocation,
+                   [f"total wall seconds: {seconds} (stage_seconds.tsv: each run's; experiment.json: each command)"])

@@ -1,0 +1,253 @@
+"""Experiment specs: typed declarations of the runs behind a results folder.
+
+An experiment is a YAML file under `experiments/` (or any path given to the runner). It names
+its parameters, its seeds and a list of steps; each step is one stage tool (`tools.TOOLS`)
+with its flags. The spec classes are Model Garden `hyperparams.Config` dataclasses, as
+`official.core` experiment configs are: `override(..., is_strict=True)` applies the command
+line's `--set name=value` to `params`, refusing names the experiment does not declare.
+`hyperparams.Config` checks neither unknown keys nor types when it is built from a dict, so
+`load_spec` checks both against the dataclass fields first, naming the file and the key.
+
+Strings in `flags`, `models`, `suite` and `inputs` may hold references, resolved by `plan.py`:
+`{STEP}` is the output folder of step STEP, `{params.NAME}` a parameter, `{seed}` the seed of
+a seeded step, `{value}` the value of a step varied over one flag, and `{data}`, `{minilm}`,
+`{run_dir}`, `{results_dir}`, `{repo}` the shared data folder, the installed
+all-MiniLM-L6-v2, the experiment's two folders and the repository.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from typing import Any, Dict, List
+
+import yaml
+from official.core import registry
+from official.modeling import hyperparams
+
+from dialoguecse_tf.evaluation.provenance import REPO_ROOT
+
+EXPERIMENTS_DIR = os.path.join(REPO_ROOT, "experiments")
+SEED_MODES = ("none", "all", "first")
+
+
+@dataclasses.dataclass
+class ModelSpec(hyperparams.Config):
+    """One row of an evaluation: a train step's encoder, or a fixed checkpoint."""
+
+    name: str = ""  # display name; a seeded step's rows get " [seed S]"
+    step: str = ""  # a train step; its `encoder` folder is evaluated
+    encoder: str = "encoder"  # encoder or best_encoder
+    checkpoint: str = ""  # a fixed checkpoint instead of a step (references allowed)
+    protocol: str = ""  # the row's dialogue protocol (evaluation/dialogue_protocols.py)
+    row: str = ""  # the row's id for `--rows` (default: the step's name, or the display name)
+
+
+@dataclasses.dataclass
+class SuiteEntrySpec(hyperparams.Config):
+    """One evaluation: a dataset's column group, the registered task and its file."""
+
+    dataset: str = ""
+    task: str = ""
+    file: str = ""
+
+
+@dataclasses.dataclass
+class StepSpec(hyperparams.Config):
+    """One run of one tool. The step's output folder is `{run_dir}/{name}` (plus its seed/value)."""
+
+    name: str = ""
+    tool: str = ""
+    flags: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    seeds: str = "none"  # none: one run; all: one per experiment seed; first: the first seed only
+    vary: Dict[str, Any] = dataclasses.field(default_factory=dict)  # {flag: [values]}: one run per value
+    models: List[ModelSpec] = dataclasses.field(default_factory=list)  # evaluate
+    suite: List[SuiteEntrySpec] = dataclasses.field(default_factory=list)  # evaluate
+    part: str = ""  # evaluate: results also go to {results_dir}/parts/<part>[-<rows>]
+    inputs: List[str] = dataclasses.field(default_factory=list)  # merge / plot / select_rows inputs
+    keep_train_log: bool = False  # train: copy train_log.jsonl to {results_dir}/train_logs/
+    results: Dict[str, Any] = dataclasses.field(default_factory=dict)  # {file in results_dir: file of the step}
+
+
+@dataclasses.dataclass
+class ExperimentSpec(hyperparams.Config):
+    """A named experiment: what `dialoguecse-experiment run NAME` plans and runs."""
+
+    name: str = ""
+    description: str = ""
+    extends: str = ""  # another experiment whose params, seeds and steps this one starts from
+    run_dir: str = ""
+    results_dir: str = ""
+    params: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    seeds: List[int] = dataclasses.field(default_factory=list)
+    steps: List[StepSpec] = dataclasses.field(default_factory=list)
+    targets: List[str] = dataclasses.field(default_factory=list)  # steps to run (default: this file's own)
+
+
+_EXPERIMENTS: dict = {}
+
+
+def experiment_files(directory: str = EXPERIMENTS_DIR) -> dict:
+    """{name: path} of the experiments declared under `directory`."""
+    if not os.path.isdir(directory):
+        return {}
+    return {os.path.splitext(name)[0]: os.path.join(directory, name)
+            for name in sorted(os.listdir(directory)) if name.endswith(".yaml")}
+
+
+def register_experiments(directory: str = EXPERIMENTS_DIR) -> None:
+    """Registers every experiment file by name in the `official.core.registry` of experiments."""
+    for name, path in experiment_files(directory).items():
+        if name not in _EXPERIMENTS:
+            registry.register(_EXPERIMENTS, name)(lambda path=path: load_spec(path))
+
+
+def experiment_names() -> list[str]:
+    register_experiments()
+    return sorted(_EXPERIMENTS)
+
+
+def get_experiment(name_or_path: str) -> ExperimentSpec:
+    """A registered experiment by name, or the experiment file at a path."""
+    if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path:
+        return load_spec(name_or_path)
+    register_experiments()
+    if name_or_path not in _EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name_or_path!r}; experiments: {', '.join(sorted(_EXPERIMENTS))} "
+                         f"(or give the path of an experiment file)")
+    return registry.lookup(_EXPERIMENTS, name_or_path)()
+
+
+def load_spec(path: str) -> ExperimentSpec:
+    """Reads, checks and builds an experiment file, with the experiment it extends folded in."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"experiment file {path} does not exist")
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = yaml.safe_load(f)
+        except yaml.YAMLError as error:
+            raise ValueError(f"{path}: not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: an experiment file holds a mapping of {_field_names(ExperimentSpec)}")
+    _check_keys(data, ExperimentSpec, path, "")
+    name = os.path.splitext(os.path.basename(path))[0]
+    if data.get("name", name) != name:
+        raise ValueError(f"{path}: name {data['name']!r} differs from the file's name {name!r}")
+    data["name"] = name
+    if data.get("extends"):
+        base = get_experiment(data["extends"]).as_dict()
+        own = {step.get("name"): step for step in data.get("steps", [])}
+        # The base's results belong to its own results folder: its steps run here only as inputs.
+        inherited = [{**step, "results": {}, "keep_train_log": False, "part": ""}
+                     for step in base["steps"] if step["name"] not in own]
+        # A step named as one of the base's replaces the fields it gives (flags as a whole).
+        replaced = [{**step, **own[step["name"]]} for step in base["steps"] if step["name"] in own]
+        added = [step for name, step in own.items() if name not in {s["name"] for s in base["steps"]}]
+        data = {
+            **base, **{key: value for key, value in data.items() if key != "params"},
+            "params": {**base["params"], **data.get("params", {})},
+            "steps": inherited + replaced + added,
+            "targets": data.get("targets") or [name for name in own],
+        }
+    spec = ExperimentSpec(**data)
+    check_spec(spec, path)
+    return spec
+
+
+def check_spec(spec: ExperimentSpec, source: str) -> None:
+    """Refuses what the runner could only find out half-way: unknown tools, names, seeds."""
+    from dialoguecse_tf.experiments.tools import TOOLS
+
+    if not spec.run_dir or not spec.results_dir:
+        raise ValueError(f"{source}: give run_dir and results_dir")
+    names = [step.name for step in spec.steps]
+    for i, step in enumerate(spec.steps):
+        where = f"{source}: steps[{i}] ({step.name or 'unnamed'})"
+        if not step.name or not step.name.replace("_", "").replace("-", "").replace(".", "").isalnum():
+            raise ValueError(f"{where}: a step needs a name of letters, digits, _, - and .")
+        if names.count(step.name) > 1:
+            raise ValueError(f"{where}: step name {step.name!r} is used twice")
+        if step.tool not in TOOLS:
+            raise ValueError(f"{where}: unknown tool {step.tool!r}; tools: {', '.join(sorted(TOOLS))}")
+        if step.seeds not in SEED_MODES:
+            raise ValueError(f"{where}: seeds must be one of {SEED_MODES}, got {step.seeds!r}")
+        if step.seeds != "none" and not spec.seeds:
+            raise ValueError(f"{where}: seeds {step.seeds!r} but the experiment declares no seeds")
+        vary = step.vary.as_dict()
+        if len(vary) > 1 or any(not isinstance(values, list) or not values for values in vary.values()):
+            raise ValueError(f"{where}: vary takes one flag and a non-empty list of its values")
+        TOOLS[step.tool].check(step, where)
+        for model in step.models:
+            if bool(model.step) == bool(model.checkpoint):
+                raise ValueError(f"{where}: model {model.name!r} needs exactly one of step and checkpoint")
+            if model.step and model.step not in names:
+                raise ValueError(f"{where}: model {model.name!r} names unknown step {model.step!r}")
+    for target in spec.targets:
+        if target not in names:
+            raise ValueError(f"{source}: target {target!r} is not a step")
+
+
+def _field_names(config_class) -> str:
+    return ", ".join(field.name for field in dataclasses.fields(config_class))
+
+
+def _check_keys(data, config_class, source: str, where: str) -> None:
+    """Unknown keys and wrong types against the dataclass fields, recursively."""
+    hints = typing.get_type_hints(config_class)
+    fields = {field.name for field in dataclasses.fields(config_class)}
+    for key, value in data.items():
+        place = f"{where}.{key}" if where else key
+        if key not in fields:
+            raise ValueError(f"{source}: unknown key {place!r}; {config_class.__name__} takes {_field_names(config_class)}")
+        _check_type(value, hints[key], source, place)
+
+
+def _check_type(value, hint, source: str, place: str) -> None:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return
+    if origin is typing.Union:
+        if value is None:
+            return
+        hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+        origin = typing.get_origin(hint)
+    if origin in (list, List):
+        if not isinstance(value, list):
+            raise ValueError(f"{source}: {place} must be a list, got {value!r}")
+        (item,) = typing.get_args(hint)
+        for i, element in enumerate(value):
+            _check_type(element, item, source, f"{place}[{i}]")
+    elif origin in (dict, Dict):
+        if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+            raise ValueError(f"{source}: {place} must be a mapping with string keys, got {value!r}")
+    elif dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise ValueError(f"{source}: {place} must be a mapping of {_field_names(hint)}, got {value!r}")
+        _check_keys(value, hint, source, place)
+    elif hint is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{source}: {place} must be true or false, got {value!r}")
+    elif hint is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{source}: {place} must be an integer, got {value!r}")
+    elif hint is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{source}: {place} must be a string, got {value!r}")
+
+
+def apply_overrides(spec: ExperimentSpec, assignments: list[str]) -> ExperimentSpec:
+    """Applies `NAME=VALUE` parameter overrides (VALUE read as YAML: 300, 1e-4, true, text)."""
+    overrides = {}
+    for assignment in assignments:
+        name, sep, text = assignment.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--set takes NAME=VALUE, got {assignment!r}")
+        overrides[name] = yaml.safe_load(text) if text else ""
+    declared = spec.params.as_dict()
+    unknown = sorted(set(overrides) - set(declared))
+    if unknown:
+        raise ValueError(f"experiment {spec.name} has no parameter {', '.join(unknown)}; "
+                         f"its parameters: {', '.join(sorted(declared)) or 'none'}")
+    spec.override({"params": overrides}, is_strict=True)
+    return spec

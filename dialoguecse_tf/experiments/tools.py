@@ -1,0 +1,136 @@
+"""The tools an experiment step can run: the stages' entry points, and three small file steps.
+
+A tool turns a resolved step (flags with every reference replaced) into a command line of its
+entry point, run as a subprocess as a user would run it: stages talk only through files. Each
+tool names the flag that receives the step's output folder and whether its output is worth
+reusing: a merge or a plot takes seconds and reads files other steps may have added, so it
+always runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import shutil
+import sys
+
+from dialoguecse_tf.io_utils import write_json
+
+
+@dataclasses.dataclass(frozen=True)
+class Tool:
+    """How to run one kind of step."""
+
+    script: str = ""  # entry point, relative to the repository; empty for in-process tools
+    output_flag: str = "output_dir"  # receives the step's folder (output_file: a file in it)
+    output_name: str = ""  # with output_flag output_file/export_dir: the name inside the folder
+    cached: bool = True  # False: runs every time (merges and plots read what is there now)
+    seeded: bool = False  # takes --random_seed from the step's seed
+    needs_models: bool = False
+    input_flag: str = ""  # the flag each of the step's inputs is given as (merge, plots)
+    writes_results: bool = False  # its output folder is the experiment's results folder
+
+    @property
+    def needs_inputs(self) -> bool:
+        return bool(self.input_flag)
+
+    def check(self, step, where: str) -> None:
+        if self.needs_models and not step.models:
+            raise ValueError(f"{where}: tool {step.tool} needs models")
+        if not self.needs_models and (step.models or step.suite):
+            raise ValueError(f"{where}: only evaluate steps take models and suite")
+        if self.needs_inputs and not step.inputs:
+            raise ValueError(f"{where}: tool {step.tool} needs inputs")
+        if step.part and step.tool != "evaluate":
+            raise ValueError(f"{where}: only evaluate steps write a part")
+        if step.keep_train_log and step.tool != "train":
+            raise ValueError(f"{where}: only train steps keep a train log")
+        if step.seeds != "none" and not self.seeded:
+            raise ValueError(f"{where}: tool {step.tool} takes no seed")
+
+    def command(self, flags: dict, inputs: list[str], output_dir: str) -> list[str]:
+        argv = [sys.executable, self.script]
+        for name, value in flags.items():
+            argv.extend(flag_arguments(name, value))
+        if self.input_flag:
+            # A glob (e.g. every part of a benchmark) names the files there when the step runs.
+            expanded = [match for item in inputs for match in (sorted(glob.glob(item)) if glob.has_magic(item) else [item])]
+            argv.extend(flag_arguments(self.input_flag, expanded))
+        target = os.path.join(output_dir, self.output_name) if self.output_name else output_dir
+        argv.append(f"--{self.output_flag}={target}")
+        return argv
+
+
+def flag_arguments(name: str, value) -> list[str]:
+    """`--name=value`; a list repeats the flag, booleans are true/false, None leaves it out."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [argument for item in value for argument in flag_arguments(name, item)]
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    return [f"--{name}={value}"]
+
+
+TOOLS = {
+    "demo_corpus": Tool("data_prep/generate_demo_corpus.py"),
+    "vocab": Tool("data_prep/build_vocab.py"),
+    "sr_set": Tool("data_prep/build_sr_set.py", output_flag="output_file", output_name="select.txt"),
+    "mlm_records": Tool("data_prep/create_pretraining_data.py"),
+    "contrastive_records": Tool("data_prep/create_contrastive_data.py"),
+    "pair_records": Tool("data_prep/create_pair_data.py"),
+    "dialogue_records": Tool("data_prep/create_dialogue_data.py"),
+    "bert_config": Tool(),
+    "train": Tool("train/run_training.py", seeded=True),
+    "evaluate": Tool("evaluation/run_evaluation.py", needs_models=True),
+    "export_savedmodel": Tool("finetune/export_savedmodel.py", output_flag="export_dir", output_name="savedmodel"),
+    "export_encoder": Tool("finetune/export_encoder.py", output_name="model"),
+    "select_rows": Tool(cached=False, input_flag="results"),
+    "merge": Tool("evaluation/merge_results.py", cached=False, input_flag="results", writes_results=True),
+    "plot_train_logs": Tool("evaluation/plot_train_logs.py", cached=False, input_flag="log", writes_results=True),
+    "plot_sweep": Tool("evaluation/plot_sweep.py", cached=False, input_flag="point", writes_results=True),
+}
+
+
+def write_bert_config(flags: dict, output_dir: str) -> None:
+    """`bert_config`: the model file `template` with vocab_size counted from `vocab_file`.
+
+    The small BERT's shape lives in one file; its vocabulary is built by an earlier step, so its
+    size is known only then.
+    """
+    unknown = sorted(set(flags) - {"template", "vocab_file"})
+    if unknown or "template" not in flags or "vocab_file" not in flags:
+        raise ValueError(f"bert_config takes template and vocab_file, got {sorted(flags)}")
+    with open(flags["template"], encoding="utf-8") as f:
+        config = json.load(f)
+    with open(flags["vocab_file"], encoding="utf-8") as f:
+        config["vocab_size"] = sum(1 for _ in f)
+    os.makedirs(output_dir, exist_ok=True)
+    write_json(os.path.join(output_dir, "bert_config.json"), config)
+
+
+def select_rows(flags: dict, inputs: list[str], output_dir: str) -> None:
+    """`select_rows`: one results.json holding the rows `rows` of the input results, renamed.
+
+    `rows` maps each wanted row's display name to the name it takes (e.g. a main run's
+    "DialogueCSE_I2 [seed 12345]" -> "DialogueCSE_I2", a sweep's default point).
+    """
+    from dialoguecse_tf.evaluation.results import read_results, write_results
+
+    unknown = sorted(set(flags) - {"rows"})
+    if unknown or not isinstance(flags.get("rows"), dict) or len(inputs) != 1:
+        raise ValueError("select_rows takes one input results.json and flags {rows: {row name: new name}}")
+    results = read_results(inputs[0])
+    by_name = {model["display_name"]: model for model in results["models"]}
+    missing = sorted(set(flags["rows"]) - set(by_name))
+    if missing:
+        raise ValueError(f"{inputs[0]} has no row {missing}")
+    results["models"] = [{**by_name[old], "display_name": new} for old, new in flags["rows"].items()]
+    write_results(results, output_dir)
+
+
+def remove_output(path: str) -> None:
+    if os.path.isdir(path):
+        shutil.rmtree(path)

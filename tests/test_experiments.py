@@ -1,0 +1,216 @@
+"""dialoguecse_tf/experiments and the dialoguecse-experiment runner: every declared experiment
+plans, its training runs parse into valid configurations (the paper-sized ones, which no CPU
+machine runs, into the papers' settings), bad specs are refused naming the file and key, and
+keys decide what runs, what is reused and what is linked from another experiment's runs."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+from dialoguecse_tf.cli.train_flags import stage_from_args
+from dialoguecse_tf.experiments.execute import command_line, describe_plan, run_experiment
+from dialoguecse_tf.experiments.plan import STEP_FILE, Planner
+from dialoguecse_tf.experiments.spec import apply_overrides, experiment_names, get_experiment, load_spec
+
+DATA = os.path.relpath(REPO_ROOT.parent / "shared" / "data")
+# Parameters a CPU machine cannot fill: a Chinese BERT (any folder stands in; nothing is read).
+NEEDED = {"benchmark_paper": ["zh_init_checkpoint=/tmp/chinese_bert"], "ecd_paper": ["init_checkpoint=/tmp/chinese_bert"]}
+# Encoders other experiments train, standing in for the English dial2vec comparison's rows.
+STAND_INS = {"dial2vec_sgd_minilm": ['dialoguecse_encoder="{minilm}"', 'dse_encoder="{minilm}"']}
+
+
+def _planner(name, tmp_path, **kwargs):
+    spec = apply_overrides(get_experiment(name), NEEDED.get(name, []) + STAND_INS.get(name, []))
+    return Planner(spec, run_dir=str(tmp_path / "runs"), results_dir=str(tmp_path / "results"), data_dir=DATA,
+                   **kwargs)
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("plans")
+    return {name: _planner(name, tmp_path) for name in experiment_names()}
+
+
+def test_every_committed_experiment_is_declared(plans):
+    assert {"demo", "ecd_cpu", "ecd_sweeps", "ecd_study", "ecd_study_empty_rounds", "sgd_minilm", "sgd_study",
+            "sgd_study_empty_rounds", "dse_sgd_minilm", "dial2vec_sgd_minilm", "benchmark",
+            "benchmark_paper", "ecd_paper"} <= set(plans)
+    for name, planner in plans.items():
+        assert planner.order, name
+        assert f"experiment {name}:" in describe_plan(planner)
+
+
+def test_every_training_run_parses_into_a_valid_configuration(plans):
+    for name, planner in plans.items():
+        for run in planner.order:
+            if run.step.tool == "train":
+                arguments = command_line(run)[2:]
+                objective, config = stage_from_args(arguments)
+                assert config.output_dir == run.output_dir, (name, run.name)
+                if run.seed is not None:
+                    assert config.random_seed == run.seed
+
+
+# The objective and settings each paper-sized benchmark row reaches, as the papers give them;
+# MiniLM (English track) has 6 layers, so the papers' 6 frozen layers of 12 become 3.
+_PAPER_ROWS = {
+    "mlm": ("mlm", {}),
+    "dialoguecse_i2": ("dialoguecse", {"temperature": 0.1, "num_negatives": 9, "aggregation": "mean"}),
+    "dialoguecse": ("dialoguecse", {"variant": "released", "temperature": 0.1, "num_negatives": 9,
+                                    "aggregation": "attention"}),
+    "simcse": ("simcse", {"temperature": 0.05, "pooler": "cls", "mlp_only_train": True}),
+    "siamese_m": ("siamese_m", {"num_negatives": 9}),
+    "dse": ("dse", {"temperature": 0.05, "contrast_type": "HardNeg"}),
+    "dse_dropout": ("dse", {"temperature": 0.05, "contrast_type": "Orig"}),
+    "dial2vec": ("dial2vec", {"temperature": 0.2, "window": 10}),
+}
+
+
+def test_the_paper_benchmark_rows_parse_into_the_papers_settings(plans):
+    seen = set()
+    for run in plans["benchmark_paper"].order:
+        if run.step.tool != "train":
+            continue
+        track, _, row = run.step.name.partition("_")
+        objective, config = stage_from_args(command_line(run)[2:])
+        expected_objective, options = _PAPER_ROWS[row]
+        assert objective.name == expected_objective, run.name
+        for option, value in options.items():
+            assert getattr(objective.options, option) == value, (run.name, option)
+        if row in ("dialoguecse", "dialoguecse_i2", "siamese_m", "dial2vec"):
+            assert objective.options.num_frozen_layers == (6 if track == "zh" else 3), run.name
+        if row.startswith("dse"):
+            assert config.resolved(objective).train_batch_size == 1024
+        seen.add(run.step.name)
+    assert len(seen) == 16
+
+
+def test_a_required_parameter_is_asked_for(tmp_path):
+    with pytest.raises(ValueError, match="needs parameter zh_init_checkpoint: give --set zh_init_checkpoint="):
+        Planner(get_experiment("benchmark_paper"), str(tmp_path), str(tmp_path), DATA)
+
+
+def test_rows_and_only_pick_one_benchmark_part(tmp_path):
+    planner = _planner("benchmark", tmp_path, rows=["dial2vec"], only=["zh_eval"])
+    names = [run.name for run in planner.order]
+    assert names[-1] == "zh_eval" and "zh_dial2vec_seed34567" in names
+    assert not any("dse" in name or "siamese" in name or name.startswith("en_") for name in names)
+    assert [model[0] for model in planner.order[-1].models] == [f"dial2vec [seed {s}]" for s in (12345, 23456, 34567)]
+    with pytest.raises(ValueError, match="unknown rows"):
+        _planner("benchmark", tmp_path, rows=["dialogue_cse"])
+    with pytest.raises(ValueError, match="unknown step"):
+        _planner("benchmark", tmp_path, only=["zh_evaluation"])
+
+
+def _write(tmp_path, text, name="tiny"):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("run_dir: r\nresults_dir: s\nstepz: []\n", "unknown key 'stepz'"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: vocab, seeds: 3}]\n", "steps[0].seeds must be a string"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: vocabulary}]\n", "unknown tool 'vocabulary'"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: vocab}, {name: a, tool: vocab}]\n", "used twice"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: train, seeds: all}]\n", "declares no seeds"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: vocab, seeds: all}]\nseeds: [1]\n", "takes no seed"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: e, tool: evaluate, models: [{name: m, step: x}]}]\n",
+     "unknown step 'x'"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: vocab, flags: {input_file: '{nowhere}'}}]\n",
+     "unknown reference {nowhere}"),
+    ("name: other\nrun_dir: r\nresults_dir: s\n", "differs from the file's name"),
+    ("steps: []\n", "give run_dir and results_dir"),
+])
+def test_a_bad_spec_is_refused_naming_the_file_and_key(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(ValueError) as error:
+        Planner(load_spec(path), str(tmp_path / "runs"), str(tmp_path / "results"), DATA)
+    assert message in str(error.value)
+
+
+def test_an_unknown_parameter_override_is_refused(tmp_path):
+    spec = get_experiment("demo")
+    with pytest.raises(ValueError, match="has no parameter dcse_step; its parameters: dcse_steps, dial2vec_steps"):
+        apply_overrides(spec, ["dcse_step=3"])
+    assert apply_overrides(spec, ["dcse_steps=7"]).params.dcse_steps == 7
+
+
+TINY = """\
+run_dir: unused
+results_dir: unused
+params: {width: 16}
+steps:
+  - name: config
+    tool: bert_config
+    flags: {template: "{template}", vocab_file: "{vocab}"}
+    results: {bert_config.json: bert_config.json}
+  - name: rows
+    tool: select_rows
+    inputs: ["{part}"]
+    flags: {rows: {"dial2vec [seed 12345]": "dial2vec"}}
+"""
+
+
+def _tiny(tmp_path, template_text='{"hidden_size": 16}'):
+    (tmp_path / "template.json").write_text(template_text)
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\na\n")
+    part = REPO_ROOT / "results" / "benchmark" / "parts" / "zh-dial2vec" / "results.json"
+    text = TINY.replace("{template}", str(tmp_path / "template.json")).replace("{vocab}", str(tmp_path / "vocab.txt"))
+    return load_spec(_write(tmp_path, text.replace("{part}", str(part))))
+
+
+def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path):
+    runs, results = str(tmp_path / "runs"), str(tmp_path / "results")
+    first = Planner(_tiny(tmp_path), runs, results, DATA)
+    assert [run.status for run in first.order] == ["run", "run"]
+    run_experiment(first, "dialoguecse-experiment run tiny")
+    config = json.loads((tmp_path / "results" / "bert_config.json").read_text())
+    assert config == {"hidden_size": 16, "vocab_size": 3}
+    rows = json.loads((tmp_path / "runs" / "rows" / "results.json").read_text())
+    assert [model["display_name"] for model in rows["models"]] == ["dial2vec"]
+    record = json.loads((tmp_path / "results" / "experiment.json").read_text())
+    assert [run["status"] for run in record["runs"]] == ["run", "run"]
+    assert "dialoguecse-experiment run tiny" in (tmp_path / "results" / "command.txt").read_text()
+    text = json.dumps(record)
+    assert str(REPO_ROOT) not in text and not any(marker + "/tmp" in text for marker in ('"', "=", " "))
+
+    # Unchanged: the cached step is reused (the selection always runs: it reads what is there now).
+    again = Planner(_tiny(tmp_path), runs, results, DATA)
+    assert [run.status for run in again.order] == ["reuse", "run"]
+    run_experiment(again, "again")
+    assert "config\t0 (reused)" in (tmp_path / "results" / "stage_seconds.tsv").read_text()
+
+    # An input's content changed: its key changes and it runs again.
+    changed = Planner(_tiny(tmp_path, '{"hidden_size": 32}'), runs, results, DATA)
+    assert [run.status for run in changed.order] == ["rerun", "run"]
+    assert changed.order[0].key != again.order[0].key
+
+    # Another experiment's finished run of the same key is linked, not run again.
+    elsewhere = Planner(_tiny(tmp_path), str(tmp_path / "other_runs"), results, DATA, reuse_under=(runs,))
+    assert elsewhere.order[0].status == "link"
+    run_experiment(elsewhere, "elsewhere")
+    assert os.path.islink(tmp_path / "other_runs" / "config")
+    assert (tmp_path / "other_runs" / "config" / STEP_FILE).exists()
+
+
+@pytest.mark.slow
+def test_the_benchmark_merge_alone_folds_the_parts_present(tmp_path):
+    part = tmp_path / "results" / "parts" / "zh-dial2vec"
+    part.mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "results" / "benchmark" / "parts" / "zh-dial2vec" / "results.json", part / "results.json")
+    done = subprocess.run(
+        [sys.executable, "-m", "dialoguecse_tf.cli.experiment", "run", "benchmark", "--only=results",
+         f"--run_dir={tmp_path / 'runs'}", f"--results_dir={tmp_path / 'results'}"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    merged = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert [row["model"] for row in merged["rows"]] == ["dial2vec"]
+    assert (tmp_path / "results" / "results.png").stat().st_size > 0
+    assert "--only=results" in (tmp_path / "results" / "command.txt").read_text()
+    assert not (tmp_path / "runs").exists()
