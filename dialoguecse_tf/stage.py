@@ -143,6 +143,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     if not config.output_dir:
         raise ValueError("output_dir is required")
     check_output_dir(config.output_dir)
+    config.eval_entries()  # a bad evaluation suite fails now, not once the model is built
     if not config.overwrite_output_dir:
         check_resumable(objective, config)
     if config.reuse_runs_under:
