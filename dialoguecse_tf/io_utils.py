@@ -30,10 +30,10 @@ def write_json(path, value, **dump_kwargs) -> None:
         writer.write("\n")
 
 
-def parse_json_object(data: bytes, source: str, what: str = "the file") -> dict:
-    """Decodes UTF-8 JSON holding an object; anything else raises ValueError naming `source`."""
+def parse_json(data: bytes, source: str):
+    """Decodes UTF-8 JSON; bad input raises ValueError naming `source`."""
     try:
-        value = json.loads(data.decode("utf-8-sig"))
+        return json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as error:
         raise ValueError(f"{source}: invalid UTF-8 at byte {error.start}") from None
     except RecursionError:
@@ -41,6 +41,17 @@ def parse_json_object(data: bytes, source: str, what: str = "the file") -> dict:
     # JSONDecodeError, and the ValueError of an integer too long to convert.
     except ValueError as error:
         raise ValueError(f"{source}: not valid JSON ({error})") from None
+
+
+def read_json(path):
+    """`parse_json` of a local file's bytes."""
+    with open(path, "rb") as reader:
+        return parse_json(reader.read(), os.fspath(path))
+
+
+def parse_json_object(data: bytes, source: str, what: str = "the file") -> dict:
+    """Decodes UTF-8 JSON holding an object; anything else raises ValueError naming `source`."""
+    value = parse_json(data, source)
     if not isinstance(value, dict):
         raise ValueError(f"{source}: {what} must be a JSON object, got {type(value).__name__}")
     return value

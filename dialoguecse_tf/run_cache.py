@@ -7,7 +7,9 @@ when they train the same way on the same bytes, wherever the files lie; so a ben
 writes its own records finds the encoders a per-method script trained from identical records.
 Settings that do not change the trained weights are left out: where the run is written, how
 often it logs and checkpoints, the search folders themselves, `num_warmup_steps` when
-`warmup_proportion` decides it, and `eval_steps` when no evaluation set is given.
+`warmup_proportion` decides it, and `eval_steps` when no evaluation set is given. An evaluation
+suite (`eval_suite`, `eval_task`) counts as its entries with each file's content hash, however it
+was given, and is left out while empty, so that the runs keyed before suites keep their keys.
 
 The same settings decide whether a run folder may be resumed (`differing_settings`), and a
 run's encoder records the digest of the settings it was trained under (`settings_digest`), so
@@ -22,6 +24,7 @@ import json
 import os
 
 from dialoguecse_tf.checkpoints import CHECKPOINT_MARKER_FILE, TF1_CONFIG_FILE, VOCAB_FILE
+from dialoguecse_tf.evaluation.suite import suite_entries
 from dialoguecse_tf.io_utils import read_json_object, write_json
 from dialoguecse_tf.stage_config import load_stage_config, stage_record
 
@@ -32,6 +35,8 @@ SETTINGS_DIGEST_KEY = "settings_digest"
 _NOT_TRAINING = ("output_dir", "log_steps", "save_checkpoints_steps", "tpu_address", "reuse_runs_under",
                  "overwrite_output_dir")
 _EVAL_FILES = ("eval_select_file", "eval_sts_file", "eval_dialogue_file")
+_SUITE_SETTINGS = ("eval_suite", "eval_task")
+_EVAL_SETTINGS = _EVAL_FILES + _SUITE_SETTINGS
 _FILE_SETTINGS = ("init_checkpoint", "bert_config_file", "vocab_file") + _EVAL_FILES
 # The folders a finished run leaves its encoders in (stage.ENCODER_DIR, stage.BEST_ENCODER_DIR).
 _ENCODER_DIRS = ("encoder", "best_encoder")
@@ -90,8 +95,11 @@ def _settings(record: dict) -> dict:
     values = {key: value for key, value in record.items() if key not in _NOT_TRAINING}
     if values.get("warmup_proportion"):
         values.pop("num_warmup_steps", None)
-    if not any(values.get(key) for key in _EVAL_FILES):
+    if not any(values.get(key) for key in _EVAL_SETTINGS):
         values.pop("eval_steps", None)
+    for key in _SUITE_SETTINGS:
+        if not values.get(key):
+            values.pop(key, None)
     return values
 
 
@@ -118,7 +126,7 @@ def differing_settings(old: dict, new: dict) -> list:
     if any(values.get("warmup_proportion") for values in both):
         for values in both:
             values.pop("num_warmup_steps", None)
-    if not any(values.get(key) for values in both for key in _EVAL_FILES):
+    if not any(values.get(key) for values in both for key in _EVAL_SETTINGS):
         for values in both:
             values.pop("eval_steps", None)
     return [(name, old_values.get(name), new_values.get(name)) for name in sorted(set(old_values) | set(new_values))
@@ -126,7 +134,8 @@ def differing_settings(old: dict, new: dict) -> list:
 
 
 def _without_inputs(values: dict) -> dict:
-    return {key: value for key, value in values.items() if key not in _FILE_SETTINGS + ("train_file",)}
+    inputs = _FILE_SETTINGS + _SUITE_SETTINGS + ("train_file",)
+    return {key: value for key, value in values.items() if key not in inputs}
 
 
 def _normalized(record: dict) -> dict:
@@ -135,6 +144,9 @@ def _normalized(record: dict) -> dict:
     for key in _FILE_SETTINGS:
         if values.get(key):
             values[key] = content_digest(values[key])
+    if any(key in values for key in _SUITE_SETTINGS):
+        entries = suite_entries(values.pop("eval_suite", None), values.pop("eval_task", ()))
+        values["eval_suite"] = [[entry.dataset, entry.task, content_digest(entry.file)] for entry in entries]
     return values
 
 

@@ -97,16 +97,20 @@ def clear_run(output_dir: str) -> None:
 
 
 def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, objective, num_train_steps):
-    """`step -> metrics` on the config's evaluation files, keeping the best encoder; or None."""
-    files = {"select_file": config.eval_select_file, "sts_file": config.eval_sts_file,
-             "dialogue_file": config.eval_dialogue_file}
-    if not any(files.values()):
+    """`step -> metrics` on the config's evaluation suite, keeping the best encoder; or None.
+
+    With one dataset the metrics keep their names (`map`, `corr`, ...); with several they are
+    named `dataset/metric`."""
+    entries = config.eval_entries()
+    if not entries:
         return None
     from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings
-    from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
+    from dialoguecse_tf.evaluation.suite import EvaluationSuite
 
-    dataset = EvaluationDataset.from_files("dev", files)
-    _, primary_metric, higher_is_better = EvaluationSuite([dataset]).primary()
+    suite = EvaluationSuite.from_entries(entries)
+    dataset_name, primary_metric, higher_is_better = suite.primary()
+    if len(suite.datasets) > 1:
+        primary_metric = f"{dataset_name}/{primary_metric}"
     best = {}
 
     def evaluate(step):
@@ -114,7 +118,9 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
         # Dialogues read as the written encoder will read them (`DialogueEncoder.from_checkpoint`).
         dialogue_encoder = DialogueEncoder(backbone, tokenizer, config.max_seq_length, pooling="interlocutor",
                                            **dialogue_settings({"objective": objective.name, **objective.metadata()}))
-        results = {key: float(value) for key, value in dataset(encoder.encode, dialogue_encoder.encode_dialogues).items()}
+        by_dataset = suite(encoder.encode, dialogue_encoder.encode_dialogues)
+        results = (suite.flat(by_dataset) if len(by_dataset) > 1
+                   else {key: float(value) for key, value in by_dataset[dataset_name].items()})
         value = results[primary_metric]
         previous = best.get("value")
         if previous is None or (value > previous if higher_is_better else value < previous):
@@ -137,6 +143,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     if not config.output_dir:
         raise ValueError("output_dir is required")
     check_output_dir(config.output_dir)
+    config.eval_entries()  # a bad evaluation suite fails now, not once the model is built
     if not config.overwrite_output_dir:
         check_resumable(objective, config)
     if config.reuse_runs_under:

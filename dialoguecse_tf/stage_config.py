@@ -11,10 +11,14 @@ import dataclasses
 
 from dialoguecse_tf import training
 from dialoguecse_tf.config_fields import check_values, field
+from dialoguecse_tf.evaluation.suite import SuiteEntry, parse_entry, suite_entries, suite_from_legacy
 from dialoguecse_tf.io_utils import read_json_object
 from dialoguecse_tf.objectives.base import get_objective_class
 
 CONFIG_FILE = "config.json"
+# The evaluation file settings training had before suites, and the evaluation flags they stand for.
+_LEGACY_EVAL_FILES = {"eval_select_file": "select_file", "eval_sts_file": "sts_file",
+                      "eval_dialogue_file": "dialogue_file"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +71,12 @@ class TrainConfig:
                                            "clustering, relatedness and retrieval every eval_steps and at the end "
                                            "(interlocutor pooling, max_seq_length tokens per dialogue, truncation "
                                            "and token types as in training).")
+    eval_task: tuple[str, ...] = field(
+        (), "An evaluation every eval_steps and at the end, as DATASET:TASK:PATH (evaluation/suite.py; dialogue "
+        "tasks read dialogues as eval_dialogue_file does); repeat for several. Instead of the eval_*_file flags.")
+    eval_suite: str | None = field(
+        None, "A JSON evaluation suite (a list of {\"dataset\", \"task\", \"file\"}) evaluated every eval_steps "
+        "and at the end; instead of the eval_*_file flags.")
     eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
                             "first task's primary metric in table order (D-STS Corr., else SR MAP, else dialogue "
                             "purity) is kept in best_encoder/.", minimum=0)
@@ -77,6 +87,20 @@ class TrainConfig:
 
     def __post_init__(self):
         check_values(self)
+        given = [name for name in _LEGACY_EVAL_FILES if getattr(self, name)]
+        if (self.eval_suite or self.eval_task) and given:
+            raise ValueError(f"give the evaluation sets either as eval_task/eval_suite or as {', '.join(given)}, "
+                             f"not both")
+        for text in self.eval_task:
+            parse_entry(text)
+
+    def eval_entries(self) -> list[SuiteEntry]:
+        """The evaluation suite run during training ([] for none); the eval_*_file flags give
+        the dataset "dev"."""
+        if self.eval_suite or self.eval_task:
+            return suite_entries(self.eval_suite, self.eval_task)
+        files = {flag: (getattr(self, name) or "",) for name, flag in _LEGACY_EVAL_FILES.items()}
+        return suite_from_legacy((), files) if any(path for (path,) in files.values()) else []
 
     def resolved(self, objective) -> "TrainConfig":
         """This config with the objective's defaults filled in."""

@@ -191,6 +191,10 @@ CASES = (
                                        "--init_checkpoint={ckpt}", "--num_negatives=2", "--num_frozen_layers=2",
                                        "--output_dir={out}", "--max_seq_length=16", "--num_train_steps=2",
                                        "--train_batch_size=2"), "--num_frozen_layers=1"),
+    Case(TRAIN, "eval_suite_unknown_key", ("--train_file={mlm}/*.tfrecord", "--objective=mlm",
+                                           "--bert_config_file={bert_config}", "--vocab_file={vocab}",
+                                           "--eval_suite={suite_unknown_key}") + PRETRAIN_ARGS,
+         "{suite_unknown_key}: entry 1: unknown keys ['split']"),
     Case(EXPORT, "missing_flag", ("--checkpoint={ckpt}",), "--export_dir"),
     Case(EXPORT, "missing_checkpoint", ("--checkpoint={missing}", "--export_dir={out}"), "{missing}"),
     Case(EXPORT, "checkpoint_vocab_size_differs", ("--checkpoint={ckpt_vocab_differs}", "--export_dir={out}"),
@@ -211,6 +215,16 @@ CASES = (
          + EVAL_ARGS, "{ckpt_vocab_differs}/vocab.txt"),
     Case(EVALUATE, "checkpoint_config_missing_keys", ("--checkpoint={ckpt_no_hidden}", "--sts_file={sts}")
          + EVAL_ARGS, "{ckpt_no_hidden}/bert_config.json"),
+    Case(EVALUATE, "eval_task_without_path", ("--checkpoint={ckpt}", "--eval_task=ECD:sr") + EVAL_ARGS,
+         "evaluation task 'ECD:sr': expected DATASET:TASK:PATH"),
+    Case(EVALUATE, "eval_task_unknown_task", ("--checkpoint={ckpt}", "--eval_task=ECD:select:{sts}") + EVAL_ARGS,
+         "unknown evaluation task 'select'"),
+    Case(EVALUATE, "eval_task_missing_file", ("--checkpoint={ckpt}", "--eval_task=ECD:dsts:{missing}") + EVAL_ARGS,
+         "dsts file of dataset 'ECD' not found: {missing}"),
+    Case(EVALUATE, "eval_task_and_per_dataset_flags", ("--checkpoint={ckpt}", "--eval_task=ECD:dsts:{sts}",
+                                                        "--select_file={sts}") + EVAL_ARGS, "(select_file), not both"),
+    Case(EVALUATE, "eval_suite_unknown_key", ("--checkpoint={ckpt}", "--eval_suite={suite_unknown_key}") + EVAL_ARGS,
+         "{suite_unknown_key}: entry 1: unknown keys ['split']"),
     Case(EVALUATE, "train_text_invalid_utf8", ("--checkpoint={ckpt}", "--sts_file={sts}", "--baselines=whitening",
                                                "--train_text_file={texts_bad_utf8}") + EVAL_ARGS, "{texts_bad_utf8}:2"),
     Case(MERGE, "missing_flag", ("--results={results}",), "--output_dir"),
@@ -335,6 +349,9 @@ def _build_inputs(root):
         sts=write("sts.txt", "5\twhere is my order\ttrack my package\n1\ti want a refund\ttrack my package\n"),
         sts_bad_score=write("sts_bad_score.txt", "5\twhere is my order\ttrack my package\n7\ta\tb\n"),
     )
+    paths["suite_unknown_key"] = write("suite_unknown_key.json", json.dumps(
+        [{"dataset": "ECD", "task": "dsts", "file": paths["sts"]},
+         {"dataset": "ECD", "task": "sr", "file": paths["sts"], "split": "dev"}]))
 
     config = tiny_bert_config_for(vocab)
     config.to_json_file(str(root / "bert_config.json"))

@@ -220,12 +220,12 @@ def test_task_evaluators_check_their_file_when_built(tmp_path):
 
 
 def test_evaluation_dataset_and_suite(tmp_path):
-    from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
+    from dialoguecse_tf.evaluation.suite import EvaluationSuite, SuiteEntry
 
     select, sts = _task_files(tmp_path)
-    both = EvaluationDataset.from_files("ECD", {"select_file": select, "sts_file": sts})
-    sts_only = EvaluationDataset.from_files("JDDC", {"select_file": None, "sts_file": sts})
-    # Table order: D-STS first, then SR.
+    both, sts_only = EvaluationSuite.from_entries(
+        [SuiteEntry("ECD", "sr", select), SuiteEntry("ECD", "dsts", sts), SuiteEntry("JDDC", "dsts", sts)]).datasets
+    # Table order: D-STS first, then SR, whatever the entries' order.
     assert [evaluator.task for evaluator in both.evaluators] == ["sts", "select"]
     assert list(both.record()) == ["name", "sts_file", "sts_sha256", "sts_pairs", "select_file", "select_sha256",
                                    "sr_queries", "sr_scored_queries", "sr_skipped_no_negative",
@@ -239,7 +239,7 @@ def test_evaluation_dataset_and_suite(tmp_path):
     assert suite.primary() == ("ECD", "corr", True)
     assert suite.flat(results) == {"ECD/corr": results["ECD"]["corr"], "ECD/map": results["ECD"]["map"],
                                    "ECD/mrr": results["ECD"]["mrr"], "JDDC/corr": results["JDDC"]["corr"]}
-    with pytest.raises(ValueError, match="no evaluation file"):
-        EvaluationDataset.from_files("empty", {"select_file": None, "sts_file": ""})
+    with pytest.raises(ValueError, match="lists task 'dsts' of dataset 'ECD' twice"):
+        EvaluationSuite.from_entries([SuiteEntry("ECD", "dsts", sts)] * 2)
     with pytest.raises(ValueError, match="distinct"):
         EvaluationSuite([both, both])

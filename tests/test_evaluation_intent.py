@@ -182,7 +182,7 @@ def test_few_shot_accuracy_separates_an_informative_encoder_from_chance(tmp_path
     assert metrics["acc_5shot"] > metrics["acc_1shot"]
     constant = evaluator(lambda texts: np.ones((len(texts), 4)))
     assert constant["acc_5shot"] == pytest.approx(100.0 / 6)  # every score ties: argmax picks the first intent
-    noisy = few_shot_accuracies(evaluator.dataset, lambda texts: rng.normal(size=(len(texts), 16)), 1)
+    noisy = few_shot_accuracies(evaluator.data, lambda texts: rng.normal(size=(len(texts), 16)), 1)
     assert len(noisy) == 10 and np.mean(noisy) < 40.0
 
 

@@ -217,14 +217,14 @@ def test_the_written_encoder_embeds_by_cls_without_the_trained_mlp(trained_run):
 
 def test_evaluation_during_training_and_after_it_pools_with_cls(trained_run):
     from dialoguecse_tf.evaluation.baselines import CheckpointEmbedders, build_checkpoint_model
-    from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset
+    from dialoguecse_tf.evaluation.suite import EvaluationSuite, SuiteEntry
 
     folder, _, poolings = trained_run
     assert poolings == ["cls", "cls"]
     best_dir = str(folder / "run" / stage.BEST_ENCODER_DIR)
     best = load_checkpoint(best_dir, 10).metadata
     assert best["pooling"] == "cls" and best["step"] in (2, 4)
-    dataset = EvaluationDataset.from_files("dev", {"sts_file": str(folder / "sts.txt")})
+    (dataset,) = EvaluationSuite.from_entries([SuiteEntry("dev", "dsts", str(folder / "sts.txt"))]).datasets
     # The stage's score of the best encoder is its score embedded as the evaluation embeds it.
     embedders = CheckpointEmbedders.from_checkpoint(best_dir, 10)
     built = build_checkpoint_model(embedders)

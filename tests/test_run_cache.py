@@ -92,6 +92,34 @@ def test_eval_steps_count_only_with_an_evaluation_set(tmp_path):
         run_cache.record_key(_record(tmp_path, eval_steps=0, eval_dialogue_file=str(dev)))
 
 
+def test_keys_of_runs_keyed_before_evaluation_suites_are_unchanged(tmp_path):
+    # Pinned before eval_suite and eval_task existed: run folders and reuse are found by the key,
+    # so a setting added with its default must not move it.
+    assert run_cache.run_key(*_stage(_record(tmp_path))) == "7eb0921565b8d9cb"
+    dev = tmp_path / "dev.txt"
+    dev.write_text("dev")
+    assert run_cache.run_key(*_stage(_record(tmp_path, eval_steps=100, eval_dialogue_file=str(dev)))) == \
+        "cec3c7e309a9d714"
+
+
+def test_an_evaluation_suite_counts_by_its_entries_and_their_bytes(tmp_path):
+    from dialoguecse_tf.evaluation.suite import SuiteEntry, write_suite
+
+    sts = tmp_path / "sts.txt"
+    sts.write_text("5\ta\tb\n")
+    suite_file = tmp_path / "suite.json"
+    write_suite(str(suite_file), [SuiteEntry("ECD", "dsts", str(sts))])
+    by_task = run_cache.run_key(*_stage(_record(tmp_path, eval_task=[f"ECD:dsts:{sts}"])))
+    assert run_cache.run_key(*_stage(_record(tmp_path, eval_suite=str(suite_file)))) == by_task
+    assert by_task != run_cache.run_key(*_stage(_record(tmp_path)))
+    assert run_cache.run_key(*_stage(_record(tmp_path, eval_task=[f"JDDC:dsts:{sts}"]))) != by_task
+    assert run_cache.run_key(*_stage(_record(tmp_path, eval_task=[f"ECD:dsts:{sts}"], eval_steps=50))) != by_task
+    sts.rename(tmp_path / "moved.txt")
+    assert run_cache.run_key(*_stage(_record(tmp_path, eval_task=[f"ECD:dsts:{tmp_path / 'moved.txt'}"]))) == by_task
+    (tmp_path / "moved.txt").write_text("4\ta\tb\n")
+    assert run_cache.run_key(*_stage(_record(tmp_path, eval_task=[f"ECD:dsts:{tmp_path / 'moved.txt'}"]))) != by_task
+
+
 def test_a_tf_checkpoint_prefix_is_hashed_by_its_files(tmp_path):
     folder = tmp_path / "google"
     folder.mkdir()

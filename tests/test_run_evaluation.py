@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import TINY_WORDS
-from dialoguecse_tf.evaluation.config import DatasetFiles, EvaluationConfig
+from dialoguecse_tf.evaluation.config import EvaluationConfig
+from dialoguecse_tf.evaluation.suite import SuiteEntry, write_suite
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
@@ -65,7 +66,7 @@ def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     out = tmp_path / "eval"
     completed = run(
         RUN_EVALUATION, f"--checkpoint={checkpoint}", "--model_name=Tiny", "--baselines=avg,flow",
-        "--dataset_name=TOY", f"--select_file={tmp_path / 'select.txt'}", f"--sts_file={tmp_path / 'sts.txt'}",
+        f"--eval_task=TOY:sr:{tmp_path / 'select.txt'}", f"--eval_task=TOY:dsts:{tmp_path / 'sts.txt'}",
         f"--train_text_file={tmp_path / 'train.txt'}", "--flow_steps=3", "--flow_couplings=2",
         "--flow_hidden_units=8", "--max_seq_length=12", "--batch_size=8", f"--output_dir={out}",
     )
@@ -118,7 +119,7 @@ def test_missing_required_flags_fail_with_a_clear_message(tmp_path):
     assert completed.returncode != 0 and "--checkpoint must have a value" in completed.stderr
     completed = run(RUN_EVALUATION, f"--checkpoint={tmp_path}", f"--output_dir={tmp_path}")
     assert completed.returncode != 0
-    assert "give at least one --select_file (SR), --sts_file (D-STS), --intent_file, --oos_file or --dialogue_file" in completed.stderr
+    assert "give at least one eval_task (DATASET:TASK:PATH), an eval_suite, or the per-dataset flags" in completed.stderr
     completed = run(MERGE_RESULTS, f"--output_dir={tmp_path}")
     assert completed.returncode != 0 and "--results must have a value" in completed.stderr
 
@@ -131,7 +132,7 @@ def test_nonexistent_files_fail_before_any_model_loads(tmp_path):
         f"--sts_file={tmp_path / 'sts.txt'}", f"--output_dir={tmp_path / 'out'}",
     )
     assert completed.returncode == 1
-    assert f"select_file of dataset 'dev' not found: {missing}" in completed.stderr
+    assert f"sr file of dataset 'dev' not found: {missing}" in completed.stderr
     completed = run(
         RUN_EVALUATION, f"--checkpoint={tmp_path / 'no_checkpoint'}", f"--sts_file={tmp_path / 'sts.txt'}",
         f"--output_dir={tmp_path / 'out'}",
@@ -175,25 +176,25 @@ def test_training_texts_may_be_a_glob_or_a_folder_for_corpus_formats(tmp_path, s
             config(path, text_format).check_files()
 
 
-def test_config_datasets_from_parallel_lists(tmp_path):
+def test_config_suite_from_parallel_lists_or_entries(tmp_path):
     config = EvaluationConfig(
         checkpoint=("a/bert",), output_dir="out", dataset_name=("ECD", "JDDC"),
-        select_file=("e/select.txt", ""), sts_file=("e/sts.txt", "j/sts.txt"),
+        select_file=("e/select.txt", ""), sts_file=("e/sts.txt", "j/sts.txt"), dialogue_file=("", "j/sgd"),
     )
-    assert config.datasets() == [
-        DatasetFiles("ECD", {"select_file": "e/select.txt", "sts_file": "e/sts.txt", "intent_file": None,
-                             "oos_file": None, "dialogue_file": None}),
-        DatasetFiles("JDDC", {"select_file": None, "sts_file": "j/sts.txt", "intent_file": None, "oos_file": None,
-                              "dialogue_file": None}),
+    assert config.entries() == [
+        SuiteEntry("ECD", "dsts", "e/sts.txt"), SuiteEntry("ECD", "sr", "e/select.txt"),
+        SuiteEntry("JDDC", "dsts", "j/sts.txt"), SuiteEntry("JDDC", "clustering", "j/sgd"),
+        SuiteEntry("JDDC", "relatedness", "j/sgd"), SuiteEntry("JDDC", "dialogue_retrieval", "j/sgd"),
     ]
     assert config.model_name == ("bert",)
     single = EvaluationConfig(checkpoint=("a",), output_dir="out", sts_file=("s.txt",))
-    assert single.datasets() == [DatasetFiles("dev", {"select_file": None, "sts_file": "s.txt", "intent_file": None,
-                                                      "oos_file": None, "dialogue_file": None})]
+    assert single.entries() == [SuiteEntry("dev", "dsts", "s.txt")]
+    tasks = EvaluationConfig(checkpoint=("a",), output_dir="out", eval_task=("ECD:sr:e/select.txt", "ECD:dsts:e:s"))
+    assert tasks.entries() == [SuiteEntry("ECD", "sr", "e/select.txt"), SuiteEntry("ECD", "dsts", "e:s")]
 
 
-def test_load_suite_reads_every_dataset_in_task_order(tiny_setup):
-    from dialoguecse_tf.evaluation.runner import load_suite
+def test_build_suite_reads_every_dataset_in_task_order(tiny_setup):
+    from dialoguecse_tf.evaluation.runner import build_suite
     from dialoguecse_tf.evaluation.tasks.dsts import DStsEvaluator
     from dialoguecse_tf.evaluation.tasks.sr import SrEvaluator
 
@@ -201,7 +202,7 @@ def test_load_suite_reads_every_dataset_in_task_order(tiny_setup):
     select, sts = str(tmp_path / "select.txt"), str(tmp_path / "sts.txt")
     config = EvaluationConfig(checkpoint=("ckpt",), output_dir="out", dataset_name=("A", "B"),
                               select_file=(select, ""), sts_file=(sts, sts))
-    suite = load_suite(config)
+    suite = build_suite(config)
     assert [dataset.name for dataset in suite.datasets] == ["A", "B"]
     # D-STS first, as Table 2's columns; a dataset without a file has no evaluator for it.
     assert [type(e) for e in suite.datasets[0].evaluators] == [DStsEvaluator, SrEvaluator]
@@ -217,7 +218,13 @@ def test_load_suite_reads_every_dataset_in_task_order(tiny_setup):
         ({"select_file": ("a", "b")}, "2 datasets: name each with dataset_name"),
         ({"dataset_name": ("ECD", "ECD"), "select_file": ("a", "b")}, "distinct"),
         ({"select_file": ("",)}, r"dataset 'dev' has no evaluation file \(none of sts_file, select_file, intent_file, oos_file, dialogue_file\)"),
-        ({"select_file": ()}, "give at least one of sts_file, select_file"),
+        ({"select_file": ()}, r"give at least one eval_task \(DATASET:TASK:PATH\), an eval_suite, or the "
+                              r"per-dataset flags \(sts_file, select_file"),
+        ({"eval_task": ("ECD:sr:select.txt",)}, r"either as eval_task/eval_suite or as the per-dataset flags "
+                                                r"\(select_file\), not both"),
+        ({"select_file": (), "eval_task": ("ECD:select:select.txt",)}, "unknown evaluation task 'select'; known "
+                                                                        "tasks: dsts, sr, intent"),
+        ({"select_file": (), "eval_task": ("ECD:sr:a", "ECD:sr:b")}, "lists task 'sr' of dataset 'ECD' twice"),
         ({"baselines": ("glove",)}, "unknown baseline 'glove'"),
         ({"baselines": ("flow",)}, "give train_text_file"),
         ({"model_name": ("A", "B")}, "one model_name per checkpoint"),
@@ -230,3 +237,27 @@ def test_config_rejects_inconsistent_settings(overrides, message):
     settings = {"checkpoint": ("ckpt",), "output_dir": "out", "select_file": ("select.txt",), **overrides}
     with pytest.raises(ValueError, match=message):
         EvaluationConfig(**settings)
+
+
+def test_a_suite_gives_the_results_of_the_flags_it_replaces(tiny_setup):
+    """The same datasets as per-dataset flags and as a suite file (entries in another order):
+    equal metrics, dataset records and tables."""
+    from dialoguecse_tf.evaluation.runner import run_evaluation
+
+    tmp_path, checkpoint = tiny_setup
+    select, sts = str(tmp_path / "select.txt"), str(tmp_path / "sts.txt")
+    settings = {"checkpoint": (checkpoint,), "model_name": ("Tiny",), "max_seq_length": 12, "batch_size": 8}
+    legacy = EvaluationConfig(**settings, output_dir=str(tmp_path / "legacy"), dataset_name=("ECD", "JDDC"),
+                              select_file=(select, ""), sts_file=(sts, sts))
+    suite_file = str(tmp_path / "suite.json")
+    write_suite(suite_file, [SuiteEntry("ECD", "sr", select), SuiteEntry("JDDC", "dsts", sts),
+                             SuiteEntry("ECD", "dsts", sts)])
+    suite = EvaluationConfig(**settings, output_dir=str(tmp_path / "suite"), eval_suite=suite_file)
+    assert suite.entries() == [SuiteEntry("ECD", "sr", select), SuiteEntry("JDDC", "dsts", sts),
+                               SuiteEntry("ECD", "dsts", sts)]
+    by_flags, by_suite = (run_evaluation(config, log=lambda _: None) for config in (legacy, suite))
+    assert by_suite["datasets"] == by_flags["datasets"]
+    assert [row["metrics"] for row in by_suite["models"]] == [row["metrics"] for row in by_flags["models"]]
+    assert list(by_suite["models"][0]["metrics"]["ECD"]) == ["corr", "map", "mrr"]
+    assert (tmp_path / "suite" / "results.md").read_text(encoding="utf-8") == \
+        (tmp_path / "legacy" / "results.md").read_text(encoding="utf-8")

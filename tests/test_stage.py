@@ -61,6 +61,22 @@ def test_periodic_evaluation_keeps_the_best_encoder(tmp_path, contrastive_run):
     assert np.isfinite([values["loss"] for values in seen.values()]).all()
 
 
+def test_periodic_evaluation_reads_an_evaluation_suite(tmp_path, contrastive_run):
+    from dialoguecse_tf.evaluation.suite import SuiteEntry, write_suite
+
+    files = stage_runs.write_evaluation_files(tmp_path)
+    suite_file = str(tmp_path / "suite.json")
+    write_suite(suite_file, [SuiteEntry("B", "sr", files["select"]), SuiteEntry("A", "dsts", files["sts"])])
+    with pytest.raises(ValueError, match="either as eval_task/eval_suite or as eval_sts_file, not both"):
+        stage.configure("dialoguecse", **contrastive_run, eval_suite=suite_file, eval_sts_file=files["sts"])
+    objective, train_config = stage.configure("dialoguecse", **contrastive_run, eval_steps=2, eval_suite=suite_file)
+    logs = stage.run_stage(objective, train_config, verbose=False)
+    # Several datasets: metrics named dataset/metric, the first dataset's primary metric selects.
+    best = load_checkpoint(str(tmp_path / "run" / stage.BEST_ENCODER_DIR), 10).metadata
+    assert best["selected_by"] == "B/map" and set(best["eval"]) == {"B/map", "B/mrr", "A/corr"}
+    assert {"eval_B/map", "eval_B/mrr", "eval_A/corr"} <= set(logs)
+
+
 def test_a_config_file_reruns_its_run_exactly(contrastive_run, tmp_path):
     stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
     config_file = os.path.join(contrastive_run["output_dir"], stage.CONFIG_FILE)

@@ -11,19 +11,18 @@ import dataclasses
 import glob
 import os
 
+from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES, field, field_kind
 from dialoguecse_tf.data.readers import READERS
-from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES, field
 from dialoguecse_tf.data.intent import SPLITS as INTENT_SPLITS
 from dialoguecse_tf.evaluation.dialogue_sets import DIALOGUE_LABELS
 from dialoguecse_tf.evaluation.registry import (BASELINES, DIALOGUE_PROTOCOLS, check_dialogue_protocol, display_name,
                                                 get_baseline)
-from dialoguecse_tf.evaluation.tasks.base import task_classes
-
+from dialoguecse_tf.evaluation.suite import LEGACY_FILE_FLAGS, SuiteEntry, suite_entries, suite_from_legacy
+from dialoguecse_tf.evaluation.tasks.base import get_task, task_names
 
 # "lines": one sentence per line; the others are the corpus readers' formats, whose
 # utterances (and candidate responses) become the training sentences.
 TRAIN_TEXT_FORMATS = ("lines",) + tuple(READERS)
-DEFAULT_DATASET_NAME = "dev"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,21 +55,14 @@ class FitOptions:
 
 
 @dataclasses.dataclass(frozen=True)
-class DatasetFiles:
-    """One column group of the results table: its name and, per task, the task's file or None."""
-
-    name: str
-    files: dict  # {task file field, e.g. "select_file": path or None}
-
-
-@dataclasses.dataclass(frozen=True)
 class EvaluationConfig:
     """Which checkpoints and baselines to evaluate on which datasets, and how.
 
-    Datasets: `dataset_name` and the task files (`select_file`, `sts_file`, `intent_file`,
-    `oos_file`) are parallel lists, entry i of each
-    describing dataset i; an empty string means "this dataset has no such file". With a single
-    dataset the name may be omitted (it is then "dev").
+    Datasets: an evaluation suite (`evaluation.suite`), given as `eval_task` entries
+    (DATASET:TASK:PATH) and/or an `eval_suite` file. Or, as before suites, `dataset_name` and the
+    task files (`select_file`, `sts_file`, `intent_file`, `oos_file`, `dialogue_file`) as parallel
+    lists, entry i of each describing dataset i; an empty string means "this dataset has no such
+    file". With a single dataset the name may be omitted (it is then "dev").
 
     Models: each `checkpoint` is shown under the `model_name` at the same position (default:
     the checkpoint folder's name). Without `baselines` each checkpoint is evaluated as is with
@@ -83,6 +75,12 @@ class EvaluationConfig:
         (), "Comma-separated checkpoints to evaluate: Google TF1 BERT, HuggingFace BERT or this project's.",
         flag="list")
     output_dir: str | None = field(None, "Where config.json, results.json and results.md are written.")
+    eval_task: tuple[str, ...] = field(
+        (), "An evaluation as DATASET:TASK:PATH, e.g. ECD:sr:../shared/data/ecd/dev/select.txt; repeat for "
+        "several. Tasks: " + ", ".join(task_names()) + ". Instead of the per-dataset file flags.")
+    eval_suite: str | None = field(
+        None, "A JSON evaluation suite: a list of {\"dataset\", \"task\", \"file\"} objects (as --eval_task); "
+        "instead of the per-dataset file flags.")
     select_file: tuple[str, ...] = field((), "SR file (select.txt) of a dataset; repeat once per dataset, '' for none.")
     sts_file: tuple[str, ...] = field((), "D-STS file (sts.txt) of a dataset; repeat once per dataset, '' for none.")
     intent_file: tuple[str, ...] = field(
@@ -137,9 +135,9 @@ class EvaluationConfig:
     random_seed: int = field(FlowConfig.seed, "Seed of the flow's initialisation and batch order.")
 
     def __post_init__(self):
-        for name in ("checkpoint", "select_file", "sts_file", "intent_file", "oos_file", "dialogue_file",
-                     "dataset_name", "model_name", "baselines", "dialogue_protocol"):
-            object.__setattr__(self, name, tuple(getattr(self, name) or ()))
+        for spec in dataclasses.fields(self):
+            if field_kind(type(self), spec.name)[1]:
+                object.__setattr__(self, spec.name, tuple(getattr(self, spec.name) or ()))
         if not self.checkpoint:
             raise ValueError("give at least one checkpoint to evaluate")
         if not self.output_dir:
@@ -163,7 +161,7 @@ class EvaluationConfig:
                 f"baselines {[b for b in self.baselines if get_baseline(b).needs_train_texts]} are fitted on "
                 "unlabelled training sentences: give train_text_file"
             )
-        if self.baselines and any(self.dialogue_file):
+        if self.baselines and any(get_task(entry.task).input_kind == "dialogues" for entry in self.entries()):
             raise ValueError("the dialogue tasks evaluate checkpoints as they are (with --dialogue_protocol); the "
                              "baselines are sentence embeddings: evaluate them in a separate run")
         for name in self.dialogue_protocol:
@@ -178,7 +176,7 @@ class EvaluationConfig:
             raise ValueError(f"whitening_dim must be positive, got {self.whitening_dim}")
         # Built once here so that a bad value fails before any model is loaded.
         self.fit_options()
-        self.datasets()
+        self.entries()
         self.model_rows()
 
     @property
@@ -218,31 +216,20 @@ class EvaluationConfig:
             raise ValueError(f"several results rows would be named {repeated}; give distinct model_name values")
         return rows
 
-    def datasets(self) -> list[DatasetFiles]:
-        """The parallel dataset lists as `DatasetFiles`, checked for consistency."""
-        file_fields = list(dict.fromkeys(task.file_flag for task in task_classes()))
-        per_task = {name: getattr(self, name) for name in file_fields}
-        count = max([len(self.dataset_name)] + [len(values) for values in per_task.values()])
-        if count == 0:
-            raise ValueError(f"give at least one of {', '.join(file_fields)}")
-        if not self.dataset_name and count > 1:
-            raise ValueError(f"{count} datasets: name each with dataset_name, in the order of their files")
-        names = self.dataset_name or (DEFAULT_DATASET_NAME,)
-        for flag, values in (("dataset_name", names), *per_task.items()):
-            if values and len(values) != count:
-                raise ValueError(
-                    f"{count} datasets but {len(values)} {flag} values: with several datasets give dataset_name "
-                    f"and each of {', '.join(file_fields)} once per dataset, in the same order ('' for a missing file)"
-                )
-        if len(set(names)) != len(names) or not all(names):
-            raise ValueError(f"dataset names must be non-empty and distinct, got {list(names)}")
-        datasets = []
-        for i, name in enumerate(names):
-            files = {field: (values[i] if values else "") or None for field, values in per_task.items()}
-            if not any(files.values()):
-                raise ValueError(f"dataset {name!r} has no evaluation file (none of {', '.join(file_fields)})")
-            datasets.append(DatasetFiles(name, files))
-        return datasets
+    def entries(self) -> list[SuiteEntry]:
+        """The evaluation suite: `eval_suite`'s and `eval_task`'s entries, or those of the
+        per-dataset file flags."""
+        legacy = ("dataset_name",) + tuple(LEGACY_FILE_FLAGS)
+        given = [name for name in legacy if getattr(self, name)]
+        if self.eval_suite or self.eval_task:
+            if given:
+                raise ValueError(f"give the evaluation sets either as eval_task/eval_suite or as the per-dataset "
+                                 f"flags ({', '.join(given)}), not both")
+            return suite_entries(self.eval_suite, self.eval_task)
+        if not given:
+            raise ValueError(f"give at least one eval_task (DATASET:TASK:PATH), an eval_suite, or the per-dataset "
+                             f"flags ({', '.join(LEGACY_FILE_FLAGS)})")
+        return suite_from_legacy(self.dataset_name, {flag: getattr(self, flag) for flag in LEGACY_FILE_FLAGS})
 
     def _train_texts_exist(self) -> bool:
         path = self.train_text_file
@@ -255,12 +242,9 @@ class EvaluationConfig:
 
     def check_files(self) -> None:
         """Raises FileNotFoundError for the first input file or checkpoint that does not exist."""
-        for dataset in self.datasets():
-            for kind, path in dataset.files.items():
-                # An intent set (train.json and test.json) or SGD dialogues may be a folder.
-                folder_ok = kind in ("intent_file", "dialogue_file") and os.path.isdir(path or "")
-                if path is not None and not (os.path.isfile(path) or folder_ok):
-                    raise FileNotFoundError(f"{kind} of dataset {dataset.name!r} not found: {path}")
+        for entry in self.entries():
+            if not entry.file_exists:
+                raise FileNotFoundError(f"{entry.task} file of dataset {entry.dataset!r} not found: {entry.file}")
         if self.needs_train_texts and not self._train_texts_exist():
             raise FileNotFoundError(f"train_text_file not found: {self.train_text_file}")
         for path in self.checkpoint:

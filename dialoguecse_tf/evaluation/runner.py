@@ -11,14 +11,13 @@ from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.embedding_io import read_texts
 from dialoguecse_tf.evaluation.config import EvaluationConfig
 from dialoguecse_tf.evaluation.results import model_record, new_results, write_results
-from dialoguecse_tf.evaluation.tasks.suite import EvaluationDataset, EvaluationSuite
+from dialoguecse_tf.evaluation.suite import EvaluationSuite
 
 
-def load_suite(config: EvaluationConfig) -> EvaluationSuite:
-    """Reads and validates every dataset's files (`DataFormatError` names file and line)."""
+def build_suite(config: EvaluationConfig) -> EvaluationSuite:
+    """Reads and validates every file of the config's suite (`DataFormatError` names file and line)."""
     options = {"dialogue_label": config.dialogue_label, "intent_split": config.intent_split}
-    return EvaluationSuite([EvaluationDataset.from_files(files.name, files.files, options)
-                            for files in config.datasets()])
+    return EvaluationSuite.from_entries(config.entries(), options)
 
 
 def _corpus_sentences(path: str, text_format: str):
@@ -57,7 +56,7 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
     so a long run shows its progress and keeps what it finished.
     """
     config.check_files()
-    suite = load_suite(config)
+    suite = build_suite(config)
     train_texts = None
     if config.needs_train_texts:
         train_texts = read_train_texts(config.train_text_file, config.train_text_format)

@@ -1,13 +1,17 @@
-"""The interface every evaluation task implements, and the registry tables read their columns from.
+"""The interface every evaluation task implements, and the registry suites and tables read.
 
-An evaluator is built from one input file of its task (`file_flag` names the evaluation
-config field and flag holding it; `option_names` further config fields it takes), reads and
-checks it at once, and is then called with an encoder: `evaluator(encode) -> {metric: value}`.
+A task is named in evaluation suites by its `name` (`evaluation.suite`: entries of dataset,
+task name and file). Its evaluator is built from one input file, which `read` parses and
+checks at once (evaluators whose `read` is the same function share one reading of a dataset's
+file), and is then called with an encoder: `evaluator(encode) -> {metric: value}`.
 For `input_kind` "sentences", `encode` is any `list[str] -> [N, D]` callable
 (`SentenceEncoder.encode`, or a baseline's embed function); for "dialogues" a
 `list[Dialogue] -> [N, D]` callable (`DialogueEncoder.encode_dialogues`). Metric keys are
-distinct across tasks (a dataset's results are one dict). Metrics are percentages. Adding a
-task is one module with a registered subclass, plus its file field in `EvaluationConfig`.
+distinct across tasks (a dataset's results are one dict). Metrics are percentages.
+
+Adding a task is one module with a `register_task`-decorated subclass, plus its import in
+`tasks/__init__.py`, whose order is the tables' column order; suites, flags, tables and the
+training stage's evaluation then take it from the registry.
 """
 
 from __future__ import annotations
@@ -20,19 +24,27 @@ _TASKS: dict[str, type] = {}
 
 
 class Evaluator:
-    task: ClassVar[str]  # short name, the prefix of its results.json keys, e.g. "select"
+    name: ClassVar[str]  # how suites name the task, e.g. "sr"
+    task: ClassVar[str]  # the prefix of its results.json keys, e.g. "select"
     label: ClassVar[str]  # how tables name the task, e.g. "SR"
     count_key: ClassVar[str]  # results.json key of the file's item count, e.g. "sr_queries"
     description: ClassVar[str]
-    file_flag: ClassVar[str]  # the EvaluationConfig field / flag naming this task's file
     metrics: ClassVar[tuple]  # ((key, table header), ...) in table order
     primary_metric: ClassVar[str]
     higher_is_better: ClassVar[bool] = True
     input_kind: ClassVar[str] = "sentences"  # or "dialogues": called with a dialogue encoder
-    option_names: ClassVar[tuple] = ()  # EvaluationConfig fields passed to the constructor
+    accepts_folder: ClassVar[bool] = False  # whether its input may be a folder (an intent set, SGD dialogues)
+    option_names: ClassVar[tuple] = ()  # suite-wide options `read` takes (EvaluationConfig fields)
 
-    def __init__(self, path: str):
+    @staticmethod
+    def read(path: str, **options):
+        """The task's input parsed and checked from `path` (raises on bad input)."""
+        raise NotImplementedError
+
+    def __init__(self, path: str, data=None, **options):
+        """Built from `path`, or from `data`, what `read(path, **options)` returned."""
         self.path = path
+        self.data = self.read(path, **options) if data is None else data
 
     @property
     def size(self) -> int:
@@ -48,9 +60,11 @@ class Evaluator:
 
 
 def register_task(evaluator_class: type) -> type:
-    if evaluator_class.task in _TASKS:
-        raise ValueError(f"evaluation task {evaluator_class.task!r} is registered twice")
-    _TASKS[evaluator_class.task] = evaluator_class
+    for attribute in ("name", "task"):
+        value = getattr(evaluator_class, attribute)
+        if any(getattr(known, attribute) == value for known in _TASKS.values()):
+            raise ValueError(f"evaluation task {attribute} {value!r} is registered twice")
+    _TASKS[evaluator_class.name] = evaluator_class
     return evaluator_class
 
 
@@ -59,6 +73,19 @@ def task_classes() -> tuple:
     from dialoguecse_tf.evaluation import tasks  # noqa: F401 (registers the built-in tasks)
 
     return tuple(_TASKS.values())
+
+
+def task_names() -> tuple:
+    """The registered tasks' suite names, in table-column order."""
+    return tuple(task.name for task in task_classes())
+
+
+def get_task(name: str) -> type:
+    """The evaluator class a suite names `name`; ValueError naming the known tasks otherwise."""
+    classes = {task.name: task for task in task_classes()}
+    if name not in classes:
+        raise ValueError(f"unknown evaluation task {name!r}; known tasks: {', '.join(classes)}")
+    return classes[name]
 
 
 def metric_columns() -> tuple:

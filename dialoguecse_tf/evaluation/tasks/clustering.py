@@ -35,10 +35,10 @@ def clustering_scores(vectors, labels, repeats: int | None = None) -> dict:
 
 @register_task
 class ClusteringEvaluator(DialogueEvaluator):
+    name = "clustering"
     task = "clustering"
     label = "Clustering"
     description = "k-means of the dialogue embeddings into as many clusters as labels (purity, NMI, ARI)"
-    file_flag = "dialogue_file"
     metrics = (("purity", "Purity"), ("nmi", "NMI"), ("ari", "ARI"))
     primary_metric = "purity"
 

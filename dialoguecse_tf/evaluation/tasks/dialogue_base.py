@@ -1,5 +1,5 @@
-"""What the dialogue-level evaluators share: the labelled set, read once per evaluator, and
-the `dialogue_label` option."""
+"""What the dialogue-level evaluators share: the labelled set (one reading of a dataset's file
+serves all three in a suite) and the `dialogue_label` option."""
 
 from dialoguecse_tf.evaluation.dialogue_sets import read_labelled_dialogues
 from dialoguecse_tf.evaluation.evaluate import embed_unique
@@ -11,12 +11,16 @@ class DialogueEvaluator(Evaluator):
 
     input_kind = "dialogues"
     count_key = "dialogues"
+    accepts_folder = True  # an SGD folder
     option_names = ("dialogue_label",)
 
-    def __init__(self, path: str, dialogue_label: str = "service"):
-        super().__init__(path)
+    @staticmethod
+    def read(path: str, dialogue_label: str = "service"):
+        return read_labelled_dialogues(path, dialogue_label)
+
+    def __init__(self, path: str, data=None, dialogue_label: str = "service"):
+        super().__init__(path, data, dialogue_label=dialogue_label)
         self.dialogue_label = dialogue_label
-        self.data = read_labelled_dialogues(path, dialogue_label)
 
     @property
     def size(self) -> int:

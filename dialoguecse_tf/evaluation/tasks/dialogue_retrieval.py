@@ -20,10 +20,10 @@ def retrieval_scores(vectors, labels) -> dict:
 
 @register_task
 class DialogueRetrievalEvaluator(DialogueEvaluator):
+    name = "dialogue_retrieval"
     task = "dialogue_retrieval"
     label = "Retrieval"
     description = "each dialogue ranks all others by cosine similarity, relevant = same label"
-    file_flag = "dialogue_file"
     metrics = (("dialogue_map", "dialogue MAP"), ("dialogue_mrr", "dialogue MRR"))
     primary_metric = "dialogue_map"
 

@@ -7,21 +7,19 @@ from dialoguecse_tf.evaluation.tasks.base import Evaluator, register_task
 
 @register_task
 class DStsEvaluator(Evaluator):
+    name = "dsts"
     task = "sts"
     label = "D-STS"
     count_key = "sts_pairs"
     description = "Spearman correlation between the gold 1..5 scores of sentence pairs and their cosine similarities"
-    file_flag = "sts_file"
     metrics = (("corr", "Corr."),)
     primary_metric = "corr"
 
-    def __init__(self, path: str):
-        super().__init__(path)
-        self.pairs = read_sts_file(path)
+    read = staticmethod(read_sts_file)
 
     @property
     def size(self) -> int:
-        return len(self.pairs)
+        return len(self.data)
 
     def __call__(self, encode) -> dict:
-        return {"corr": evaluate_sts(encode, self.pairs)["corr"]}
+        return {"corr": evaluate_sts(encode, self.data)["corr"]}

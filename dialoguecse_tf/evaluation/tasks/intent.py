@@ -25,20 +25,24 @@ def few_shot_accuracies(dataset, encode, shots: int, num_runs: int = NUM_RUNS) -
 
 @register_task
 class IntentEvaluator(Evaluator):
+    name = "intent"
     task = "intent"
     label = "Intent"
     count_key = "intent_test_items"
     description = ("few-shot intent classification: nearest prototype of k sampled utterances per intent, "
                    "k = 1 and 5, 10 runs")
-    file_flag = "intent_file"
     metrics = tuple(column for k in SHOTS for column in ((f"acc_{k}shot", f"{k}-shot acc."),
                                                           (f"acc_{k}shot_std", f"{k}-shot std")))
     primary_metric = f"acc_{SHOTS[0]}shot"
+    accepts_folder = True  # train.json and test.json
     option_names = ("intent_split",)
 
-    def __init__(self, path: str, intent_split: str = "first"):
-        super().__init__(path)
-        self.dataset = read_intent_dataset(path, intent_split)
+    @staticmethod
+    def read(path: str, intent_split: str = "first"):
+        return read_intent_dataset(path, intent_split)
+
+    def __init__(self, path: str, data=None, **options):
+        super().__init__(path, data, **options)
         train, labels = self.support_pool()
         self.skipped_labels = {}
         for shots in SHOTS:
@@ -53,21 +57,21 @@ class IntentEvaluator(Evaluator):
 
     def support_pool(self) -> tuple[tuple, list]:
         """(training items, labels) the support sets are drawn from."""
-        return self.dataset.train, self.dataset.labels
+        return self.data.train, self.data.labels
 
     @property
     def size(self) -> int:
-        return len(self.dataset.test)
+        return len(self.data.test)
 
     def record(self) -> dict:
-        return {**super().record(), f"{self.task}_split": self.dataset.split,
-                f"{self.task}_blank_texts": self.dataset.blank_texts,
+        return {**super().record(), f"{self.task}_split": self.data.split,
+                f"{self.task}_blank_texts": self.data.blank_texts,
                 f"{self.task}_labels_skipped": {f"{shots}shot": labels for shots, labels in self.skipped_labels.items()}}
 
     def __call__(self, encode) -> dict:
         metrics = {}
         for shots in SHOTS:
-            accuracies = few_shot_accuracies(self.dataset, encode, shots)
+            accuracies = few_shot_accuracies(self.data, encode, shots)
             metrics[f"acc_{shots}shot"] = float(np.mean(accuracies))
             metrics[f"acc_{shots}shot_std"] = float(np.std(accuracies, ddof=1))
         return metrics

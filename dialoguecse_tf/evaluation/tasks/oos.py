@@ -40,34 +40,35 @@ def oos_runs(dataset, encode, shots: int, num_runs: int = NUM_RUNS) -> list:
 class OosEvaluator(IntentEvaluator):
     """Reads its set as `IntentEvaluator` does, and needs its out-of-scope items."""
 
+    name = "oos"
     task = "oos"
     label = "OOS"
     count_key = "oos_test_items"
     description = "out-of-scope detection: prototypes with an oos class, mean - std threshold, k = 1 and 5, 10 runs"
-    file_flag = "oos_file"
+    accepts_folder = False  # a folder holds no out-of-scope items
     metrics = tuple((f"oos_{k}shot_{key}", f"OOS {k}-shot {header}") for k in SHOTS for key, header in OOS_METRICS)
     primary_metric = f"oos_{SHOTS[0]}shot_acc"
 
-    def __init__(self, path: str, intent_split: str = "first"):
-        super().__init__(path, intent_split)
-        if not self.dataset.oos_train or not self.dataset.oos_test:
+    def __init__(self, path: str, data=None, **options):
+        super().__init__(path, data, **options)
+        if not self.data.oos_train or not self.data.oos_test:
             raise ValueError(f"{path}: out-of-scope detection needs 'oos_train' and 'oos_test' items (CLINC150's "
                              "data_oos_plus.json)")
         if any(OOS_LABEL in labels for labels in self.skipped_labels.values()):
             raise ValueError(f"{path}: out-of-scope detection needs at least {max(SHOTS)} 'oos_train' items, got "
-                             f"{len(self.dataset.oos_train)}")
+                             f"{len(self.data.oos_train)}")
 
     def support_pool(self) -> tuple[tuple, list]:
-        return support_pool(self.dataset)
+        return support_pool(self.data)
 
     @property
     def size(self) -> int:
-        return len(self.dataset.test) + len(self.dataset.oos_test)
+        return len(self.data.test) + len(self.data.oos_test)
 
     def __call__(self, encode) -> dict:
         metrics = {}
         for shots in SHOTS:
-            runs = oos_runs(self.dataset, encode, shots)
+            runs = oos_runs(self.data, encode, shots)
             for key, _ in OOS_METRICS:
                 metrics[f"oos_{shots}shot_{key}"] = float(np.mean([run[key] for run in runs]))
         return metrics

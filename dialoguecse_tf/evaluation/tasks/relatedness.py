@@ -29,11 +29,11 @@ def relatedness_scores(vectors, labels) -> dict:
 
 @register_task
 class RelatednessEvaluator(DialogueEvaluator):
+    name = "relatedness"
     task = "relatedness"
     label = "Relatedness"
     description = ("Spearman correlation of dialogue cosine similarity with the same-label indicator, per dialogue "
                    "against all others and averaged (the release), and over all pairs (the paper's description)")
-    file_flag = "dialogue_file"
     metrics = (("spearman", "Spearman"), ("spearman_pairs", "Spearman (pairs)"))
     primary_metric = "spearman"
 

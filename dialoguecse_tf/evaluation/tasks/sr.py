@@ -9,18 +9,19 @@ from dialoguecse_tf.evaluation.tasks.base import Evaluator, register_task
 
 @register_task
 class SrEvaluator(Evaluator):
+    name = "sr"
     task = "select"
     label = "SR"
     count_key = "sr_queries"
     description = "semantic retrieval, each query's candidates ranked by cosine similarity to it"
-    file_flag = "select_file"
     metrics = (("map", "MAP"), ("mrr", "MRR"))
     primary_metric = "map"
 
-    def __init__(self, path: str):
-        super().__init__(path)
-        self.rows = read_select_file(path)
-        self.query_counts = sr_query_counts(self.rows)
+    read = staticmethod(read_select_file)
+
+    def __init__(self, path: str, data=None):
+        super().__init__(path, data)
+        self.query_counts = sr_query_counts(self.data)
         # Refused before any model loads: scoring rows without negatives would give MAP 100.
         if not self.query_counts["queries"]:
             raise ValueError(f"{path}: no row has both a positive and a negative candidate "
@@ -37,7 +38,7 @@ class SrEvaluator(Evaluator):
 
     @property
     def size(self) -> int:
-        return len(self.rows)
+        return len(self.data)
 
     def record(self) -> dict:
         return {**super().record(), "sr_scored_queries": self.query_counts["queries"],
@@ -45,5 +46,5 @@ class SrEvaluator(Evaluator):
                 "sr_queries_with_repeated_ids": self.query_counts["queries_with_repeated_ids"]}
 
     def __call__(self, encode) -> dict:
-        results = evaluate_sr(encode, self.rows)
+        results = evaluate_sr(encode, self.data)
         return {"map": results["map"], "mrr": results["mrr"]}
