@@ -1,7 +1,7 @@
-"""run_scripts/demo.sh, the first Quick start command, end to end with 2 training steps per objective."""
+"""run_scripts/demo.sh, the first Quick start command, end to end with 2 training steps per
+objective: the demo experiment (experiments/demo.yaml) through the runner."""
 
 import json
-import os
 import subprocess
 
 import pytest
@@ -11,18 +11,17 @@ from conftest import REPO_ROOT
 pytestmark = pytest.mark.slow
 
 MODELS = ["MiniLM (untouched)", "DialogueCSE_I2", "DSE", "dial2vec"]
+RUNS = ["corpus", "contrastive_records", "pair_records", "dialogue_records", "dialoguecse_i2", "dse", "dial2vec",
+        "eval", "export_savedmodel", "export_huggingface", "export_keras_hub", "table"]
 
 
 def test_demo_trains_the_three_objectives_evaluates_every_task_and_exports(tmp_path):
-    env = {**os.environ, "RUN_DIR": str(tmp_path / "demo"), "RESULTS_DIR": str(tmp_path / "results"),
-           "DCSE_STEPS": "2", "DSE_STEPS": "2", "DIAL2VEC_STEPS": "2"}
-    done = subprocess.run(["bash", str(REPO_ROOT / "run_scripts" / "demo.sh")], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=1800)
+    command = ["bash", str(REPO_ROOT / "run_scripts" / "demo.sh"), f"--run_dir={tmp_path / 'demo'}",
+               f"--results_dir={tmp_path / 'results'}", "--set=dcse_steps=2", "--set=dse_steps=2",
+               "--set=dial2vec_steps=2"]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    stages = ["corpus", "contrastive_records", "pair_records", "dialogue_records", "train_dialoguecse_i2_2steps",
-              "train_dse_2steps", "train_dial2vec_2steps", "eval", "export_savedmodel_2steps",
-              "export_huggingface_2steps", "export_keras_hub_2steps", "merge"]
-    assert all(f"--- {stage} done in" in done.stdout for stage in stages), done.stdout[-3000:]
+    assert all(f"--- {run} done in" in done.stderr for run in RUNS), done.stderr[-3000:]
 
     table = json.loads((tmp_path / "results" / "results_table.json").read_text())
     assert [row["model"] for row in table["rows"]] == MODELS
@@ -36,9 +35,13 @@ def test_demo_trains_the_three_objectives_evaluates_every_task_and_exports(tmp_p
     minilm = table["rows"][0]["metrics"]["Demo"]
     assert all(row["metrics"]["Demo"] != minilm for row in table["rows"][1:])
 
-    export = tmp_path / "demo" / "export" / "dialoguecse_i2_2steps"
-    assert (export / "savedmodel" / "1" / "saved_model.pb").exists()
-    assert (export / "huggingface" / "model.safetensors").exists()
+    assert (tmp_path / "demo" / "export_savedmodel" / "savedmodel" / "1" / "saved_model.pb").exists()
+    assert (tmp_path / "demo" / "export_huggingface" / "model" / "model.safetensors").exists()
     drift = json.loads((tmp_path / "results" / "keras_hub_export.json").read_text())["keras_hub_drift"]
     assert drift["min_cosine"] > 0.999
-    assert "bash run_scripts/demo.sh" in (tmp_path / "results" / "command.txt").read_text()
+    assert "dialoguecse-experiment run demo" in (tmp_path / "results" / "command.txt").read_text()
+
+    # A second run reuses every finished run and trains nothing.
+    again = subprocess.run(command + ["--dry_run"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "12 runs (11 reused)" in again.stdout, again.stdout

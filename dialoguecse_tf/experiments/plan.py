@@ -18,7 +18,7 @@ import json
 import os
 import re
 
-from dialoguecse_tf.evaluation.provenance import REPO_ROOT
+from dialoguecse_tf.evaluation.provenance import REPO_ROOT, file_sha256
 from dialoguecse_tf.experiments.tools import TOOLS
 
 STEP_FILE = ".step.json"
@@ -300,10 +300,6 @@ def _digest(paths: list[str], cache: dict) -> str:
             os.path.join(root, name) for root, _, names in os.walk(path) for name in names)
         for file in files:
             if file not in cache:
-                file_digest = hashlib.sha256()
-                with open(file, "rb") as f:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        file_digest.update(block)
-                cache[file] = file_digest.hexdigest()
+                cache[file] = file_sha256(file)
             digest.update(os.path.relpath(file, path).encode() + b"\0" + cache[file].encode())
     return digest.hexdigest()
