@@ -78,8 +78,8 @@ class TrainConfig:
         None, "A JSON evaluation suite (a list of {\"dataset\", \"task\", \"file\"}) evaluated every eval_steps "
         "and at the end; instead of the eval_*_file flags.")
     eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
-                            "first task's primary metric in table order (D-STS Corr., else SR MAP, else dialogue "
-                            "purity) is kept in best_encoder/.", minimum=0)
+                            "first dataset's first task's primary metric in table order (D-STS Corr., else SR MAP, "
+                            "else dialogue purity) is kept in best_encoder/.", minimum=0)
     reuse_runs_under: tuple[str, ...] = field(
         (), "Folders searched for a finished run with the same configuration (run_cache: the same settings on "
         "the same record, checkpoint and evaluation bytes); if one is found its encoder is linked into "

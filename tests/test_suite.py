@@ -122,7 +122,7 @@ def test_tasks_of_one_dataset_on_one_file_read_it_once(tmp_path, monkeypatch):
     from dialoguecse_tf.evaluation.tasks.relatedness import RelatednessEvaluator
 
     alone = RelatednessEvaluator(dialogues, dialogue_label="domain")(encode_dialogues)
-    assert {key: sgd(None, encode_dialogues)[key] for key in alone} == alone
+    assert sgd.evaluators[1](encode_dialogues) == alone
 
 
 def test_a_registered_task_is_a_suite_task_with_nothing_else_changed(tmp_path, monkeypatch):
@@ -157,3 +157,18 @@ def test_a_registered_task_is_a_suite_task_with_nothing_else_changed(tmp_path, m
     assert suite.datasets[0].record()["length_lines"] == 2
     with pytest.raises(ValueError, match="evaluation task name 'length' is registered twice"):
         base.register_task(LengthEvaluator)
+
+
+def test_training_reads_the_same_suites_and_its_old_evaluation_flags_as_dataset_dev():
+    from dialoguecse_tf.stage_config import TrainConfig
+
+    assert TrainConfig().eval_entries() == []
+    assert TrainConfig(eval_select_file="s.txt", eval_dialogue_file="sgd").eval_entries() == [
+        SuiteEntry("dev", "sr", "s.txt"), SuiteEntry("dev", "clustering", "sgd"),
+        SuiteEntry("dev", "relatedness", "sgd"), SuiteEntry("dev", "dialogue_retrieval", "sgd")]
+    assert TrainConfig(eval_task=("A:dsts:a.txt", "B:intent:b")).eval_entries() == [
+        SuiteEntry("A", "dsts", "a.txt"), SuiteEntry("B", "intent", "b")]
+    with pytest.raises(ValueError, match="evaluation task 'A:sts:a.txt': unknown evaluation task 'sts'"):
+        TrainConfig(eval_task=("A:sts:a.txt",))
+    with pytest.raises(ValueError, match="either as eval_task/eval_suite or as eval_select_file, not both"):
+        TrainConfig(eval_task=("A:dsts:a.txt",), eval_select_file="s.txt")
