@@ -133,6 +133,14 @@ PRESETS["cpu_dial2vec"] = {**_DIAL2VEC, "max_seq_length": 192, "num_negatives": 
                            "learning_rate": 2e-5, "num_frozen_layers": 3, "temperature": 0.2, "num_train_steps": 300,
                            "num_warmup_steps": 30, "eval_steps": 100, "save_checkpoints_steps": 100, "log_steps": 10}
 
+# The Chinese track of the benchmark: SimCSE, DSE and dial2vec take DialogueCSE's ECD budget
+# (600 steps at lr 1e-4; dial2vec at 128 tokens with half of the small BERT's 4 layers frozen).
+PRESETS["cpu_zh_simcse"] = {**PRESETS["cpu_simcse"], "learning_rate": 1e-4, "num_train_steps": 600}
+PRESETS["cpu_zh_dse"] = {**PRESETS["cpu_dse"], "learning_rate": 1e-4, "num_train_steps": 600}
+PRESETS["cpu_zh_dial2vec"] = {**PRESETS["cpu_dial2vec"], "max_seq_length": 128, "learning_rate": 1e-4,
+                              "num_frozen_layers": 2, "num_train_steps": 600, "num_warmup_steps": 60,
+                              "eval_steps": 0}
+
 
 def get_preset(name: str) -> dict:
     try:

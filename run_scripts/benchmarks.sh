@@ -2,7 +2,7 @@
 # Runs the benchmarks of benchmarks/ (encoding throughput and training step vs the
 # HuggingFace/PyTorch peer, FLOP/s, scaling, input pipeline) and writes their JSON to
 # benchmarks/results/. Installs the `bench` extra (CPU torch, transformers) into .venv first.
-# TRAIN_FILE (default: the ECD records run_scripts/ecd_cpu.sh writes) adds the runs on real
+# TRAIN_FILE (default: the ECD records `dialoguecse-experiment run ecd_cpu` writes) adds the runs on real
 # dialogue lengths. Run it on an idle machine; about 25 minutes on 2 CPU cores.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
