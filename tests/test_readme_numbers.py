@@ -83,6 +83,7 @@ DECLARED = {
     ("README.md", HEADLINE, 2): Source("paper", paper=PAPER_TABLE_ROWS),
     ("README.md", "## Quick start", 0): _results("results/demo/results_table.md"),
     ("README.md", "## Layout", 0): Source("text"),
+    ("README.md", "## Against the releases and sentence-transformers", 0): Source("text"),
     ("README.md", "## Documentation", 0): Source("text"),
     ("docs/results_ecd.md", ECD_MAIN, 0): _results("results/ecd_cpu/table.md"),
     ("docs/results_ecd.md", ECD_MAIN, 1): Source("paper", paper="dialoguecse_emnlp2021.txt"),
