@@ -1,12 +1,12 @@
 """Benchmark 7: dial2vec training step time and memory on CPU, as the dialogue length grows.
 
 The step is the library's own (`training.build_train_step` around the `dial2vec` objective's
-model and loss) at the CPU preset of `run_scripts/dial2vec_sgd_minilm.sh`: MiniLM, batch 4
-dialogues with 4 negatives each (20 sequences), window 10, the bottom 3 of 6 layers frozen.
-Each length in `--lengths` runs in a fresh process (its peak memory is its own) on synthetic
-dialogues that fill the length (turns of 8-24 tokens, roles alternating). dial2vec's
-sequences are whole dialogues, an order of magnitude longer than DialogueCSE's utterances,
-and its correlation matrix is L x L per sequence.
+model and loss) at the CPU preset `cpu_dial2vec` (experiments/dial2vec_sgd_minilm.yaml):
+MiniLM, batch 4 dialogues with 4 negatives each (20 sequences), window 10, the bottom 3 of 6
+layers frozen. Each length in `--lengths` runs in a fresh process (its peak memory is its own)
+on synthetic dialogues that fill the length (turns of 8-24 tokens, roles alternating).
+dial2vec's sequences are whole dialogues, an order of magnitude longer than DialogueCSE's
+utterances, and its correlation matrix is L x L per sequence.
 """
 
 import json

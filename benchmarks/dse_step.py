@@ -1,12 +1,13 @@
 """Benchmark 6: DSE training steps/s on CPU, one device vs two mirrored replicas.
 
 The step is the library's own (`training.build_train_step` around the `dse` objective's model
-and loss, the code `stage.run_stage` runs) at the CPU preset of `run_scripts/dse_sgd_minilm.sh`:
-MiniLM, 64 pairs (128 texts) of at most 32 tokens, every layer trained. Under the mirrored
-strategy each replica encodes half the pairs and gathers the other replica's projections for
-the in-batch negatives (`losses.gather_across_replicas`); the cost of that gather is measured
-twice: as the mirrored step's time over the one-device step's, and on its own (the two
-all-gathers of [pairs / 2, 128] projections, timed under the same strategy).
+and loss, the code `stage.run_stage` runs) at the CPU preset `cpu_dse`
+(experiments/dse_sgd_minilm.yaml): MiniLM, 64 pairs (128 texts) of at most 32 tokens, every
+layer trained. Under the mirrored strategy each replica encodes half the pairs and gathers the
+other replica's projections for the in-batch negatives (`losses.gather_across_replicas`); the
+cost of that gather is measured twice: as the mirrored step's time over the one-device step's,
+and on its own (the two all-gathers of [pairs / 2, 128] projections, timed under the same
+strategy).
 
 Dropout is 0 so both strategies compute the same loss, which is checked before timing.
 """

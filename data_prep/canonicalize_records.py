@@ -1,6 +1,6 @@
 """Rewrites TFRecord files written before record serialization was made deterministic, so
-equal records are equal files again (run_cache, and so benchmark_all.sh, compares records by
-their bytes). The records and their order do not change; files already canonical are left alone."""
+equal records are equal files again (run keys, the training stage's and the experiment runner's,
+hash records by their bytes). The records and their order do not change; files already canonical are left alone."""
 
 import glob
 

@@ -92,8 +92,8 @@ _DSE = {"objective": "dse", "contrast_type": "HardNeg", "temperature": 0.05, "ma
         "num_frozen_layers": 0, "num_warmup_steps": 0, "log_steps": 100}
 PRESETS["paper_dse"] = {**_DSE, "train_batch_size": 1024, "learning_rate": 3e-6, "head_learning_rate_scale": 100.0,
                         "num_train_epochs": 15.0, "save_checkpoints_steps": 1000, "random_seed": 1}
-# run_scripts/dse_sgd_minilm.sh on 2 CPU cores: 64 pairs at SimCSE's 3e-5 for that batch, the
-# head at the paper's 3e-4.
+# The dse_sgd_minilm experiment (experiments/dse_sgd_minilm.yaml) on 2 CPU cores: 64 pairs at
+# SimCSE's 3e-5 for that batch, the head at the paper's 3e-4.
 PRESETS["cpu_dse"] = {**_DSE, "train_batch_size": 64, "learning_rate": 3e-5, "head_learning_rate_scale": 10.0,
                       "num_train_steps": 300, "save_checkpoints_steps": 100, "log_steps": 10, "random_seed": 12345}
 
@@ -127,8 +127,9 @@ _DIAL2VEC = {"objective": "dial2vec", "max_seq_length": 512, "num_negatives": 9,
 PRESETS["paper_dial2vec"] = {**_DIAL2VEC, "temperature": 0.2, "num_train_epochs": 5.0, "warmup_proportion": 0.1,
                              "eval_steps": 100, "save_checkpoints_steps": 100}
 PRESETS["paper_dial2vec_tau005"] = {**PRESETS["paper_dial2vec"], "temperature": 0.05}
-# run_scripts/dial2vec_sgd_minilm.sh on 2 CPU cores: MiniLM (6 layers, the bottom 3 frozen),
-# 192 tokens per dialogue, 4 negatives, batch 4 dialogues (20 sequences per step).
+# The dial2vec_sgd_minilm experiment (experiments/dial2vec_sgd_minilm.yaml) on 2 CPU cores:
+# MiniLM (6 layers, the bottom 3 frozen), 192 tokens per dialogue, 4 negatives, batch 4
+# dialogues (20 sequences per step).
 PRESETS["cpu_dial2vec"] = {**_DIAL2VEC, "max_seq_length": 192, "num_negatives": 4, "train_batch_size": 4,
                            "learning_rate": 2e-5, "num_frozen_layers": 3, "temperature": 0.2, "num_train_steps": 300,
                            "num_warmup_steps": 30, "eval_steps": 100, "save_checkpoints_steps": 100, "log_steps": 10}

@@ -2,11 +2,14 @@
 
   dialoguecse-experiment list
   dialoguecse-experiment run NAME [--dry_run] [--set NAME=VALUE ...] [--seeds=1,2] [--rows=a,b] [--only=step]
+  dialoguecse-experiment docs [--check]
 
 NAME is an experiment under experiments/ (or the path of an experiment file). `run` prints
 the plan (every run with its key and whether it is reused), runs what is missing and writes
 the results folder with the command, commit and timings; `--dry_run` prints the plan only.
-Paths in an experiment are relative to the repository, where every run starts.
+Paths in an experiment are relative to the repository, where every run starts. `docs` rewrites
+the tables of README.md, docs/ and benchmarks/README.md that copy a results file
+(`dialoguecse_tf/doc_tables.py`); `--check` only names those that differ, and fails if any does.
 """
 
 from __future__ import annotations
@@ -31,19 +34,25 @@ flags.DEFINE_string("data_dir", None, "The shared data folder {data} refers to (
                     "the repository).")
 flags.DEFINE_list("reuse_under", ["runs"], "Folders searched for a finished run of the same key (another "
                   "experiment's), linked instead of run again; empty: only the experiment's own runs.")
+flags.DEFINE_bool("check", False, "With docs: change nothing, fail naming every generated table that differs "
+                  "from its results file.")
 FLAGS = flags.FLAGS
 
-USAGE = "usage: dialoguecse-experiment list | run NAME [flags] (--helpshort lists the flags)"
+USAGE = "usage: dialoguecse-experiment list | run NAME [flags] | docs [--check] (--helpshort lists the flags)"
 
 
 def main(argv):
     from dialoguecse_tf.evaluation.provenance import REPO_ROOT
+
+    args = argv[1:]
+    if args == ["docs"]:
+        _docs(REPO_ROOT, FLAGS.check)
+        return
     from dialoguecse_tf.experiments.execute import describe_plan, portable_argument, run_experiment
     from dialoguecse_tf.experiments.plan import Planner
     from dialoguecse_tf.experiments.spec import apply_overrides, experiment_names, get_experiment
 
     logging.set_verbosity(logging.INFO)
-    args = argv[1:]
     if args == ["list"]:
         for name in experiment_names():
             print(f"{name}: {get_experiment(name).description.strip().splitlines()[0]}")
@@ -71,6 +80,19 @@ def main(argv):
     invocation = shlex.join(["dialoguecse-experiment"] + [portable_argument(arg) for arg in sys.argv[1:]])
     suffix = "-" + "+".join(FLAGS.rows) if FLAGS.rows else ""
     run_experiment(planner, invocation, suffix)
+
+
+def _docs(repo_root: str, check: bool) -> None:
+    from dialoguecse_tf.doc_tables import update_docs
+
+    stale = update_docs(repo_root, check=check)
+    if check and stale:
+        raise ValueError(f"{len(stale)} generated tables differ from their results files: "
+                         f"{'; '.join(block.name for block in stale)} (dialoguecse-experiment docs rewrites them)")
+    for block in stale:
+        print(f"rewrote {block.name}")
+    if not stale:
+        print("every generated table matches its results file")
 
 
 def run():
