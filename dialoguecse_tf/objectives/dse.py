@@ -18,7 +18,7 @@ Utterances") as a registered objective, as the authors' released PyTorch code co
   encoder at `learning_rate` and the head at `learning_rate * head_learning_rate_scale`
   (3e-6 and 3e-4 in the paper and README; utils/optimizer.py:13-27); constant rate, no
   warmup, no gradient clipping (training.py:131-139). Every layer trains;
-* batches (`training.make_dataset`): each epoch is shuffled within a 10,000-record buffer
+* batches (`training.strategy.make_dataset`): each epoch is shuffled within a 10,000-record buffer
   over records shuffled once when written, and its last partial batch is dropped; the
   release's `DataLoader(shuffle=True)` reshuffles the whole set every epoch and keeps the
   last partial batch (pretrain/dataloader/dataloader.py:36, 53).
