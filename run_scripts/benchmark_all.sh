@@ -82,7 +82,7 @@ timings="${RUN}/stage_seconds.tsv"; : > "${timings}"
 COLUMNS=ECD:map,ECD:mrr,ECD:corr,JDDC:map,JDDC:mrr,JDDC:corr,SGD-dev:map,SGD-dev:mrr
 COLUMNS+=,Banking77:acc_1shot,Banking77:acc_5shot,CLINC150:acc_1shot,CLINC150:acc_5shot,HWU64:acc_1shot,HWU64:acc_5shot
 COLUMNS+=,CLINC150:oos_1shot_oos_recall,CLINC150:oos_5shot_oos_recall,SGD-dev:purity,SGD-dev:spearman,SGD-dev:dialogue_map
-python -c 'import sys; from dialoguecse_tf.evaluation.results import metric_columns
+python -c 'import sys; from dialoguecse_tf.evaluation.tasks.base import metric_columns
 known = {key for key, _ in metric_columns()}
 bad = [c for c in sys.argv[1].split(",") if c and c.rpartition(":")[2] not in known]
 sys.exit(f"unknown metric in COLUMNS: {bad}" if bad else 0)' "${COLUMNS}"

@@ -111,7 +111,8 @@ MERGE=(--results="${RUN}/study/eval/results.json")
 if [ -e "${MAIN_RESULTS}" ]; then
 python - "${MAIN_RESULTS}" "${RUN}/study/main_rows" <<'PY'
 import sys
-from dialoguecse_tf.evaluation.results import SEED_SUFFIX, read_results, write_results
+from dialoguecse_tf.evaluation.results_io import read_results
+from dialoguecse_tf.evaluation.tables import SEED_SUFFIX, write_results
 results = read_results(sys.argv[1])
 keep = ("DialogueCSE_I2", "SiameseBERT_M")
 results["models"] = [m for m in results["models"]

@@ -68,7 +68,8 @@ default_point() {  # default_point "MODELS": ecd_cpu.sh's rows of SEED for these
   mkdir -p "${out}"
   python - "${DEFAULT_RESULTS}" "${out}" "${SEED}" "${wanted[@]}" <<'PY'
 import sys
-from dialoguecse_tf.evaluation.results import read_results, seed_row_name, write_results
+from dialoguecse_tf.evaluation.results_io import read_results
+from dialoguecse_tf.evaluation.tables import seed_row_name, write_results
 path, out, seed, *names = sys.argv[1:]
 results = read_results(path)
 by_name = {model["display_name"]: model for model in results["models"]}
