@@ -16,6 +16,7 @@ import os
 import shutil
 
 import keras
+from absl import logging
 
 from dialoguecse_tf import run_cache, schema
 from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
@@ -151,7 +152,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
             key = run_cache.run_key(objective, config)
             run_cache.link_run(found, config.output_dir, stage_record(objective, config), key)
             if verbose:
-                print(f"[train] {found} trained this configuration (key {key}): its encoder is reused")
+                logging.info("%s trained this configuration (key %s): its encoder is reused", found, key)
             return {}
     # First: MultiWorkerMirroredStrategy has to exist before any op runs, and checking
     # the records runs some.

@@ -47,6 +47,8 @@ paper's text only.
 
 import dataclasses
 
+from absl import logging
+
 from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
@@ -150,8 +152,8 @@ class DialogueCSEObjective(ContrastiveObjective):
         if self.options.variant == "paper_text":
             return super().create_optimizer(config, num_train_steps, model)
         if config.num_warmup_steps:
-            print(f"[train] variant released: the release has no warmup; num_warmup_steps="
-                  f"{config.num_warmup_steps} is ignored")
+            logging.warning("variant released: the release has no warmup; num_warmup_steps=%d is ignored",
+                            config.num_warmup_steps)
         return optimizers.create_released_optimizer(
             config.learning_rate, self.options.lr_decay_rate, self.options.lr_decay_steps,
             self.options.min_learning_rate, self.options.clip_norm, loss_scaling=config.mixed_precision)

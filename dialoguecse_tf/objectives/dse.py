@@ -31,6 +31,7 @@ import dataclasses
 
 import keras
 import tensorflow as tf
+from absl import logging
 from keras import ops
 
 from dialoguecse_tf import losses, schema
@@ -139,8 +140,8 @@ class DSEObjective(Objective):
 
     def create_optimizer(self, config, num_train_steps: int, model):
         if config.num_warmup_steps:
-            print(f"[train] dse: the release trains at a constant rate; num_warmup_steps={config.num_warmup_steps} "
-                  "is ignored")
+            logging.warning("dse: the release trains at a constant rate; num_warmup_steps=%d is ignored",
+                            config.num_warmup_steps)
         if config.mixed_precision:
             raise ValueError("dse: mixed precision is not supported (the release trains in float32)")
         return TwoRateAdam(model.head_variables(), self.options.head_learning_rate_scale,

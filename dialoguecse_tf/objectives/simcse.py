@@ -49,6 +49,7 @@ import dataclasses
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from dialoguecse_tf import losses, schema
 from dialoguecse_tf.config_fields import check_values, field
@@ -106,8 +107,9 @@ class SimCSEObjective(Objective):
     def check_records(self, spec, records_dir: str) -> None:
         self._pairing = spec.pairing
         if spec.pairing != "self":
-            print(f"[train] simcse: the records in {records_dir} pair {spec.pairing} utterances: this trains SimCSE's "
-                  "pair mode, not unsupervised SimCSE (write them with create_pair_data.py --pairing=self)")
+            logging.warning("simcse: the records in %s pair %s utterances: this trains SimCSE's pair mode, not "
+                            "unsupervised SimCSE (write them with create_pair_data.py --pairing=self)", records_dir,
+                            spec.pairing)
 
     def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
         if self.options.pooler != "cls":

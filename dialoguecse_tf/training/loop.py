@@ -13,6 +13,7 @@ import time
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from dialoguecse_tf.training.strategy import distribute_global_batches, worker_scratch_dir
 from dialoguecse_tf.training.train_log import append_log, open_logs
@@ -60,7 +61,7 @@ def build_train_step(strategy, model, optimizer, step_fn, step: tf.Variable, jit
         # gradient; this runs once, at tracing, so the note appears once per run.
         unused = [v.path for g, v in zip(gradients, variables) if g is None]
         if unused:
-            print(f"[train] not updated by this objective: {unused}")
+            logging.info("not updated by this objective: %s", unused)
         optimizer.apply_gradients([(g, v) for g, v in zip(gradients, variables) if g is not None])
         return loss, metrics
 
@@ -95,7 +96,7 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
     if "random_state" in saved:
         checkpoint.restore(path).assert_existing_objects_matched()
         return
-    print(f"[train] {path} holds no dropout state (written by an older version); dropout restarts fresh")
+    logging.warning("%s holds no dropout state (written by an older version); dropout restarts fresh", path)
     partial = tf.train.Checkpoint(**{name: getattr(checkpoint, name) for name in ("model", "optimizer", "step")})
     partial.restore(path).assert_existing_objects_matched()
 
@@ -142,10 +143,10 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     if latest:
         restore_training_checkpoint(checkpoint, latest)
-        print(f"[train] resumed from {latest} at step {int(step.numpy())}")
+        logging.info("resumed from %s at step %d", latest, int(step.numpy()))
     start_step = int(step.numpy())
     if start_step >= config.num_train_steps:
-        print(f"[train] already at step {start_step} >= num_train_steps {config.num_train_steps}")
+        logging.info("already at step %d >= num_train_steps %d", start_step, config.num_train_steps)
         return None
 
     iterator = iter(distribute_global_batches(strategy, lambda: dataset_fn(start_step)))
@@ -192,7 +193,8 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
                 current == config.num_train_steps or (config.eval_steps and current % config.eval_steps == 0)
             ):
                 results = evaluate(current)
-                print(f"[eval] step {current}: " + ", ".join(f"{k}={v:.2f}" for k, v in results.items()))
+                logging.info("evaluation at step %d: %s", current,
+                             ", ".join(f"{k}={v:.2f}" for k, v in results.items()))
                 with writer.as_default(step=current):
                     for name, value in results.items():
                         tf.summary.scalar(f"eval/{name}", value)
