@@ -107,7 +107,7 @@ def _format(value) -> str:
 
 def _portable(value):
     """Absolute paths as the repository-relative paths results files hold."""
-    from dialoguecse_tf.evaluation.results import portable_path
+    from dialoguecse_tf.evaluation.provenance import portable_path
 
     if isinstance(value, dict):
         return {key: _portable(item) for key, item in value.items()}

@@ -1,6 +1,6 @@
 """Benchmark 7: dial2vec training step time and memory on CPU, as the dialogue length grows.
 
-The step is the library's own (`training.build_train_step` around the `dial2vec` objective's
+The step is the library's own (`training.loop.build_train_step` around the `dial2vec` objective's
 model and loss) at the CPU preset `cpu_dial2vec` (experiments/dial2vec_sgd_minilm.yaml):
 MiniLM, batch 4 dialogues with 4 negatives each (20 sequences), window 10, the bottom 3 of 6
 layers frozen. Each length in `--lengths` runs in a fresh process (its peak memory is its own)
@@ -58,14 +58,15 @@ def synthetic_batch(batch_size, samples, length, seed):
 def time_one_length(length):
     import tensorflow as tf
 
-    from dialoguecse_tf import training
     from dialoguecse_tf.checkpoints import load_checkpoint
     from dialoguecse_tf.encoder import build_backbone
     from dialoguecse_tf.stage import TrainConfig, configure
+    from dialoguecse_tf.training.loop import build_train_step
+    from dialoguecse_tf.training.strategy import create_strategy
 
     loaded = load_checkpoint(common.default_hf_folder(), max_seq_length=length)
     objective, _ = configure("dial2vec", num_negatives=FLAGS.num_negatives, num_frozen_layers=FLAGS.num_frozen_layers)
-    strategy = training.create_strategy("one_device")
+    strategy = create_strategy("one_device")
     with strategy.scope():
         backbone = build_backbone(loaded.config)
         model = objective.build_model(backbone, loaded.config, loaded.tokenizer, 1)
@@ -79,7 +80,7 @@ def time_one_length(length):
 
     batch = synthetic_batch(FLAGS.train_batch_size, FLAGS.num_negatives + 1, length, FLAGS.random_seed)
     iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat()))
-    train_step = training.build_train_step(strategy, model, optimizer, step_fn, step)
+    train_step = build_train_step(strategy, model, optimizer, step_fn, step)
     rss_before = common.peak_rss_mib()
     first_loss = float(train_step(iterator)[0])
     times = common.time_alternating({"step": lambda: [train_step(iterator) for _ in range(FLAGS.steps_per_repeat)]},

@@ -1,6 +1,6 @@
 """Benchmark 6: DSE training steps/s on CPU, one device vs two mirrored replicas.
 
-The step is the library's own (`training.build_train_step` around the `dse` objective's model
+The step is the library's own (`training.loop.build_train_step` around the `dse` objective's model
 and loss, the code `stage.run_stage` runs) at the CPU preset `cpu_dse`
 (experiments/dse_sgd_minilm.yaml): MiniLM, 64 pairs (128 texts) of at most 32 tokens, every
 layer trained. Under the mirrored strategy each replica encodes half the pairs and gathers the
@@ -65,12 +65,13 @@ def dse_step(strategy_name, loaded, config, batch):
     import keras
     import tensorflow as tf
 
-    from dialoguecse_tf import training
     from dialoguecse_tf.encoder import build_backbone
     from dialoguecse_tf.stage import TrainConfig, configure
+    from dialoguecse_tf.training.loop import build_train_step
+    from dialoguecse_tf.training.strategy import create_strategy
 
     objective, _ = configure("dse", head_learning_rate_scale=10.0, temperature=0.05, num_frozen_layers=0)
-    strategy = training.create_strategy(strategy_name)
+    strategy = create_strategy(strategy_name)
     # The same random projection head for both strategies.
     keras.utils.set_random_seed(FLAGS.random_seed)
     with strategy.scope():
@@ -86,7 +87,7 @@ def dse_step(strategy_name, loaded, config, batch):
 
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
-    train_step = training.build_train_step(strategy, model, optimizer, step_fn, step)
+    train_step = build_train_step(strategy, model, optimizer, step_fn, step)
     return strategy, lambda: float(train_step(iterator)[0])
 
 
@@ -114,10 +115,10 @@ def gather_only(strategy):
 
 def main(argv):
     del argv
-    from dialoguecse_tf import training
+    from dialoguecse_tf.training.strategy import split_cpu
 
     # Before TensorFlow initialises its devices: two logical CPUs for the two replicas.
-    training.split_cpu(2)
+    split_cpu(2)
     from dialoguecse_tf import schema
     from dialoguecse_tf.checkpoints import load_checkpoint
 

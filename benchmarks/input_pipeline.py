@@ -33,8 +33,9 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from dialoguecse_tf import schema, training
+    from dialoguecse_tf import schema
     from dialoguecse_tf.stage import configure
+    from dialoguecse_tf.training.strategy import make_dataset
 
     objective, _ = configure(FLAGS.objective, num_context_turns=FLAGS.num_context_turns,
                              num_negatives=FLAGS.num_negatives)
@@ -43,7 +44,7 @@ def main(argv):
 
     def pipeline(parallel):
         dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=1, parallel=parallel)
-        batches = training.make_dataset(dataset, FLAGS.train_batch_size, seed=1, prefetch=parallel)
+        batches = make_dataset(dataset, FLAGS.train_batch_size, seed=1, prefetch=parallel)
         return batches.map(objective.prepare_batch)
 
     def drain(parallel):

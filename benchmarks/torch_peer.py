@@ -2,7 +2,7 @@
 
 Built to be the same computation as `dialoguecse_tf.models.DialogueCSEModel` (same
 masked mean pooling, matching-guided embedding of eq. 3-4, I2 mean turn aggregation,
-NT-Xent of eq. 8) and the same optimizer as `dialoguecse_tf.training.create_optimizer`
+NT-Xent of eq. 8) and the same optimizer as `dialoguecse_tf.training.optimizers.create_optimizer`
 (AdamW, decay 0.01 off LayerNorm and biases, epsilon 1e-6, global clip norm 1), so the
 two frameworks' step times measure the same work. Benchmark-only: the library never
 imports torch.

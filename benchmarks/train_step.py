@@ -1,6 +1,6 @@
 """Benchmark 2: DialogueCSE contrastive training steps/s, TensorFlow vs a PyTorch peer.
 
-The TensorFlow side is the library's own step (`training.build_train_step` around the
+The TensorFlow side is the library's own step (`training.loop.build_train_step` around the
 `dialoguecse` objective's model and loss in its `paper_text` variant, `DialogueCSEModel` and
 NT-Xent, the code `stage.run_stage` runs);
 the PyTorch side is `torch_peer.TorchDialogueCSE` on `transformers.BertModel`: same
@@ -91,8 +91,9 @@ def records_batch(pattern, batch_size, length):
 def tensorflow_step(loaded, config, batch, jit_compile, num_length_buckets):
     import tensorflow as tf
 
-    from dialoguecse_tf import training
     from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.training.loop import build_train_step
+    from dialoguecse_tf.training.optimizers import create_optimizer
 
     objective = dialoguecse_objective()
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0" if not tf.config.list_logical_devices("GPU") else "/gpu:0")
@@ -102,7 +103,7 @@ def tensorflow_step(loaded, config, batch, jit_compile, num_length_buckets):
         backbone = build_backbone(config)
         model = objective.build_model(backbone, config, loaded.tokenizer, num_length_buckets)
         backbone.set_weights(loaded.backbone.get_weights())
-        optimizer = training.create_optimizer(5e-5, num_train_steps=10**6, num_warmup_steps=0)
+        optimizer = create_optimizer(5e-5, num_train_steps=10**6, num_warmup_steps=0)
         optimizer.build(model.trainable_variables)
         step = tf.Variable(0, dtype=tf.int64)
 
@@ -110,7 +111,7 @@ def tensorflow_step(loaded, config, batch, jit_compile, num_length_buckets):
         return objective.compute_loss(model, batch, training_, FLAGS.train_batch_size)
 
     iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat()))
-    train_step = training.build_train_step(strategy, model, optimizer, step_fn, step, jit_compile)
+    train_step = build_train_step(strategy, model, optimizer, step_fn, step, jit_compile)
     return lambda: float(train_step(iterator)[0])
 
 

@@ -1,4 +1,7 @@
-"""Atomic file writes (a reader sees the old file or the complete new one, never a part) and JSON reading."""
+"""Atomic file writes (a reader sees the old file or the complete new one, never a part), JSON reading
+and strict line reading."""
+
+from __future__ import annotations
 
 import contextlib
 import json
@@ -79,3 +82,53 @@ def check_output_dir(path, flag: str = "output_dir") -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         where = "" if existing == path else f": {existing}"
         raise PermissionError(f"{flag} {path}{where} is not writable")
+
+
+class DataFormatError(ValueError):
+    """A line of a text file (corpus, vocabulary, evaluation set) that does not follow its format.
+
+    `reason` is a short stable key (e.g. "field_count") under which skipped lines are counted.
+    """
+
+    def __init__(self, path: str | os.PathLike, line_number: int, message: str, reason: str = "malformed"):
+        super().__init__(str(path), line_number, message)
+        self.path = str(path)
+        self.line_number = line_number
+        self.message = message
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line_number}: {self.message}"
+
+    # The default pickling re-calls __init__ with self.args only, which would lose `reason`;
+    # errors must survive being sent back from worker processes.
+    def __reduce__(self):
+        return (type(self), (self.path, self.line_number, self.message, self.reason))
+
+
+def read_strict_lines(path, empty_message: str) -> list:
+    """(1-based line number, text) of every line of a UTF-8 file, for formats with no blanks.
+
+    A trailing "\\r" and a leading byte-order mark are dropped; invalid UTF-8 or an empty file
+    raises `DataFormatError` naming the file and line.
+    """
+    with open(path, "rb") as f:
+        raw_lines = f.read().split(b"\n")
+    if raw_lines[-1] == b"":
+        raw_lines.pop()
+    if not raw_lines:
+        raise DataFormatError(path, 1, empty_message, reason="empty_file")
+    lines = []
+    for line_number, raw in enumerate(raw_lines, start=1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataFormatError(
+                path, line_number, f"invalid UTF-8 ({e.reason} at byte {e.start})", reason="invalid_utf8"
+            ) from None
+        if line_number == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        lines.append((line_number, line))
+    return lines

@@ -2,7 +2,7 @@
 
 `run_stage(objective, config)` does what every training run needs: the distribution
 strategy, the records check, the backbone (from a checkpoint or from scratch) and the
-objective's model around it, the optimizer, the resumable loop (`training`), optional
+objective's model around it, the optimizer, the resumable loop (`training.loop`), optional
 periodic evaluation with the best encoder kept, the final encoder, and `config.json`.
 Everything objective-specific sits behind `objectives.Objective`.
 """
@@ -16,21 +16,26 @@ import os
 import shutil
 
 import keras
+from absl import logging
 
-from dialoguecse_tf import run_cache, schema, training
+from dialoguecse_tf import run_cache, schema
 from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.io_utils import check_output_dir, write_json
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
 # The settings live apart so run_cache can key runs without the stage; callers take them here too.
 from dialoguecse_tf.stage_config import CONFIG_FILE, TrainConfig, configure, load_stage_config, stage_record  # noqa: F401
+from dialoguecse_tf.training import loop
+from dialoguecse_tf.training.optimizers import resolve_num_train_steps
+from dialoguecse_tf.training.strategy import create_strategy, enable_mixed_precision, make_dataset
+from dialoguecse_tf.training.train_log import TENSORBOARD_DIR, TRAIN_LOG_FILE
 
 ENCODER_DIR = "encoder"
 BEST_ENCODER_DIR = "best_encoder"
 # Everything a run writes into its folder, which overwrite_output_dir deletes (worker scratch
-# folders too, `training.worker_scratch_dir`).
-_RUN_OUTPUTS = (training.CHECKPOINT_DIR, training.TENSORBOARD_DIR, training.TRAIN_LOG_FILE, ENCODER_DIR,
-                BEST_ENCODER_DIR, CONFIG_FILE, run_cache.REUSED_FROM_FILE)
+# folders too, `training.strategy.worker_scratch_dir`).
+_RUN_OUTPUTS = (loop.CHECKPOINT_DIR, TENSORBOARD_DIR, TRAIN_LOG_FILE, ENCODER_DIR, BEST_ENCODER_DIR, CONFIG_FILE,
+                run_cache.REUSED_FROM_FILE)
 
 
 def encoder_metadata(objective, config: TrainConfig, num_train_steps: int) -> dict:
@@ -43,7 +48,7 @@ def encoder_metadata(objective, config: TrainConfig, num_train_steps: int) -> di
 
 
 def _holds_run(output_dir: str) -> bool:
-    return os.path.isfile(os.path.join(output_dir, training.CHECKPOINT_DIR, "checkpoint")) or os.path.lexists(
+    return os.path.isfile(os.path.join(output_dir, loop.CHECKPOINT_DIR, "checkpoint")) or os.path.lexists(
         os.path.join(output_dir, ENCODER_DIR))
 
 
@@ -154,11 +159,11 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
             key = run_cache.run_key(objective, config)
             run_cache.link_run(found, config.output_dir, stage_record(objective, config), key)
             if verbose:
-                print(f"[train] {found} trained this configuration (key {key}): its encoder is reused")
+                logging.info("%s trained this configuration (key %s): its encoder is reused", found, key)
             return {}
     # First: MultiWorkerMirroredStrategy has to exist before any op runs, and checking
     # the records runs some.
-    strategy = strategy or training.create_strategy(config.distribution_strategy, config.tpu_address)
+    strategy = strategy or create_strategy(config.distribution_strategy, config.tpu_address)
     files, spec, stats = schema.resolve_records(config.train_file, objective.record_type)
     schema.check_compatible(spec, max_seq_length=config.max_seq_length, **objective.record_requirements())
     objective.check_records(spec, os.path.dirname(files[0]))
@@ -167,7 +172,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     if objective.in_batch_negatives and num_used < config.train_batch_size:
         raise ValueError(f"{os.path.dirname(files[0])}: {objective.name} takes its negatives from the batch, but the "
                          f"records give {num_used} examples, fewer than one batch of {config.train_batch_size}")
-    num_train_steps = training.resolve_num_train_steps(
+    num_train_steps = resolve_num_train_steps(
         config.num_train_steps, config.num_train_epochs, num_used, config.train_batch_size,
     )
     if config.warmup_proportion:
@@ -176,7 +181,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
         config = dataclasses.replace(config, num_warmup_steps=round(config.warmup_proportion * num_train_steps))
     keras.utils.set_random_seed(config.random_seed)
     if config.mixed_precision:
-        training.enable_mixed_precision()
+        enable_mixed_precision()
     start = load_or_initialize(config.init_checkpoint, config.bert_config_file, config.vocab_file,
                                config.do_lower_case, config.max_seq_length)
     with strategy.scope():
@@ -202,19 +207,20 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
             # A fixed subset for the training-data-scale study (Figure 3): cached, so every
             # epoch sees the same examples.
             dataset = dataset.take(config.max_train_examples).cache()
-        batches = training.make_dataset(dataset, config.train_batch_size, config.random_seed, skip_batches,
-                                        distinct_batches=objective.in_batch_negatives)
+        batches = make_dataset(dataset, config.train_batch_size, config.random_seed, skip_batches,
+                               distinct_batches=objective.in_batch_negatives)
         return batches.map(objective.prepare_batch)
 
     def step_fn(model, batch, is_training):
         return objective.compute_loss(model, batch, is_training, config.train_batch_size)
 
-    loop = training.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps,
-                               eval_steps=config.eval_steps, jit_compile=config.jit_compile)
+    loop_config = loop.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps,
+                                  eval_steps=config.eval_steps, jit_compile=config.jit_compile)
     evaluate = _evaluation_hook(config, backbone, start.tokenizer, start.config, objective, num_train_steps)
-    logs = training.run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, loop, verbose, on_log, evaluate)
+    logs = loop.run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, loop_config, verbose, on_log,
+                                  evaluate)
     encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
-    if training.writes_final_encoder(strategy, logs, encoder_dir):
+    if loop.writes_final_encoder(strategy, logs, encoder_dir):
         save_checkpoint(
             encoder_dir, backbone, start.config, start.tokenizer,
             metadata={**encoder_metadata(objective, config, num_train_steps), "final_logs": logs or {}},

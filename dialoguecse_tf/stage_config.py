@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from dialoguecse_tf import training
 from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.evaluation.suite import SuiteEntry, parse_entry, suite_entries, suite_from_legacy
 from dialoguecse_tf.io_utils import read_json_object
 from dialoguecse_tf.objectives.base import get_objective_class
+from dialoguecse_tf.training.strategy import STRATEGIES
 
 CONFIG_FILE = "config.json"
 # The evaluation file settings training had before suites, and the evaluation flags they stand for.
@@ -57,7 +57,7 @@ class TrainConfig:
     log_steps: int = field(10, "TensorBoard summaries every this many steps.", minimum=1)
     random_seed: int = field(12345, "Seed for initialisation, shuffling and dropout.")
     distribution_strategy: str = field("one_device", "tf.distribute strategy (Model Garden's names).",
-                                       choices=training.STRATEGIES)
+                                       choices=STRATEGIES)
     tpu_address: str = field("", "TPU name or address for distribution_strategy=tpu.")
     num_length_buckets: int = field(
         4, "Encode a step's sequences in this many length groups, each cut to its longest sequence "

@@ -2,7 +2,7 @@
 
 import os
 
-from dialoguecse_tf.data.dialogue import read_strict_lines
+from dialoguecse_tf.io_utils import read_strict_lines
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"

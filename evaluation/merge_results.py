@@ -12,8 +12,8 @@ import os
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import run
-from dialoguecse_tf.evaluation.results import (aggregate_seeds, merge_results, order_rows, plot_table, select_columns,
-                                                write_table)
+from dialoguecse_tf.evaluation.plotting import plot_table
+from dialoguecse_tf.evaluation.tables import aggregate_seeds, merge_results, order_rows, select_columns, write_table
 
 flags.DEFINE_multi_string("results", None, "A results.json to merge; repeat for each, in row order.")
 flags.DEFINE_string("output_dir", None, "Where <output_name>.md and <output_name>.json are written.")

@@ -150,7 +150,7 @@ def assert_best_is_the_first_argmax(run_dir, metric: str, best: dict, evaluated_
     """The kept encoder is the evaluation with the highest `metric` in the run's train log, the
     earliest on a tie (a later equal score does not replace it); the logged scores must differ,
     so that a broken comparison could not pick the right step by chance."""
-    from dialoguecse_tf.training import TRAIN_LOG_FILE, read_train_log
+    from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, read_train_log
 
     scores = {entry["step"]: entry[f"eval_{metric}"] for entry in read_train_log(os.path.join(run_dir, TRAIN_LOG_FILE))
               if f"eval_{metric}" in entry}

@@ -9,13 +9,13 @@ import time
 import pytest
 
 from dialoguecse_tf import schema
-from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.data.pipeline import (
     SR_MAX_SEQ_LENGTH, ContrastiveDataConfig, CorpusConfig, MlmDataConfig, SrSetConfig, VocabConfig,
     load_dialogues, run_build_sr_set, run_build_vocab, run_create_contrastive_data, run_create_mlm_data,
 )
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.data.sr_builder import read_select_file
+from dialoguecse_tf.io_utils import DataFormatError
 from conftest import REPO_ROOT
 
 INTENTS = {

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.data.sr_builder import SrRow, read_select_file
 from dialoguecse_tf.evaluation.evaluate import CachedEmbedder, embed_unique, evaluate_sr, evaluate_sts
 from dialoguecse_tf.evaluation.sts import StsPair
+from dialoguecse_tf.io_utils import DataFormatError
 
 
 class CountingEmbedder:

@@ -9,7 +9,6 @@ import zlib
 import numpy as np
 import pytest
 
-from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.data.intent import OOS_LABEL, read_intent_dataset
 from dialoguecse_tf.evaluation.prototypes import (
     class_scores,
@@ -20,6 +19,7 @@ from dialoguecse_tf.evaluation.prototypes import (
 )
 from dialoguecse_tf.evaluation.tasks.intent import IntentEvaluator, few_shot_accuracies
 from dialoguecse_tf.evaluation.tasks.oos import OosEvaluator, support_pool
+from dialoguecse_tf.io_utils import DataFormatError
 
 
 def test_readers_take_each_layout_of_the_real_sets(shared_data):

@@ -6,21 +6,17 @@ import sys
 
 import pytest
 
-from dialoguecse_tf.evaluation.provenance import REPO_ROOT, dataset_file_record, file_sha256
-from dialoguecse_tf.evaluation.results import (
+from dialoguecse_tf.evaluation.provenance import REPO_ROOT, dataset_file_record, file_sha256, git_commit, portable_path
+from dialoguecse_tf.evaluation.results_io import model_record, new_results, read_results
+from dialoguecse_tf.evaluation.tables import (
     aggregate_seeds,
-    git_commit,
     merge_results,
-    metric_columns,
-    model_record,
-    new_results,
-    portable_path,
-    read_results,
     seed_row_name,
     table_columns,
     write_results,
     write_table,
 )
+from dialoguecse_tf.evaluation.tasks.base import metric_columns
 
 
 def make_results(tmp_path, dataset="ECD", models=(("BERT-avg", 43.68, 51.77, 70.79),), sts_text="5\ta\tb\n"):
@@ -203,7 +199,8 @@ def test_no_two_metrics_share_a_header():
 
 
 def test_selected_columns_in_order_with_the_best_row_bold_and_a_chart(tmp_path):
-    from dialoguecse_tf.evaluation.results import plot_table, select_columns
+    from dialoguecse_tf.evaluation.plotting import plot_table
+    from dialoguecse_tf.evaluation.tables import select_columns
 
     models = ((seed_row_name("DSE", 1), 50.0, 60.0, 70.0), (seed_row_name("DSE", 2), 54.0, 58.0, 70.0),
               ("MiniLM", 52.0, 61.0, 71.0), ("Tie", 40.0, 61.0, 71.0))
@@ -225,7 +222,7 @@ def test_selected_columns_in_order_with_the_best_row_bold_and_a_chart(tmp_path):
 
 
 def test_parts_merge_in_a_fixed_row_order_with_missing_columns_skipped_on_request(tmp_path):
-    from dialoguecse_tf.evaluation.results import order_rows, select_columns
+    from dialoguecse_tf.evaluation.tables import order_rows, select_columns
 
     second = write_results(make_results(tmp_path, "ECD", (("DSE", 50.0, 60.0, 70.0),)), str(tmp_path / "b"))
     first = write_results(make_results(tmp_path, "ECD", (("Untouched", 40.0, 55.0, 65.0),
@@ -265,10 +262,10 @@ def test_the_table_lists_each_rows_dialogue_protocol_through_merging_and_seed_fo
     assert model_record("x", "c", None, "d", None, {})["dialogue_protocol"] is None
 
 
-def test_the_evaluation_tasks_import_without_the_results_module():
-    # results reads the task registry; a task importing results back would be an import cycle.
+def test_the_evaluation_tasks_import_without_the_results_modules():
+    # results_io and tables read the task registry; a task importing them back would be an import cycle.
     code = ("import sys; from dialoguecse_tf.evaluation.tasks.base import task_classes; task_classes(); "
-            "print('dialoguecse_tf.evaluation.results' in sys.modules)")
+            "print(any(f'dialoguecse_tf.evaluation.{name}' in sys.modules for name in ('results_io', 'tables')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert result.stdout.strip().splitlines()[-1] == "False"

@@ -1,7 +1,7 @@
 import pytest
 
-from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.evaluation.sts import StsPair, read_sts_file
+from dialoguecse_tf.io_utils import DataFormatError
 
 
 def test_reads_pairs_with_bom_crlf_and_no_final_newline(tmp_path):

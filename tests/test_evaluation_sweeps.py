@@ -3,8 +3,9 @@ import subprocess
 import sys
 
 from conftest import REPO_ROOT
-from dialoguecse_tf.evaluation.results import model_record, new_results, write_results
+from dialoguecse_tf.evaluation.results_io import model_record, new_results
 from dialoguecse_tf.evaluation.sweeps import collect_sweep, sweep_markdown, write_sweep
+from dialoguecse_tf.evaluation.tables import write_results
 
 
 def _results(tmp_path, name, corr, map_, models=("DialogueCSE_I2",)):

@@ -17,14 +17,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dialoguecse_tf.bert_config import BertConfig
-from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, read_strict_lines
+from dialoguecse_tf.data.dialogue import Dialogue
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import READERS
 from dialoguecse_tf.data.sr_builder import read_select_file
 from dialoguecse_tf.embedding_io import read_texts
-from dialoguecse_tf.evaluation.results import read_results, results_table
+from dialoguecse_tf.evaluation.results_io import read_results
 from dialoguecse_tf.evaluation.sts import read_sts_file
 from dialoguecse_tf.evaluation.sweeps import collect_sweep, sweep_markdown
+from dialoguecse_tf.evaluation.tables import results_table
+from dialoguecse_tf.io_utils import DataFormatError, read_strict_lines
 from dialoguecse_tf.schema import ContrastiveRecordSpec, MlmRecordSpec, read_records_info
 from dialoguecse_tf.tokenization import SPECIAL_TOKENS, load_vocab
 

@@ -32,17 +32,17 @@ pytestmark = pytest.mark.slow
 LAUNCHER = """
 import runpy, sys
 import numpy as np
-from dialoguecse_tf import training
+from dialoguecse_tf.training import loop
 
 dump_path, script, *flags = sys.argv[1:]
-run_training_loop = training.run_training_loop
+run_training_loop = loop.run_training_loop
 
 def run_and_dump(strategy, model, *args, **kwargs):
     logs = run_training_loop(strategy, model, *args, **kwargs)
     np.savez(dump_path, *model.backbone.get_weights())
     return logs
 
-training.run_training_loop = run_and_dump
+loop.run_training_loop = run_and_dump
 sys.argv = [script, *flags]
 runpy.run_path(script, run_name="__main__")
 """

@@ -29,7 +29,7 @@ from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.objectives import get_objective_class, objective_names
 from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
-from dialoguecse_tf.training import create_strategy
+from dialoguecse_tf.training.strategy import create_strategy
 
 MAX_SEQ_LENGTH = 24
 STEPS = 24

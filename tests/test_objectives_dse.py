@@ -164,16 +164,16 @@ def test_records_smaller_than_one_batch_are_refused(tiny_vocab_file, tmp_path):
 
 
 def test_in_batch_negative_batches_never_repeat_a_record():
-    from dialoguecse_tf import training
+    from dialoguecse_tf.training.strategy import make_dataset
 
     records = tf.data.Dataset.range(10)
-    batches = list(training.make_dataset(records, 4, seed=1, distinct_batches=True, prefetch=False).take(12))
+    batches = list(make_dataset(records, 4, seed=1, distinct_batches=True, prefetch=False).take(12))
     for batch in batches:
         assert len(set(batch.numpy())) == 4
     # Two full batches per epoch (the remainder of 2 dropped), reshuffled every epoch.
     assert len({tuple(sorted(np.concatenate(batches[i:i + 2]))) for i in range(0, 12, 2)}) > 1
-    resumed = list(training.make_dataset(records, 4, seed=1, skip_batches=5, distinct_batches=True,
-                                         prefetch=False).take(7))
+    resumed = list(make_dataset(records, 4, seed=1, skip_batches=5, distinct_batches=True,
+                                prefetch=False).take(7))
     for a, b in zip(resumed, batches[5:]):
         np.testing.assert_array_equal(a, b)
 

@@ -249,7 +249,7 @@ def test_exports_embed_by_cls(trained_run, tmp_path):
     np.testing.assert_allclose(SentenceEncoder.from_checkpoint(hf, 10).encode(TEXTS), expected, atol=1e-5)
 
 
-def test_pair_records_of_two_texts_train_the_pair_mode_with_a_note(tiny_vocab_file, tmp_path, capsys):
+def test_pair_records_of_two_texts_train_the_pair_mode_with_a_warning(tiny_vocab_file, tmp_path, caplog):
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
     dialogue = Dialogue("d", tuple(Turn(str(i % 2), text) for i, text in enumerate(TEXTS)))
     write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), schema.PairRecordSpec(10), min_words=0,
@@ -257,6 +257,7 @@ def test_pair_records_of_two_texts_train_the_pair_mode_with_a_note(tiny_vocab_fi
     spec, _ = schema.read_records_info(str(tmp_path / "pairs"), schema.RECORD_TYPE_PAIRS)
     objective = SimCSEObjective()
     objective.check_records(spec, str(tmp_path / "pairs"))
-    assert "not unsupervised SimCSE" in capsys.readouterr().out
+    (warning,) = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert "not unsupervised SimCSE" in warning
     assert objective.metadata()["pairing"] == "consecutive"
     assert dataclasses.asdict(objective.options).items() <= objective.metadata().items()

@@ -99,7 +99,7 @@ def test_saved_encoder_gives_in_memory_outputs(tmp_path, tiny_bert_config, tiny_
     np.testing.assert_allclose(restored(batch).numpy(), model(batch).numpy(), atol=1e-6)
 
 
-def test_checkpoint_without_mlm_head_gets_a_fresh_one(mlm_setup, tmp_path, capsys, tiny_bert_config, tiny_vocab_file):
+def test_checkpoint_without_mlm_head_gets_a_fresh_one(mlm_setup, tmp_path, caplog, tiny_bert_config, tiny_vocab_file):
     from test_checkpoints import write_hf_folder
 
     weights = random_bert_weights(tiny_bert_config, seed=4)
@@ -108,5 +108,6 @@ def test_checkpoint_without_mlm_head_gets_a_fresh_one(mlm_setup, tmp_path, capsy
     config = dataclasses.replace(setup, init_checkpoint=str(folder), bert_config_file=None, vocab_file=None,
                                  output_dir=str(tmp_path / "from_hf"), num_train_steps=2)
     run_stage(objective, config, verbose=False)
-    assert "has no MLM head: a fresh one is initialised" in capsys.readouterr().out
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert f"{folder} has no MLM head: a fresh one is initialised" in warnings, warnings
     assert len(load_checkpoint(str(tmp_path / "from_hf" / "encoder"), 16).mlm_head) == 5

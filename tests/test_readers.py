@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn, turn_intent
+from dialoguecse_tf.data.dialogue import Dialogue, Turn, turn_intent
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import (
     MIN_TURNS_BY_FORMAT,
@@ -21,6 +21,7 @@ from dialoguecse_tf.data.readers import (
     read_sgd,
     write_jsonl,
 )
+from dialoguecse_tf.io_utils import DataFormatError
 
 N_CANDIDATES = 50
 

@@ -73,7 +73,7 @@ def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     # The same settings as config.json, with its absolute paths (tmp_path) relative to the repository.
-    from dialoguecse_tf.evaluation.results import portable_values
+    from dialoguecse_tf.evaluation.provenance import portable_values
 
     written = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert written["output_dir"] == str(out) and results["config"]["output_dir"] == os.path.relpath(out, REPO_ROOT)

@@ -4,7 +4,6 @@ import time
 
 import pytest
 
-from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.data.sr_builder import (
     SrRow,
     bm25_tokenize,
@@ -12,6 +11,7 @@ from dialoguecse_tf.data.sr_builder import (
     read_select_file,
     write_select_file,
 )
+from dialoguecse_tf.io_utils import DataFormatError
 
 # Three intents. For "refund my order" BM25 ranks: the other refund sentence (3 shared terms),
 # "track order status" ("order" is rarer than "my"), then "track my package" and "change my

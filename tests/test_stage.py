@@ -15,7 +15,7 @@ from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.tokenization import Tokenizer
-from dialoguecse_tf.training import TRAIN_LOG_FILE, read_train_log
+from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, read_train_log
 
 
 @pytest.fixture

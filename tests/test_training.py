@@ -6,26 +6,31 @@ import pytest
 import tensorflow as tf
 import keras
 
-from dialoguecse_tf import training
+from dialoguecse_tf.training.loop import LoopConfig, NonFiniteLossError, build_train_step, run_training_loop
+from dialoguecse_tf.training.optimizers import (
+    ExponentialDecayFloor, WarmupLinearDecay, create_optimizer, resolve_num_train_steps,
+)
+from dialoguecse_tf.training.strategy import create_strategy, enable_mixed_precision
+from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, read_train_log
 
 
 def test_warmup_then_linear_decay():
-    schedule = training.WarmupLinearDecay(1e-3, num_warmup_steps=10, num_train_steps=110)
+    schedule = WarmupLinearDecay(1e-3, num_warmup_steps=10, num_train_steps=110)
     values = [float(schedule(step)) for step in (0, 4, 9, 10, 60, 110, 200)]
     np.testing.assert_allclose(values, [1e-4, 5e-4, 1e-3, 1e-3, 5e-4, 0.0, 0.0], atol=1e-9)
-    assert training.WarmupLinearDecay(**schedule.get_config()).get_config() == schedule.get_config()
+    assert WarmupLinearDecay(**schedule.get_config()).get_config() == schedule.get_config()
 
 
 def test_resolve_num_train_steps():
-    assert training.resolve_num_train_steps(None, 0.5, num_examples=1000, train_batch_size=50) == 10
-    assert training.resolve_num_train_steps(7, None, 1000, 50) == 7
+    assert resolve_num_train_steps(None, 0.5, num_examples=1000, train_batch_size=50) == 10
+    assert resolve_num_train_steps(7, None, 1000, 50) == 7
     with pytest.raises(ValueError, match="exactly one"):
-        training.resolve_num_train_steps(7, 1.0, 1000, 50)
+        resolve_num_train_steps(7, 1.0, 1000, 50)
 
 
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    optimizer = training.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
+    optimizer = create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
     calls = tf.Variable(0)
 
     def step_fn(model, batch, training_):
@@ -37,10 +42,10 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     def dataset_fn(skip):
         return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
 
-    config = training.LoopConfig(str(tmp_path), num_train_steps=10, save_checkpoints_steps=1, log_steps=1)
-    with pytest.raises(training.NonFiniteLossError, match="loss became nan at step 4"):
-        training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
-                                   verbose=False)
+    config = LoopConfig(str(tmp_path), num_train_steps=10, save_checkpoints_steps=1, log_steps=1)
+    with pytest.raises(NonFiniteLossError, match="loss became nan at step 4"):
+        run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+                          verbose=False)
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("ckpt-3")
 
 
@@ -55,20 +60,20 @@ def test_logged_scalars_and_evaluations_go_to_a_json_lines_log_a_resumed_run_ext
         return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
 
     def run(num_train_steps):
-        optimizer = training.create_optimizer(1e-2, num_train_steps=num_train_steps, num_warmup_steps=0)
-        config = training.LoopConfig(str(tmp_path), num_train_steps=num_train_steps, save_checkpoints_steps=2,
-                                     log_steps=2, eval_steps=4)
-        return training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn,
-                                          config, verbose=False, evaluate=lambda step: {"map": float(step)})
+        optimizer = create_optimizer(1e-2, num_train_steps=num_train_steps, num_warmup_steps=0)
+        config = LoopConfig(str(tmp_path), num_train_steps=num_train_steps, save_checkpoints_steps=2,
+                            log_steps=2, eval_steps=4)
+        return run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn,
+                                 config, verbose=False, evaluate=lambda step: {"map": float(step)})
 
     logs = run(4)
-    log_path = tmp_path / training.TRAIN_LOG_FILE
+    log_path = tmp_path / TRAIN_LOG_FILE
     with log_path.open("a") as writer:
         # A run that logged step 6 then died before its checkpoint: the resumed run logs step 6
         # again, and the later entry wins. Then a blank line and a line cut mid-write.
         writer.write(json.dumps({"step": 6, "loss": 999.0}) + "\n\n" + '{"step": 7, "lo')
     run(6)
-    entries = training.read_train_log(str(log_path))
+    entries = read_train_log(str(log_path))
     assert [entry["step"] for entry in entries] == [2, 4, 4, 6, 6]
     assert entries[3]["loss"] != 999.0
     assert entries[1]["loss"] == logs["loss"] and entries[1]["mean_output"] == logs["mean_output"]
@@ -76,12 +81,12 @@ def test_logged_scalars_and_evaluations_go_to_a_json_lines_log_a_resumed_run_ext
     assert entries[2] == {"step": 4, "eval_map": 4.0} and entries[4] == {"step": 6, "eval_map": 6.0}
     log_path.open("a").write("{broken\n")
     with pytest.raises(ValueError, match=r"train_log.jsonl:\d+: not a train log entry"):
-        training.read_train_log(str(log_path))
+        read_train_log(str(log_path))
 
 
 def test_a_run_failing_at_its_first_step_leaves_no_log(tmp_path):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    optimizer = training.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
+    optimizer = create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
 
     def step_fn(model, batch, training_):
         raise ValueError("the objective is broken")
@@ -89,10 +94,10 @@ def test_a_run_failing_at_its_first_step_leaves_no_log(tmp_path):
     def dataset_fn(skip):
         return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
 
-    config = training.LoopConfig(str(tmp_path), num_train_steps=10, save_checkpoints_steps=1, log_steps=1)
+    config = LoopConfig(str(tmp_path), num_train_steps=10, save_checkpoints_steps=1, log_steps=1)
     with pytest.raises(ValueError, match="the objective is broken"):
-        training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
-                                   verbose=False)
+        run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+                          verbose=False)
     assert os.listdir(tmp_path) == []
 
 
@@ -106,14 +111,14 @@ def test_a_resumed_run_drops_the_log_lines_past_its_checkpoint(tmp_path):
         return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
 
     def run(num_train_steps):
-        optimizer = training.create_optimizer(1e-2, num_train_steps=num_train_steps, num_warmup_steps=0)
-        config = training.LoopConfig(str(tmp_path), num_train_steps=num_train_steps, save_checkpoints_steps=2,
-                                     log_steps=1)
-        training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
-                                   verbose=False)
+        optimizer = create_optimizer(1e-2, num_train_steps=num_train_steps, num_warmup_steps=0)
+        config = LoopConfig(str(tmp_path), num_train_steps=num_train_steps, save_checkpoints_steps=2,
+                            log_steps=1)
+        run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+                          verbose=False)
 
     run(2)
-    log_path = tmp_path / training.TRAIN_LOG_FILE
+    log_path = tmp_path / TRAIN_LOG_FILE
     with log_path.open("a") as writer:
         # Steps 3 and 4 logged, then killed before the checkpoint at 4.
         writer.write(json.dumps({"step": 3, "loss": 999.0}) + "\n" + json.dumps({"step": 4, "loss": 999.0}) + "\n")
@@ -129,7 +134,7 @@ def test_xla_train_step_matches_the_plain_one():
         strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
         with strategy.scope():
             model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="gelu"), keras.layers.Dense(1)])
-            optimizer = training.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
+            optimizer = create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
             optimizer.build(model.trainable_variables)
             step = tf.Variable(0, dtype=tf.int64)
 
@@ -139,7 +144,7 @@ def test_xla_train_step_matches_the_plain_one():
 
         batches = tf.data.Dataset.from_tensor_slices(np.random.default_rng(0).normal(size=(5, 8, 3)).astype("float32"))
         iterator = iter(strategy.experimental_distribute_dataset(batches))
-        train_step = training.build_train_step(strategy, model, optimizer, step_fn, step, jit_compile)
+        train_step = build_train_step(strategy, model, optimizer, step_fn, step, jit_compile)
         losses = [float(train_step(iterator)[0]) for _ in range(5)]
         return losses, int(step.numpy())
 
@@ -153,7 +158,7 @@ def test_mixed_precision_is_refused_without_a_gpu():
     if tf.config.list_logical_devices("GPU"):
         pytest.skip("this machine has a GPU")
     with pytest.raises(ValueError, match="needs a GPU"):
-        training.enable_mixed_precision()
+        enable_mixed_precision()
     assert keras.mixed_precision.dtype_policy().name == "float32"
 
 
@@ -172,12 +177,12 @@ def test_loss_scaled_mixed_precision_step_trains_dialoguecse(tiny_bert_config):
         strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
         with strategy.scope():
             model = _model(tiny_bert_config, num_frozen_layers=0)
-            optimizer = training.create_optimizer(1e-3, num_train_steps=10, num_warmup_steps=0, loss_scaling=True)
+            optimizer = create_optimizer(1e-3, num_train_steps=10, num_warmup_steps=0, loss_scaling=True)
             optimizer.build(model.trainable_variables)
             step = tf.Variable(0, dtype=tf.int64)
         batch = _batch(tiny_bert_config.vocab_size)
         iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat()))
-        train_step = training.build_train_step(strategy, model, optimizer, step_fn, step)
+        train_step = build_train_step(strategy, model, optimizer, step_fn, step)
         before = [v.numpy() for v in model.trainable_variables]
         losses = [float(train_step(iterator)[0]) for _ in range(3)]
     finally:
@@ -205,15 +210,15 @@ def test_two_replicas_clip_the_global_gradient_as_one_device_does(tmp_path):
         with strategy.scope():
             model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
             model.set_weights([np.full((4, 1), 0.1, "float32"), np.zeros(1, "float32")])
-            optimizer = training.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
-        config = training.LoopConfig(str(tmp_path / name), num_train_steps=3, log_steps=1)
-        training.run_training_loop(strategy, model, optimizer,
-                                   lambda skip: tf.data.Dataset.from_tensors((features, labels)).repeat().skip(skip),
-                                   step_fn, config, verbose=False)
+            optimizer = create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
+        config = LoopConfig(str(tmp_path / name), num_train_steps=3, log_steps=1)
+        run_training_loop(strategy, model, optimizer,
+                          lambda skip: tf.data.Dataset.from_tensors((features, labels)).repeat().skip(skip),
+                          step_fn, config, verbose=False)
         return model.get_weights()
 
     one = run(tf.distribute.OneDeviceStrategy("/cpu:0"), "one")
-    strategy = training.create_strategy("mirrored")
+    strategy = create_strategy("mirrored")
     two = run(strategy, "two")
     assert strategy.num_replicas_in_sync == 2
     # Keras's own per-replica clipping is off by ~7e-5 here.
@@ -221,9 +226,9 @@ def test_two_replicas_clip_the_global_gradient_as_one_device_does(tmp_path):
         np.testing.assert_allclose(b, a, atol=1e-6)
 
 
-def test_resumes_a_checkpoint_written_without_dropout_state(tmp_path, capsys):
+def test_resumes_a_checkpoint_written_without_dropout_state(tmp_path, caplog):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3), keras.layers.Dropout(0.5), keras.layers.Dense(1)])
-    optimizer = training.create_optimizer(1e-2, num_train_steps=4, num_warmup_steps=0)
+    optimizer = create_optimizer(1e-2, num_train_steps=4, num_warmup_steps=0)
     optimizer.build(model.trainable_variables)
     old_style = tf.train.Checkpoint(model=model, optimizer=optimizer, step=tf.Variable(2, dtype=tf.int64))
     tf.train.CheckpointManager(old_style, str(tmp_path / "checkpoints"), max_to_keep=1).save(checkpoint_number=2)
@@ -234,12 +239,13 @@ def test_resumes_a_checkpoint_written_without_dropout_state(tmp_path, capsys):
     def dataset_fn(skip):
         return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
 
-    config = training.LoopConfig(str(tmp_path), num_train_steps=4, save_checkpoints_steps=1, log_steps=1)
+    config = LoopConfig(str(tmp_path), num_train_steps=4, save_checkpoints_steps=1, log_steps=1)
     steps = []
-    training.run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
-                               verbose=False, on_log=lambda step, logs: steps.append(step))
+    run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+                      verbose=False, on_log=lambda step, logs: steps.append(step))
     assert steps == [3, 4]
-    assert "holds no dropout state" in capsys.readouterr().out
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert any("holds no dropout state" in warning for warning in warnings), warnings
     saved = {name.split("/", 1)[0] for name, _ in tf.train.list_variables(tf.train.latest_checkpoint(str(tmp_path / "checkpoints")))}
     assert "random_state" in saved
 
@@ -270,7 +276,7 @@ def test_released_dialoguecse_optimizer_is_the_release_recipe():
     defaults = DialogueCSEOptions()
     assert (defaults.lr_decay_rate, defaults.lr_decay_steps, defaults.min_learning_rate, defaults.clip_norm) == (
         0.98, 10000, 1e-5, 3.0)
-    schedule = training.ExponentialDecayFloor(5e-5, 0.98, 10000, 1e-5)
+    schedule = ExponentialDecayFloor(5e-5, 0.98, 10000, 1e-5)
     steps = np.array([0, 1, 5000, 10000, 123456, 796000, 797000, 2_000_000])
     expected = np.maximum(5e-5 * 0.98 ** (steps / 10000.0), 1e-5)
     np.testing.assert_allclose([float(schedule(s)) for s in steps], expected, rtol=1e-5)

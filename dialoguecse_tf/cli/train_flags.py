@@ -12,6 +12,7 @@ import dataclasses
 import functools
 
 from absl import flags as absl_flags
+from absl import logging
 
 from dialoguecse_tf.cli.flag_utils import define_config_flags, define_flag, flag_value_or_none
 from dialoguecse_tf.config_fields import field_kind
@@ -94,7 +95,7 @@ def stage_from_flags(flag_values):
     if foreign:
         # Not an error: one command line often serves several objectives (e.g. a script passing
         # --temperature to every contrastive model), and the old finetuning entry point took it.
-        print(f"[train] objective {objective_name!r} has no option {', '.join('--' + n for n in foreign)}; ignored")
+        logging.warning("objective %r has no option %s; ignored", objective_name, ", ".join("--" + n for n in foreign))
     option_values = {f.name: _tuple_if_list(value(f.name)) for f in dataclasses.fields(objective_class.options_class)}
     options = objective_class.options_class(**{k: v for k, v in option_values.items() if v is not None})
     config_values = {}

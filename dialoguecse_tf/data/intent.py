@@ -31,8 +31,8 @@ import math
 import os
 import random
 
-from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.data.readers import json_list_items
+from dialoguecse_tf.io_utils import DataFormatError
 
 OOS_LABEL = "oos"
 HOLDOUT_SEED = 0

@@ -105,9 +105,9 @@ import pathlib
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from dialoguecse_tf.data.dialogue import DataFormatError, Dialogue, Turn, turn_intent
+from dialoguecse_tf.data.dialogue import Dialogue, Turn, turn_intent
 from dialoguecse_tf.data.preprocessing import PrepStats
-from dialoguecse_tf.io_utils import atomic_open
+from dialoguecse_tf.io_utils import DataFormatError, atomic_open
 
 PathLike = str | os.PathLike
 

@@ -48,8 +48,7 @@ import bm25s
 import numpy as np
 
 from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
-from dialoguecse_tf.data.dialogue import DataFormatError, read_strict_lines
-from dialoguecse_tf.io_utils import atomic_open
+from dialoguecse_tf.io_utils import DataFormatError, atomic_open, read_strict_lines
 
 PathLike = str | os.PathLike
 

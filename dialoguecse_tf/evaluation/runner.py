@@ -10,8 +10,9 @@ from dialoguecse_tf.config_io import config_to_dict
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.embedding_io import read_texts
 from dialoguecse_tf.evaluation.config import EvaluationConfig
-from dialoguecse_tf.evaluation.results import model_record, new_results, write_results
+from dialoguecse_tf.evaluation.results_io import model_record, new_results
 from dialoguecse_tf.evaluation.suite import EvaluationSuite
+from dialoguecse_tf.evaluation.tables import write_results
 
 
 def build_suite(config: EvaluationConfig) -> EvaluationSuite:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from dialoguecse_tf.data.dialogue import DataFormatError, read_strict_lines
+from dialoguecse_tf.io_utils import DataFormatError, read_strict_lines
 
 MIN_SCORE = 1
 MAX_SCORE = 5

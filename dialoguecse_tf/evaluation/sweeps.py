@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 
-from dialoguecse_tf.evaluation.results import portable_path, read_results, table_columns
 from dialoguecse_tf.evaluation.plotting import pyplot, save_png
+from dialoguecse_tf.evaluation.provenance import portable_path
+from dialoguecse_tf.evaluation.results_io import read_results
+from dialoguecse_tf.evaluation.tables import table_columns
 from dialoguecse_tf.io_utils import atomic_open, write_json
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from dialoguecse_tf.evaluation.plotting import pyplot, save_png
 from dialoguecse_tf.io_utils import atomic_open, write_json
-from dialoguecse_tf.training import read_train_log
+from dialoguecse_tf.training.train_log import read_train_log
 
 CURVE_METRICS = ("loss", "positive_cosine", "negative_cosine", "cosine_gap")
 

@@ -117,7 +117,8 @@ def select_rows(flags: dict, inputs: list[str], output_dir: str) -> None:
     `rows` maps each wanted row's display name to the name it takes (e.g. a main run's
     "DialogueCSE_I2 [seed 12345]" -> "DialogueCSE_I2", a sweep's default point).
     """
-    from dialoguecse_tf.evaluation.results import read_results, write_results
+    from dialoguecse_tf.evaluation.results_io import read_results
+    from dialoguecse_tf.evaluation.tables import write_results
 
     unknown = sorted(set(flags) - {"rows"})
     if unknown or not isinstance(flags.get("rows"), dict) or len(inputs) != 1:

@@ -71,10 +71,10 @@ class Objective:
     def create_optimizer(self, config, num_train_steps: int, model):
         """The optimizer of `model` (built in the strategy scope); BERT's AdamW with warmup and
         linear decay."""
-        from dialoguecse_tf import training
+        from dialoguecse_tf.training import optimizers
 
-        return training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
-                                         loss_scaling=config.mixed_precision)
+        return optimizers.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
+                                           loss_scaling=config.mixed_precision)
 
     def prepare_batch(self, batch: dict) -> dict:
         """Applied to each global batch of records before it is split among replicas."""

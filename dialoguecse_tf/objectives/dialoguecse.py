@@ -47,13 +47,16 @@ paper's text only.
 
 import dataclasses
 
-from dialoguecse_tf import losses, training
+from absl import logging
+
+from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
 from dialoguecse_tf.models.dialoguecse import MATCHING_SIDES, DialogueCSEModel, ReleasedDialogueCSEModel
 from dialoguecse_tf.models.layers import AGGREGATIONS, DEFAULT_ATTENTION_HIDDEN_SIZE
 from dialoguecse_tf.objectives.base import register
 from dialoguecse_tf.objectives.contrastive import ContrastiveObjective, ContrastiveOptions, candidate_metrics
+from dialoguecse_tf.training import optimizers
 
 VARIANTS = ("released", "paper_text")
 VARIANT_AGGREGATION = {"released": "attention", "paper_text": "mean"}
@@ -149,9 +152,9 @@ class DialogueCSEObjective(ContrastiveObjective):
         if self.options.variant == "paper_text":
             return super().create_optimizer(config, num_train_steps, model)
         if config.num_warmup_steps:
-            print(f"[train] variant released: the release has no warmup; num_warmup_steps="
-                  f"{config.num_warmup_steps} is ignored")
-        return training.create_released_optimizer(
+            logging.warning("variant released: the release has no warmup; num_warmup_steps=%d is ignored",
+                            config.num_warmup_steps)
+        return optimizers.create_released_optimizer(
             config.learning_rate, self.options.lr_decay_rate, self.options.lr_decay_steps,
             self.options.min_learning_rate, self.options.clip_norm, loss_scaling=config.mixed_precision)
 

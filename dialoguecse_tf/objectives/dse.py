@@ -18,7 +18,7 @@ Utterances") as a registered objective, as the authors' released PyTorch code co
   encoder at `learning_rate` and the head at `learning_rate * head_learning_rate_scale`
   (3e-6 and 3e-4 in the paper and README; utils/optimizer.py:13-27); constant rate, no
   warmup, no gradient clipping (training.py:131-139). Every layer trains;
-* batches (`training.make_dataset`): each epoch is shuffled within a 10,000-record buffer
+* batches (`training.strategy.make_dataset`): each epoch is shuffled within a 10,000-record buffer
   over records shuffled once when written, and its last partial batch is dropped; the
   release's `DataLoader(shuffle=True)` reshuffles the whole set every epoch and keeps the
   last partial batch (pretrain/dataloader/dataloader.py:36, 53).
@@ -31,6 +31,7 @@ import dataclasses
 
 import keras
 import tensorflow as tf
+from absl import logging
 from keras import ops
 
 from dialoguecse_tf import losses, schema
@@ -139,8 +140,8 @@ class DSEObjective(Objective):
 
     def create_optimizer(self, config, num_train_steps: int, model):
         if config.num_warmup_steps:
-            print(f"[train] dse: the release trains at a constant rate; num_warmup_steps={config.num_warmup_steps} "
-                  "is ignored")
+            logging.warning("dse: the release trains at a constant rate; num_warmup_steps=%d is ignored",
+                            config.num_warmup_steps)
         if config.mixed_precision:
             raise ValueError("dse: mixed precision is not supported (the release trains in float32)")
         return TwoRateAdam(model.head_variables(), self.options.head_learning_rate_scale,

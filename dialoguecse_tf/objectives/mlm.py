@@ -3,6 +3,7 @@
 import dataclasses
 
 import tensorflow as tf
+from absl import logging
 
 from dialoguecse_tf import losses, schema
 from dialoguecse_tf.config_fields import field
@@ -44,7 +45,7 @@ class MlmObjective(Objective):
         if start.mlm_head:
             model.assign_head(start.mlm_head, start.path)
         else:
-            print(f"[pretrain] {start.path} has no MLM head: a fresh one is initialised")
+            logging.warning("%s has no MLM head: a fresh one is initialised", start.path)
 
     def compute_loss(self, model, batch, training, global_batch_size):
         # float32 for the softmax even when the model computes in float16 (mixed precision).

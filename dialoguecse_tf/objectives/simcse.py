@@ -39,7 +39,7 @@ Departures: the release trains with `--fp16` (run_unsup_example.sh:25; `--mixed_
 GPU only); it evaluates every 125 steps on STS-B dev and keeps the best checkpoint
 (run_unsup_example.sh:15-18), a set the project lacks (see `presets.paper_simcse`); it
 reshuffles the whole set every epoch and keeps the last partial batch (the Trainer's
-DataLoader), where the stage shuffles within a 10k buffer and drops it (`training.make_dataset`);
+DataLoader), where the stage shuffles within a 10k buffer and drops it (`training.strategy.make_dataset`);
 under several GPUs its summed gradient is 1/R of one device's (DDP averages the replicas'
 gradients of a loss each computes over the gathered batch), where the stage's equals one
 device's (`losses.replica_share_of_global_loss`).
@@ -49,12 +49,14 @@ import dataclasses
 
 import keras
 import tensorflow as tf
+from absl import logging
 
-from dialoguecse_tf import losses, schema, training
+from dialoguecse_tf import losses, schema
 from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.encoder import freeze_pooler
 from dialoguecse_tf.models.simcse import POOLERS, SimCSEModel
 from dialoguecse_tf.objectives.base import Objective, register
+from dialoguecse_tf.training import optimizers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,8 +107,9 @@ class SimCSEObjective(Objective):
     def check_records(self, spec, records_dir: str) -> None:
         self._pairing = spec.pairing
         if spec.pairing != "self":
-            print(f"[train] simcse: the records in {records_dir} pair {spec.pairing} utterances: this trains SimCSE's "
-                  "pair mode, not unsupervised SimCSE (write them with create_pair_data.py --pairing=self)")
+            logging.warning("simcse: the records in %s pair %s utterances: this trains SimCSE's pair mode, not "
+                            "unsupervised SimCSE (write them with create_pair_data.py --pairing=self)", records_dir,
+                            spec.pairing)
 
     def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
         if self.options.pooler != "cls":
@@ -123,9 +126,9 @@ class SimCSEObjective(Objective):
         model.mlp.bias.assign(tf.zeros_like(model.mlp.bias))
 
     def create_optimizer(self, config, num_train_steps: int, model):
-        return training.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
-                                         weight_decay=self.options.weight_decay, epsilon=1e-8,
-                                         loss_scaling=config.mixed_precision)
+        return optimizers.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
+                                           weight_decay=self.options.weight_decay, epsilon=1e-8,
+                                           loss_scaling=config.mixed_precision)
 
     def compute_loss(self, model, batch, training, global_batch_size):
         views = model(batch, training=training)["embeddings"]

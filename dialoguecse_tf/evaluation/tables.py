@@ -1,23 +1,10 @@
-"""Evaluation results: `results.json` per run, a Markdown table laid out like Table 2, merging.
+"""Tables of evaluation results laid out like Table 2: rows merged by model from `results.json`
+files, training seeds folded into mean ± std, columns chosen and ranked, written as Markdown and
+JSON.
 
-`results.json` (format_version 1):
-
-    {"format_version": 1, "created_utc": "2021-11-07T12:00:00+00:00", "git_commit": "<sha>" | null,
-     "config": {...the run's EvaluationConfig...},
-     "datasets": [{"name": "ECD", "select_file": "../shared/data/ecd/dev/select.txt", "select_sha256": "...",
-                   "sr_queries": 2373, "sts_file": "../shared/data/ecd/dev/sts.txt", "sts_sha256": "...",
-                   "sts_pairs": 500}],
-     "models": [{"display_name": "BERT-flow", "checkpoint": "runs/ecd/pretrain/encoder", "baseline": "flow" | null,
-                 "description": "...", "fit": {...} | null,
-                 "dialogue_protocol": "interlocutor" | "utterance_mean" | "plain_mean" | null,
-                 "metrics": {"ECD": {"corr": 55.04, "map": 52.16, "mrr": 71.06}}}]}
-
-Metrics are percentages. `dialogue_protocol` (absent in files written before it existed) names
-how the row embedded dialogues (`registry.DIALOGUE_PROTOCOLS`), null without a dialogue task. Datasets carry the SHA-256 of their files so that merging refuses to
-put numbers from different files under one column name; each evaluation task
-(`evaluation/tasks/`) adds its `<task>_file`, `<task>_sha256` and count keys, and its metrics
-become table columns in task order. Paths are written relative to the repository (files
-beside it, such as `../shared/data`, start with `..`), so results hold no machine's layout.
+Columns come from the registered evaluation tasks (`evaluation/tasks/`), in task order; a
+dataset name always means the same files (their checksums, `results_io`), so merging refuses to
+put numbers from different files under one column.
 """
 
 from __future__ import annotations
@@ -27,114 +14,18 @@ import os
 import re
 import statistics
 
-from dialoguecse_tf.evaluation.provenance import git_commit, portable_path, portable_values, utc_now
-from dialoguecse_tf.evaluation.tasks.base import metric_columns as registered_metric_columns
-from dialoguecse_tf.evaluation.tasks.base import task_classes
-from dialoguecse_tf.io_utils import atomic_open, read_json_object, write_json
+from dialoguecse_tf.evaluation.provenance import portable_path
+from dialoguecse_tf.evaluation.results_io import RESULTS_FILE, file_kinds, read_results
+from dialoguecse_tf.evaluation.tasks.base import metric_columns, task_classes
+from dialoguecse_tf.io_utils import atomic_open, write_json
 
-RESULTS_FILE = "results.json"
 TABLE_FILE = "results.md"
-FORMAT_VERSION = 1
 # A row named "<model> [seed <n>]" is one training seed of <model>; `aggregate_seeds` folds them.
 SEED_SUFFIX = re.compile(r"^(?P<model>.+) \[seed (?P<seed>-?\d+)\]$")
 _SEED_NOTE = (
     "Rows marked (n seeds) are the mean over n training seeds, ± the sample standard deviation "
     "(n - 1 in the denominator) where n > 1; the seeds and each seed's numbers are in the JSON table."
 )
-
-
-def _file_kinds() -> tuple:
-    """(file key, checksum key, count key) of every registered evaluation task."""
-    return tuple((f"{task.task}_file", f"{task.task}_sha256", task.count_key) for task in task_classes())
-
-
-def metric_columns() -> tuple:
-    return registered_metric_columns()
-
-
-def new_results(config: dict, datasets: list[dict]) -> dict:
-    """An empty results document for a run; models are appended as they are evaluated. Absolute
-    paths in `config` (e.g. a checkpoint inside the virtual environment) are written relative
-    to the repository, as every other path of the document."""
-    return {
-        "format_version": FORMAT_VERSION,
-        "created_utc": utc_now(),
-        "git_commit": git_commit(),
-        "config": portable_values(config),
-        "datasets": datasets,
-        "models": [],
-    }
-
-
-def model_record(display_name: str, checkpoint: str, baseline: str | None, description: str,
-                 fit: dict | None, metrics: dict, dialogue_protocol: str | None = None) -> dict:
-    return {
-        "display_name": display_name,
-        "checkpoint": portable_path(checkpoint),
-        "baseline": baseline,
-        "description": description,
-        "fit": fit,
-        "dialogue_protocol": dialogue_protocol,
-        "metrics": metrics,
-    }
-
-
-def write_results(results: dict, output_dir: str) -> str:
-    """Writes `results.json` and its Markdown table `results.md`, each atomically; returns the JSON path."""
-    path = os.path.join(output_dir, RESULTS_FILE)
-    write_json(path, results)
-    with atomic_open(os.path.join(output_dir, TABLE_FILE), "w", encoding="utf-8") as writer:
-        writer.write(results_table([(path, results)]).to_markdown())
-    return path
-
-
-def read_results(path: str) -> dict:
-    """Reads a `results.json`, checking that it is one: format version, and every dataset and
-    model entry with the fields merging and tables use (ValueError naming the file and entry)."""
-    results = read_json_object(path, "a results.json")
-    if results.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: not a results.json of format version {FORMAT_VERSION}")
-    missing = [key for key in ("datasets", "models") if not isinstance(results.get(key), list)]
-    if missing:
-        raise ValueError(f"{path}: results.json lacks {missing}")
-    for index, dataset in enumerate(results["datasets"]):
-        problem = _dataset_problem(dataset)
-        if problem:
-            raise ValueError(f"{path}: datasets[{index}] {problem}")
-    for index, model in enumerate(results["models"]):
-        problem = _model_problem(model)
-        if problem:
-            raise ValueError(f"{path}: models[{index}] {problem}")
-    return results
-
-
-def _dataset_problem(dataset) -> str | None:
-    if not isinstance(dataset, dict) or not isinstance(dataset.get("name"), str):
-        return "needs a string 'name'"
-    for keys in _file_kinds():
-        if any(key in dataset for key in keys) and not all(key in dataset for key in keys):
-            return f"needs all of {list(keys)} or none"
-    return None
-
-
-def _model_problem(model) -> str | None:
-    if not isinstance(model, dict):
-        return "is not a JSON object"
-    for key in ("display_name", "description"):
-        if not isinstance(model.get(key), str):
-            return f"needs a string {key!r}"
-    if "checkpoint" not in model:
-        return "lacks 'checkpoint'"
-    metrics = model.get("metrics")
-    if not isinstance(metrics, dict) or not all(
-        isinstance(values, dict) and all(_is_number(value) for value in values.values()) for values in metrics.values()
-    ):
-        return "needs 'metrics' of the form {dataset: {metric: number}}"
-    return None
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclasses.dataclass
@@ -148,6 +39,12 @@ class TableRow:
     seeds: list = dataclasses.field(default_factory=list)  # training seeds averaged into this row
     per_seed: list = dataclasses.field(default_factory=list)  # each seed's metrics, in `seeds` order
     dialogue_protocols: list = dataclasses.field(default_factory=list)  # how its dialogue columns were embedded
+
+    def label(self) -> str:
+        """The row's name as tables and charts show it: with its number of seeds where folded."""
+        if not self.seeds:
+            return self.model
+        return f"{self.model} ({len(self.seeds)} seed{'s' if len(self.seeds) > 1 else ''})"
 
 
 @dataclasses.dataclass
@@ -212,13 +109,13 @@ class ResultsTable:
             cells = [_metric_cell(row, name, key) for name, key, _ in columns]
             cells = [f"**{cell}**" if row.model in best.get((name, key), ()) else cell
                      for cell, (name, key, _) in zip(cells, columns)]
-            lines.append(f"| {_cell(_row_label(row))} | " + " | ".join(cells) + " |")
+            lines.append(f"| {_cell(row.label())} | " + " | ".join(cells) + " |")
         lines += ["", "All numbers are percentages."]
         if any(row.dialogue_protocols for row in self.rows):
             lines += ["", "Dialogue columns, each row's embedding protocol (interlocutor: dial2vec's interlocutor "
                       "pooling; utterance_mean: the mean of the sentence vectors of its utterances; plain_mean: the "
                       "mean of all token outputs of the dialogue without [SEP]): "
-                      + "; ".join(f"{_row_label(row)}: {', '.join(row.dialogue_protocols)}"
+                      + "; ".join(f"{row.label()}: {', '.join(row.dialogue_protocols)}"
                                   for row in self.rows if row.dialogue_protocols) + "."]
         if best:
             lines += ["", _BEST_NOTE]
@@ -229,7 +126,7 @@ class ResultsTable:
         lines += ["", "Datasets:", ""]
         for dataset in self.datasets:
             parts = [f"{task_label} `{dataset[file_key]}` ({dataset[count_key]} {count_key.split('_')[-1]})"
-                     for (file_key, _, count_key), task_label in zip(_file_kinds(), _task_labels())
+                     for (file_key, _, count_key), task_label in zip(file_kinds(), _task_labels())
                      if file_key in dataset]
             lines.append(f"- {dataset['name']}: " + "; ".join(parts))
         lines += ["", "Models:", ""]
@@ -298,18 +195,12 @@ def _metric_cell(row: TableRow, dataset: str, key: str) -> str:
     return cell if spread is None else f"{cell} ± {spread:.2f}"
 
 
-def _row_label(row: TableRow) -> str:
-    if not row.seeds:
-        return row.model
-    return f"{row.model} ({len(row.seeds)} seed{'s' if len(row.seeds) > 1 else ''})"
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
 def _merge_dataset(merged: dict, dataset: dict, source: str, sources: dict) -> None:
-    for file_key, hash_key, count_key in _file_kinds():
+    for file_key, hash_key, count_key in file_kinds():
         if hash_key not in dataset:
             continue
         if hash_key in merged and merged[hash_key] != dataset[hash_key]:
@@ -409,38 +300,6 @@ def _fold_seeds(model: str, seed_rows: list) -> TableRow:
     return folded
 
 
-def plot_table(table: ResultsTable, path: str) -> None:
-    """One panel per shown column, the rows' values side by side as horizontal bars with the
-    seed spread as error bars (matplotlib: the `plot` extra)."""
-    from dialoguecse_tf.evaluation.plotting import pyplot, save_png
-
-    plt = pyplot()
-    columns = table.columns()
-    if not columns:
-        raise ValueError("the table has no column to plot")
-    num_columns = min(4, len(columns))
-    num_rows = -(-len(columns) // num_columns)
-    height = 0.3 * len(table.rows) + 1.0
-    figure, axes = plt.subplots(num_rows, num_columns, figsize=(3.4 * num_columns, height * num_rows),
-                                squeeze=False, sharey=True)
-    labels = [_row_label(row) for row in table.rows]
-    positions = list(range(len(table.rows)))[::-1]
-    best = table.best_by_column()
-    for axis, (name, key, header) in zip(axes.flat, columns):
-        values = [row.metrics.get(name, {}).get(key, float("nan")) for row in table.rows]
-        errors = [row.spread.get(name, {}).get(key, 0.0) for row in table.rows]
-        colors = ["tab:orange" if row.model in best.get((name, key), ()) else "tab:blue" for row in table.rows]
-        axis.barh(positions, values, xerr=errors, color=colors, capsize=2, height=0.7)
-        axis.set_title(header, fontsize=8)
-        axis.tick_params(labelsize=7)
-        axis.grid(axis="x", alpha=0.3)
-    for axis in axes[:, 0]:
-        axis.set_yticks(positions, labels)
-    for axis in list(axes.flat)[len(columns):]:
-        axis.set_visible(False)
-    save_png(figure, path)
-
-
 def merge_results(paths: list[str]) -> ResultsTable:
     """Reads several `results.json` files and merges them into one table (see `results_table`)."""
     if not paths:
@@ -456,3 +315,15 @@ def write_table(table: ResultsTable, output_dir: str, stem: str = "merged_result
         writer.write(table.to_markdown())
     write_json(json_path, table.to_dict())
     return markdown_path, json_path
+
+
+def write_results(results: dict, output_dir: str) -> str:
+    """Writes `results.json` and its Markdown table `results.md`, each atomically; returns the JSON path.
+
+    Here, not in `results_io`, because `results.md` is a table and the tables read `results_io`.
+    """
+    path = os.path.join(output_dir, RESULTS_FILE)
+    write_json(path, results)
+    with atomic_open(os.path.join(output_dir, TABLE_FILE), "w", encoding="utf-8") as writer:
+        writer.write(results_table([(path, results)]).to_markdown())
+    return path
