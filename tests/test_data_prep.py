@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.data.dialogue import DataFormatError
 from dialoguecse_tf.data.pipeline import (
     SR_MAX_SEQ_LENGTH, ContrastiveDataConfig, CorpusConfig, MlmDataConfig, SrSetConfig, VocabConfig,
@@ -16,6 +15,8 @@ from dialoguecse_tf.data.pipeline import (
 )
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.data.sr_builder import read_select_file
+from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE
+from dialoguecse_tf.records.registry import read_records_info
 from conftest import REPO_ROOT
 
 INTENTS = {
@@ -55,7 +56,7 @@ def test_all_stages_in_process(tmp_path, corpus):
         ContrastiveDataConfig(corpus, str(tmp_path / "con"), vocab, max_seq_length=16, num_negatives=4,
                               max_responses_per_dialogue=2), log)
     assert contrastive["samples_written"] == 24
-    spec, _ = schema.read_records_info(str(tmp_path / "con"), schema.RECORD_TYPE_CONTRASTIVE)
+    spec, _ = read_records_info(str(tmp_path / "con"), RECORD_TYPE_CONTRASTIVE)
     assert spec.num_negatives == 4 and spec.num_context_turns == 3
     for stage in ("vocab", "mlm", "con"):
         config = json.loads((tmp_path / stage / "config.json").read_text())

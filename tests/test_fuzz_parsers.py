@@ -25,7 +25,9 @@ from dialoguecse_tf.embedding_io import read_texts
 from dialoguecse_tf.evaluation.results import read_results, results_table
 from dialoguecse_tf.evaluation.sts import read_sts_file
 from dialoguecse_tf.evaluation.sweeps import collect_sweep, sweep_markdown
-from dialoguecse_tf.schema import ContrastiveRecordSpec, MlmRecordSpec, read_records_info
+from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec
+from dialoguecse_tf.records.mlm import MlmRecordSpec
+from dialoguecse_tf.records.registry import read_records_info
 from dialoguecse_tf.tokenization import SPECIAL_TOKENS, load_vocab
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -136,13 +136,12 @@ def run_create_mlm_data(config: MlmDataConfig, log=print) -> PrepStats:
     check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
-    from dialoguecse_tf import schema
-    from dialoguecse_tf.data.mlm_records import write_mlm_records
+    from dialoguecse_tf.records.mlm import MlmRecordSpec, write_mlm_records
     from dialoguecse_tf.tokenization import Tokenizer
 
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-    spec = schema.MlmRecordSpec(config.max_seq_length, config.max_predictions_per_seq)
+    spec = MlmRecordSpec(config.max_seq_length, config.max_predictions_per_seq)
     write_mlm_records(
         dialogues, tokenizer, config.output_dir, spec, config.masked_lm_prob, config.dupe_factor,
         config.short_seq_prob, config.random_seed, config.num_shards, stats, log,
@@ -171,14 +170,13 @@ def run_create_contrastive_data(config: ContrastiveDataConfig, log=print) -> Pre
     check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
-    from dialoguecse_tf import schema
-    from dialoguecse_tf.data.contrastive_records import write_contrastive_records
+    from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
     from dialoguecse_tf.tokenization import Tokenizer
 
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-    spec = schema.ContrastiveRecordSpec(config.max_seq_length, config.num_context_turns, config.num_negatives,
-                                        config.context_layout)
+    spec = ContrastiveRecordSpec(config.max_seq_length, config.num_context_turns, config.num_negatives,
+                                 config.context_layout)
     write_contrastive_records(
         dialogues, tokenizer, config.output_dir, spec, config.random_seed,
         config.max_responses_per_dialogue, config.num_shards, stats, log, config.use_given_candidates,
@@ -204,13 +202,12 @@ def run_create_pair_data(config: PairDataConfig, log=print) -> PrepStats:
     check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
-    from dialoguecse_tf import schema
-    from dialoguecse_tf.data.pair_records import write_pair_records
+    from dialoguecse_tf.records.pairs import PairRecordSpec, write_pair_records
     from dialoguecse_tf.tokenization import Tokenizer
 
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-    write_pair_records(dialogues, tokenizer, config.output_dir, schema.PairRecordSpec(config.max_seq_length,
+    write_pair_records(dialogues, tokenizer, config.output_dir, PairRecordSpec(config.max_seq_length,
                        config.pairing), config.min_words, config.num_shards, stats, log, config.random_seed)
     _finish(config, stats, start, log)
     return stats
@@ -237,14 +234,13 @@ def run_create_dialogue_data(config: DialogueDataConfig, log=print) -> PrepStats
     check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
-    from dialoguecse_tf import schema
-    from dialoguecse_tf.data.dialogue_records import write_dialogue_records
+    from dialoguecse_tf.records.dialogues import DialogueRecordSpec, write_dialogue_records
     from dialoguecse_tf.tokenization import Tokenizer
 
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
     write_dialogue_records(dialogues, tokenizer, config.output_dir,
-                           schema.DialogueRecordSpec(config.max_seq_length, config.num_negatives, config.truncation),
+                           DialogueRecordSpec(config.max_seq_length, config.num_negatives, config.truncation),
                            config.keep_role,
                            config.min_dialogue_turns, config.random_seed, config.num_shards, stats, log,
                            config.max_dialogues, config.samples_per_dialogue)
