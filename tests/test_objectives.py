@@ -63,7 +63,7 @@ def _write_pairs(dialogues, tokenizer, folder):
 
 def _write_dialogues(dialogues, tokenizer, folder):
     # The sample's lines hold 2-8 turns; 3 keeps enough of them.
-    write_dialogue_records(dialogues, tokenizer, folder, DialogueRecordSpec(MAX_SEQ_LENGTH, 4), min_turns=3,
+    write_dialogue_records(dialogues, tokenizer, folder, DialogueRecordSpec(MAX_SEQ_LENGTH, 4), min_dialogue_turns=3,
                            random_seed=1, log=lambda _: None)
     return {"num_negatives": 4, "num_frozen_layers": 0}
 

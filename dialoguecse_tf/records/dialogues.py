@@ -18,7 +18,7 @@ include the dialogue's own utterances, as here). Which interlocutor is kept:
 * `keep_role="released"`: always role 1 (the release keeps role "1" and replaces role "0",
   l.11-12, 63-73), here the dialogue's second speaker.
 
-Dialogues need at least `min_turns` turns (the release: 5, l.15, 47-50) and exactly two
+Dialogues need at least `min_dialogue_turns` turns (the release: 5, l.15, 47-50) and exactly two
 interlocutors (roles 0/1 by order of first appearance); others are dropped and counted.
 Each sequence is packed by `dialogue_packing` with the spec's `truncation` (by default the
 first `max_seq_length` tokens, as the release's BERT path); dialogues that did not fit whole
@@ -125,8 +125,8 @@ def make_negatives(texts, roles, pools, num_negatives: int, keep_role: str, rng:
 
 
 def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: DialogueRecordSpec,
-                           keep_role: str = "random", min_turns: int = DEFAULT_MIN_TURNS, random_seed: int = 12345,
-                           num_shards: int = 1, stats: PrepStats | None = None, log=print,
+                           keep_role: str = "random", min_dialogue_turns: int = DEFAULT_MIN_TURNS,
+                           random_seed: int = 12345, num_shards: int = 1, stats: PrepStats | None = None, log=print,
                            max_dialogues: int = 0,
                            samples_per_dialogue: int = DEFAULT_SAMPLES_PER_DIALOGUE) -> PrepStats:
     """Writes sharded dialogue records (`dialogues-*.tfrecord`) and `records_info.json`.
@@ -138,9 +138,9 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: Dialogue
     if isinstance(samples_per_dialogue, bool) or not isinstance(samples_per_dialogue, int) or samples_per_dialogue < 1:
         raise ValueError(f"samples_per_dialogue must be a positive int, got {samples_per_dialogue!r}")
     stats = stats if stats is not None else PrepStats()
-    usable = usable_dialogues(cap_utterances(dialogues, spec.max_seq_length, stats), min_turns, stats)
+    usable = usable_dialogues(cap_utterances(dialogues, spec.max_seq_length, stats), min_dialogue_turns, stats)
     if len(usable) < 2:
-        raise ValueError(f"{len(usable)} dialogue(s) with two interlocutors and at least {min_turns} turns; "
+        raise ValueError(f"{len(usable)} dialogue(s) with two interlocutors and at least {min_dialogue_turns} turns; "
                          "dial2vec needs at least 2")
     pools = [[text for _, texts, roles in usable for text, role in zip(texts, roles) if role == r]
              for r in range(NUM_ROLES)]
@@ -173,7 +173,8 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: Dialogue
                 log(f"[dialogues] {writer.num_written} records written")
     stats.increment("dialogues_written", len(usable))
     stats.increment("samples_written", writer.num_written)
-    write_records_info(output_dir, spec, {**stats.to_dict(), "keep_role": keep_role, "min_turns": min_turns,
+    write_records_info(output_dir, spec, {**stats.to_dict(), "keep_role": keep_role,
+                                          "min_turns": min_dialogue_turns,
                                           "samples_per_dialogue": samples_per_dialogue,
                                           "random_seed": random_seed})
     log(f"[dialogues] {len(usable)} dialogues x {samples_per_dialogue} samples, each with {spec.num_negatives} "
