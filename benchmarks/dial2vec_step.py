@@ -36,7 +36,8 @@ FLAGS = flags.FLAGS
 def synthetic_batch(batch_size, samples, length, seed):
     import numpy as np
 
-    from dialoguecse_tf import schema
+    from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK, DIALOGUE_ROLE_IDS,
+                                                  DIALOGUE_TURN_IDS)
 
     rng = np.random.default_rng(seed)
     shape = (batch_size, samples, length)
@@ -51,8 +52,8 @@ def synthetic_batch(batch_size, samples, length, seed):
             turns[index][position:position + size] = turn
             position += size
             turn += 1
-    return {schema.DIALOGUE_INPUT_IDS: ids, schema.DIALOGUE_INPUT_MASK: np.ones(shape, np.int32),
-            schema.DIALOGUE_ROLE_IDS: roles, schema.DIALOGUE_TURN_IDS: turns}
+    return {DIALOGUE_INPUT_IDS: ids, DIALOGUE_INPUT_MASK: np.ones(shape, np.int32),
+            DIALOGUE_ROLE_IDS: roles, DIALOGUE_TURN_IDS: turns}
 
 
 def time_one_length(length):

@@ -41,23 +41,25 @@ STRATEGIES = ("one_device", "mirrored")
 def synthetic_pairs(batch_size, length, seed):
     import numpy as np
 
-    from dialoguecse_tf import schema
+    from dialoguecse_tf.records.pairs import PAIR_INPUT_IDS, PAIR_INPUT_MASK
 
     rng = np.random.default_rng(seed)
     lengths = rng.integers(max(length // 4, 2), length + 1, size=(batch_size, 2))
     mask = (np.arange(length) < lengths[..., None]).astype(np.int32)
     ids = rng.integers(1000, 20000, size=(batch_size, 2, length)).astype(np.int32) * mask
-    return {schema.PAIR_INPUT_IDS: ids, schema.PAIR_INPUT_MASK: mask}
+    return {PAIR_INPUT_IDS: ids, PAIR_INPUT_MASK: mask}
 
 
 def records_pairs(pattern, batch_size, length):
     import tensorflow as tf
 
-    from dialoguecse_tf import schema
+    from dialoguecse_tf.records.common import check_compatible, read_dataset
+    from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS
+    from dialoguecse_tf.records.registry import resolve_records
 
-    files, spec, _ = schema.resolve_records([pattern], schema.RECORD_TYPE_PAIRS)
-    schema.check_compatible(spec, max_seq_length=length)
-    batch = next(iter(schema.read_dataset(files, spec).batch(batch_size, drop_remainder=True)))
+    files, spec, _ = resolve_records([pattern], RECORD_TYPE_PAIRS)
+    check_compatible(spec, max_seq_length=length)
+    batch = next(iter(read_dataset(files, spec).batch(batch_size, drop_remainder=True)))
     return {name: tf.cast(value, tf.int32).numpy() for name, value in batch.items()}
 
 
@@ -119,8 +121,8 @@ def main(argv):
 
     # Before TensorFlow initialises its devices: two logical CPUs for the two replicas.
     split_cpu(2)
-    from dialoguecse_tf import schema
     from dialoguecse_tf.checkpoints import load_checkpoint
+    from dialoguecse_tf.records.pairs import PAIR_INPUT_MASK
 
     folder = FLAGS.hf_folder or common.default_hf_folder()
     loaded = load_checkpoint(folder, max_seq_length=FLAGS.max_seq_length)
@@ -129,7 +131,7 @@ def main(argv):
         batch = records_pairs(FLAGS.train_file, FLAGS.train_batch_size, FLAGS.max_seq_length)
     else:
         batch = synthetic_pairs(FLAGS.train_batch_size, FLAGS.max_seq_length, FLAGS.random_seed)
-    mean_length = float(batch[schema.PAIR_INPUT_MASK].sum() / (2 * FLAGS.train_batch_size))
+    mean_length = float(batch[PAIR_INPUT_MASK].sum() / (2 * FLAGS.train_batch_size))
 
     strategies, steps = {}, {}
     for name in STRATEGIES:

@@ -33,17 +33,18 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from dialoguecse_tf import schema
+    from dialoguecse_tf.records.common import read_dataset
+    from dialoguecse_tf.records.registry import resolve_records
     from dialoguecse_tf.stage import configure
     from dialoguecse_tf.training.strategy import make_dataset
 
     objective, _ = configure(FLAGS.objective, num_context_turns=FLAGS.num_context_turns,
                              num_negatives=FLAGS.num_negatives)
-    files, spec, _ = schema.resolve_records([FLAGS.train_file], objective.record_type)
+    files, spec, _ = resolve_records([FLAGS.train_file], objective.record_type)
     objective.check_records(spec, os.path.dirname(files[0]))
 
     def pipeline(parallel):
-        dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=1, parallel=parallel)
+        dataset = read_dataset(files, spec, shuffle_files=True, seed=1, parallel=parallel)
         batches = make_dataset(dataset, FLAGS.train_batch_size, seed=1, prefetch=parallel)
         return batches.map(objective.prepare_batch)
 

@@ -99,15 +99,16 @@ def train_step(model: TorchDialogueCSE, optimizer: torch.optim.Optimizer, batch:
 
 def to_torch_batch(batch: dict) -> dict:
     """A `ContrastiveRecordSpec` batch of NumPy arrays -> `TorchDialogueCSE.forward` kwargs."""
-    from dialoguecse_tf import schema
+    from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
+                                                    CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK)
 
     def tensor(name):
         return torch.from_numpy(np.asarray(batch[name], dtype=np.int64))
 
     return {
-        "context_ids": tensor(schema.CONTEXT_INPUT_IDS),
-        "context_mask": tensor(schema.CONTEXT_INPUT_MASK),
-        "turn_mask": tensor(schema.CONTEXT_TURN_MASK),
-        "candidate_ids": tensor(schema.CANDIDATE_INPUT_IDS),
-        "candidate_mask": tensor(schema.CANDIDATE_INPUT_MASK),
+        "context_ids": tensor(CONTEXT_INPUT_IDS),
+        "context_mask": tensor(CONTEXT_INPUT_MASK),
+        "turn_mask": tensor(CONTEXT_TURN_MASK),
+        "candidate_ids": tensor(CANDIDATE_INPUT_IDS),
+        "candidate_mask": tensor(CANDIDATE_INPUT_MASK),
     }

@@ -45,7 +45,8 @@ FLAGS = flags.FLAGS
 def synthetic_batch(batch_size, turns, candidates, length, seed):
     import numpy as np
 
-    from dialoguecse_tf import schema
+    from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
+                                                    CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK)
 
     rng = np.random.default_rng(seed)
 
@@ -57,9 +58,9 @@ def synthetic_batch(batch_size, turns, candidates, length, seed):
     context_ids, context_mask = ids_and_mask((batch_size, turns))
     candidate_ids, candidate_mask = ids_and_mask((batch_size, candidates))
     return {
-        schema.CONTEXT_INPUT_IDS: context_ids, schema.CONTEXT_INPUT_MASK: context_mask,
-        schema.CONTEXT_TURN_MASK: np.ones((batch_size, turns), np.int32),
-        schema.CANDIDATE_INPUT_IDS: candidate_ids, schema.CANDIDATE_INPUT_MASK: candidate_mask,
+        CONTEXT_INPUT_IDS: context_ids, CONTEXT_INPUT_MASK: context_mask,
+        CONTEXT_TURN_MASK: np.ones((batch_size, turns), np.int32),
+        CANDIDATE_INPUT_IDS: candidate_ids, CANDIDATE_INPUT_MASK: candidate_mask,
     }
 
 
@@ -77,13 +78,14 @@ def dialoguecse_objective():
 def records_batch(pattern, batch_size, length):
     import tensorflow as tf
 
-    from dialoguecse_tf import schema
+    from dialoguecse_tf.records.common import check_compatible, read_dataset
+    from dialoguecse_tf.records.registry import resolve_records
 
     objective = dialoguecse_objective()
-    files, spec, _ = schema.resolve_records([pattern], objective.record_type)
-    schema.check_compatible(spec, max_seq_length=length)
+    files, spec, _ = resolve_records([pattern], objective.record_type)
+    check_compatible(spec, max_seq_length=length)
     objective.check_records(spec, os.path.dirname(files[0]))
-    batch = next(iter(schema.read_dataset(files, spec).batch(batch_size, drop_remainder=True)))
+    batch = next(iter(read_dataset(files, spec).batch(batch_size, drop_remainder=True)))
     batch = objective.prepare_batch(batch)
     return {name: tf.cast(value, tf.int32).numpy() for name, value in batch.items()}
 
@@ -133,8 +135,8 @@ def main(argv):
     unknown = set(FLAGS.frameworks) - set(FRAMEWORKS)
     if unknown:
         raise app.UsageError(f"--frameworks: unknown {sorted(unknown)}; choose from {FRAMEWORKS}")
-    from dialoguecse_tf import schema
     from dialoguecse_tf.checkpoints import load_checkpoint
+    from dialoguecse_tf.records.contrastive import CANDIDATE_INPUT_MASK, CONTEXT_INPUT_MASK
 
     folder = FLAGS.hf_folder or common.default_hf_folder()
     loaded = load_checkpoint(folder, max_seq_length=FLAGS.max_seq_length)
@@ -146,7 +148,7 @@ def main(argv):
         batch = synthetic_batch(batch_size, turns, candidates, FLAGS.max_seq_length, FLAGS.random_seed)
 
     sequences = batch_size * (turns + candidates)
-    mean_length = float((batch[schema.CONTEXT_INPUT_MASK].sum() + batch[schema.CANDIDATE_INPUT_MASK].sum()) / sequences)
+    mean_length = float((batch[CONTEXT_INPUT_MASK].sum() + batch[CANDIDATE_INPUT_MASK].sum()) / sequences)
     steps = {}
     for framework in FLAGS.frameworks:
         if framework == "torch":

@@ -8,7 +8,7 @@ interlocutor's turns and replace the other's with that role's utterances from th
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
-from dialoguecse_tf.data.pipeline import DialogueDataConfig, run_create_dialogue_data
+from dialoguecse_tf.data.pipeline import DialogueDataConfig, run_create_records
 
 define_corpus_flags(flags)
 flags.DEFINE_string("output_dir", None, "Folder for the dialogues-*.tfrecord shards, records_info.json, config and "
@@ -36,7 +36,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    run_create_dialogue_data(config_from_flags(DialogueDataConfig, FLAGS))
+    run_create_records(config_from_flags(DialogueDataConfig, FLAGS))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
-from dialoguecse_tf.data.pipeline import PairDataConfig, run_create_pair_data
+from dialoguecse_tf.data.pipeline import PairDataConfig, run_create_records
 
 define_corpus_flags(flags)
 flags.DEFINE_string("output_dir", None, "Folder for the pairs-*.tfrecord shards, records_info.json, config and stats.")
@@ -27,7 +27,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    run_create_pair_data(config_from_flags(PairDataConfig, FLAGS))
+    run_create_records(config_from_flags(PairDataConfig, FLAGS))
 
 
 if __name__ == "__main__":

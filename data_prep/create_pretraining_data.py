@@ -8,7 +8,7 @@ dialogue's turn form documents too); packing and 80/10/10 masking are Google's
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
-from dialoguecse_tf.data.pipeline import MlmDataConfig, run_create_mlm_data
+from dialoguecse_tf.data.pipeline import MlmDataConfig, run_create_records
 
 define_corpus_flags(flags)
 flags.DEFINE_string("output_dir", None, "Folder for the mlm-*.tfrecord shards, records_info.json, config and stats.")
@@ -27,7 +27,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    run_create_mlm_data(config_from_flags(MlmDataConfig, FLAGS))
+    run_create_records(config_from_flags(MlmDataConfig, FLAGS))
 
 
 if __name__ == "__main__":

@@ -18,10 +18,12 @@ import shutil
 import keras
 from absl import logging
 
-from dialoguecse_tf import run_cache, schema
+from dialoguecse_tf import run_cache
 from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.io_utils import check_output_dir, write_json
+from dialoguecse_tf.records.common import check_compatible, read_dataset
+from dialoguecse_tf.records.registry import resolve_records
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
 # The settings live apart so run_cache can key runs without the stage; callers take them here too.
 from dialoguecse_tf.stage_config import CONFIG_FILE, TrainConfig, configure, load_stage_config, stage_record  # noqa: F401
@@ -164,8 +166,8 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     # First: MultiWorkerMirroredStrategy has to exist before any op runs, and checking
     # the records runs some.
     strategy = strategy or create_strategy(config.distribution_strategy, config.tpu_address)
-    files, spec, stats = schema.resolve_records(config.train_file, objective.record_type)
-    schema.check_compatible(spec, max_seq_length=config.max_seq_length, **objective.record_requirements())
+    files, spec, stats = resolve_records(config.train_file, objective.record_type)
+    check_compatible(spec, max_seq_length=config.max_seq_length, **objective.record_requirements())
     objective.check_records(spec, os.path.dirname(files[0]))
     num_examples = int(stats["samples_written"])
     num_used = min(num_examples, config.max_train_examples or num_examples)
@@ -202,7 +204,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
         write_json(os.path.join(config.output_dir, CONFIG_FILE), stage_record(objective, config), sort_keys=True)
 
     def dataset_fn(skip_batches):
-        dataset = schema.read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)
+        dataset = read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)
         if config.max_train_examples:
             # A fixed subset for the training-data-scale study (Figure 3): cached, so every
             # epoch sees the same examples.

@@ -16,12 +16,11 @@ import numpy as np
 import tensorflow as tf
 
 from conftest import REPO_ROOT
-from dialoguecse_tf import schema
 from dialoguecse_tf.checkpoints import save_checkpoint
-from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.mlm_records import write_mlm_records
 from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
+from dialoguecse_tf.records.mlm import MlmRecordSpec, write_mlm_records
 from dialoguecse_tf.tokenization import Tokenizer
 
 PRETRAIN = str(REPO_ROOT / "pretrain" / "run_pretraining.py")
@@ -51,7 +50,7 @@ def _dialogues(count: int, turns: int) -> list:
 def write_pretraining_inputs(folder, vocab_file, bert_config) -> list:
     """MLM records and a dropout-on config; returns the stage's input flags."""
     tokenizer = Tokenizer(vocab_file, max_seq_length=MAX_SEQ_LENGTH)
-    spec = schema.MlmRecordSpec(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=2)
+    spec = MlmRecordSpec(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=2)
     write_mlm_records(_dialogues(40, 6), tokenizer, str(folder / "mlm_records"), spec, random_seed=3,
                       log=lambda _: None)
     config_file = folder / "bert_config.json"
@@ -67,8 +66,8 @@ def write_finetuning_inputs(folder, vocab_file, bert_config) -> list:
     """Contrastive records and a random 3-layer, dropout-on start checkpoint; returns the flags
     (DialogueCSE's default variant, the released one)."""
     tokenizer = Tokenizer(vocab_file, max_seq_length=MAX_SEQ_LENGTH)
-    spec = schema.ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4,
-                                        context_layout="sides")
+    spec = ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4,
+                                 context_layout="sides")
     write_contrastive_records(_dialogues(24, 5), tokenizer, str(folder / "contrastive_records"), spec,
                               random_seed=1, log=lambda _: None)
     config = bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=DROPOUT,

@@ -291,8 +291,7 @@ def _copy_folder(source, target, replace=None):
 def _build_inputs(root):
     """Every input the cases need, good and bad, under `root`; returns {placeholder: path}."""
     from dialoguecse_tf.checkpoints import save_checkpoint
-    from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, CorpusConfig, MlmDataConfig
-    from dialoguecse_tf.data.pipeline import run_create_contrastive_data, run_create_mlm_data
+    from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, CorpusConfig, MlmDataConfig, run_create_records
     from dialoguecse_tf.encoder import build_backbone
     from dialoguecse_tf.tokenization import Tokenizer
 
@@ -371,10 +370,10 @@ def _build_inputs(root):
 
     quiet = lambda _: None  # noqa: E731
     corpus_config = CorpusConfig(input_file=(corpus,))
-    run_create_mlm_data(MlmDataConfig(corpus_config, str(root / "mlm"), vocab, max_seq_length=16,
-                                      max_predictions_per_seq=3, num_shards=2), quiet)
-    run_create_contrastive_data(ContrastiveDataConfig(corpus_config, str(root / "contrastive"), vocab,
-                                                      max_seq_length=16, num_negatives=2), quiet)
+    run_create_records(MlmDataConfig(corpus_config, str(root / "mlm"), vocab, max_seq_length=16,
+                                     max_predictions_per_seq=3, num_shards=2), quiet)
+    run_create_records(ContrastiveDataConfig(corpus_config, str(root / "contrastive"), vocab,
+                                             max_seq_length=16, num_negatives=2), quiet)
     mlm, contrastive = str(root / "mlm"), str(root / "contrastive")
     paths.update(
         mlm=mlm, contrastive=contrastive,

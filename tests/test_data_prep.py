@@ -8,14 +8,17 @@ import time
 
 import pytest
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.data.pipeline import (
-    SR_MAX_SEQ_LENGTH, ContrastiveDataConfig, CorpusConfig, MlmDataConfig, SrSetConfig, VocabConfig,
-    load_dialogues, run_build_sr_set, run_build_vocab, run_create_contrastive_data, run_create_mlm_data,
+    SR_MAX_SEQ_LENGTH, ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, MlmDataConfig, PairDataConfig,
+    SrSetConfig, VocabConfig, load_dialogues, run_build_sr_set, run_build_vocab, run_create_records,
 )
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.data.sr_builder import read_select_file
 from dialoguecse_tf.io_utils import DataFormatError
+from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE
+from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES
+from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS
+from dialoguecse_tf.records.registry import read_records_info
 from conftest import REPO_ROOT
 
 INTENTS = {
@@ -48,16 +51,28 @@ def corpus(tmp_path):
 def test_all_stages_in_process(tmp_path, corpus):
     log = lambda _: None  # noqa: E731
     vocab = run_build_vocab(VocabConfig(corpus, str(tmp_path / "vocab"), vocab_size=200, min_count=1), log)
-    mlm = run_create_mlm_data(MlmDataConfig(corpus, str(tmp_path / "mlm"), vocab, max_seq_length=16,
-                                            max_predictions_per_seq=3), log)
+    mlm = run_create_records(MlmDataConfig(corpus, str(tmp_path / "mlm"), vocab, max_seq_length=16,
+                                           max_predictions_per_seq=3), log)
     assert mlm["samples_written"] > 0 and mlm["dialogues_kept"] == 12
-    contrastive = run_create_contrastive_data(
+    contrastive = run_create_records(
         ContrastiveDataConfig(corpus, str(tmp_path / "con"), vocab, max_seq_length=16, num_negatives=4,
                               max_responses_per_dialogue=2), log)
     assert contrastive["samples_written"] == 24
-    spec, _ = schema.read_records_info(str(tmp_path / "con"), schema.RECORD_TYPE_CONTRASTIVE)
+    spec, _ = read_records_info(str(tmp_path / "con"), RECORD_TYPE_CONTRASTIVE)
     assert spec.num_negatives == 4 and spec.num_context_turns == 3
-    for stage in ("vocab", "mlm", "con"):
+    # Each config's settings reach its spec and its writer by name.
+    run_create_records(PairDataConfig(corpus, str(tmp_path / "pairs"), vocab, max_seq_length=12, pairing="self",
+                                      min_words=1, random_seed=3), log)
+    spec, stats = read_records_info(str(tmp_path / "pairs"), RECORD_TYPE_PAIRS)
+    assert (spec.max_seq_length, spec.pairing, stats["min_words"], stats["shuffle_seed"]) == (12, "self", 1, 3)
+    run_create_records(DialogueDataConfig(corpus, str(tmp_path / "dialogues"), vocab, max_seq_length=48,
+                                          num_negatives=2, keep_role="released", min_dialogue_turns=5,
+                                          max_dialogues=4, samples_per_dialogue=2, truncation="recent_turns"), log)
+    spec, stats = read_records_info(str(tmp_path / "dialogues"), RECORD_TYPE_DIALOGUES)
+    assert (spec.max_seq_length, spec.num_negatives, spec.truncation) == (48, 2, "recent_turns")
+    assert (stats["keep_role"], stats["min_turns"], stats["samples_per_dialogue"], stats["samples_written"]) == (
+        "released", 5, 2, 8)
+    for stage in ("vocab", "mlm", "con", "pairs", "dialogues"):
         config = json.loads((tmp_path / stage / "config.json").read_text())
         assert config["corpus"]["input_format"] == "jsonl"
         assert config["corpus"]["min_turns"] == 4  # unset: resolved to the format's default
@@ -169,11 +184,11 @@ def test_settings_are_checked_before_the_corpus_is_read(tmp_path, corpus, tiny_v
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     with pytest.raises(FileNotFoundError, match="BERT vocabulary file not found"):
-        run_create_mlm_data(MlmDataConfig(corpus, str(tmp_path / "mlm"), str(tmp_path / "missing.txt")))
+        run_create_records(MlmDataConfig(corpus, str(tmp_path / "mlm"), str(tmp_path / "missing.txt")))
     with pytest.raises(ValueError, match="lacks the special tokens"):
-        run_create_contrastive_data(ContrastiveDataConfig(corpus, str(tmp_path / "con"), str(a_file)))
+        run_create_records(ContrastiveDataConfig(corpus, str(tmp_path / "con"), str(a_file)))
     with pytest.raises(NotADirectoryError, match=f"output_dir {a_file} is not a folder"):
-        run_create_contrastive_data(ContrastiveDataConfig(corpus, str(a_file), tiny_vocab_file))
+        run_create_records(ContrastiveDataConfig(corpus, str(a_file), tiny_vocab_file))
     with pytest.raises(NotADirectoryError, match=f"output_dir {a_file / 'sub'}: {a_file} is not a folder"):
         run_build_vocab(VocabConfig(corpus, str(a_file / "sub")))
     with pytest.raises(IsADirectoryError, match=f"output_file {tmp_path} is a folder"):
@@ -188,8 +203,8 @@ def test_min_turns_drops_are_named_and_no_sample_leaves_no_folder(tmp_path, tiny
     with pytest.raises(ValueError, match=r"min_turns=4 dropped all 3 dialogues read"):
         run_build_vocab(VocabConfig(CorpusConfig((str(one_turn),)), str(tmp_path / "v")), lambda _: None)
     with pytest.raises(ValueError, match="no contrastive sample could be built"):
-        run_create_contrastive_data(ContrastiveDataConfig(CorpusConfig((str(one_turn),), min_turns=0),
-                                                          str(tmp_path / "con"), tiny_vocab_file), lambda _: None)
+        run_create_records(ContrastiveDataConfig(CorpusConfig((str(one_turn),), min_turns=0),
+                                                 str(tmp_path / "con"), tiny_vocab_file), lambda _: None)
     assert not (tmp_path / "con").exists()
 
 

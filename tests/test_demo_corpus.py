@@ -1,6 +1,7 @@
 """The demo corpus generator: templates, dialogues, evaluation sets, the stage and its entry point."""
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -50,6 +51,36 @@ def test_templates_are_well_formed():
     assert len(every_template) == len(set(every_template)), "a request template is reused"
     for group in dc.INTENT_GROUPS:
         assert group in dc.__doc__ and group in dc.DSTS_RULE
+
+
+def test_template_files_hold_every_wording_the_generator_draws():
+    for group, names in dc.INTENT_GROUPS.items():
+        assert names and all(dc.INTENT_SPECS[name].user and dc.INTENT_SPECS[name].held_out for name in names), group
+    slot_types = {slot_type for slot_type, _ in dc._PLACEHOLDERS.values()}
+    assert set(dc._ASK) <= set(dc._INFORM) <= slot_types
+    for slot_type, replies in dc._INFORM.items():
+        assert all(dc.template_fields(reply) == (slot_type,) for reply in replies), slot_type
+    for act, turns in dc._DIALOGUE_ACTS.items():
+        assert set(turns) == {dc.USER, dc.AGENT} and all(turns.values()), act
+    for pool in (dc._AFTER_INFORM, dc._GREETING_OPENERS, dc._SWITCH_OPENERS, dc._CLOSERS):
+        assert pool and all(isinstance(text, str) for text in pool)
+
+
+def test_a_malformed_template_file_is_named_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(dc, "_TEMPLATES", tmp_path)
+    intent = {"name": "order_status", "group": "delivery", "ask": "order_number", "user": ["Where is it?"],
+              "held_out": ["Any news?"], "acknowledge": ["Sure."], "answer": ["On its way."]}
+    (tmp_path / "intents.json").write_text(json.dumps([intent]), encoding="utf-8")
+    assert dc._read_intents("intents.json")[0].user == ("Where is it?",)
+    for broken, message in (({**intent, "answer": []}, r"intent 0 \('order_status'\)\.answer must be a non-empty list"),
+                            ({**intent, "ask": "shoe_size"}, "ask 'shoe_size' is no placeholder"),
+                            ({**intent, "tone": "polite"}, "intent 0 must have the fields")):
+        (tmp_path / "intents.json").write_text(json.dumps([broken]), encoding="utf-8")
+        with pytest.raises(ValueError, match=f"^{re.escape(str(tmp_path / 'intents.json'))}: .*{message}"):
+            dc._read_intents("intents.json")
+    (tmp_path / "slot_values.json").write_text(json.dumps({"city": ["Leeds"]}), encoding="utf-8")
+    with pytest.raises(ValueError, match="slot_values.json: expected an object with the keys"):
+        dc._read_slot_values("slot_values.json")
 
 
 def test_dialogues_are_fast_well_formed_and_labelled():

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
-from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.models.siamese import flatten_context
 from dialoguecse_tf.objectives.contrastive import select_context_turns, select_negatives
+from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
+                                                CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET,
+                                                ContrastiveRecordSpec, write_contrastive_records)
 from dialoguecse_tf.stage import ENCODER_DIR, configure, run_stage
 from dialoguecse_tf.tokenization import Tokenizer
 
@@ -44,7 +45,7 @@ def setup(tmp_path, tiny_vocab_file, tiny_bert_config):
     for i in range(40):
         topic = TOPICS[i % 4]
         dialogues.append(Dialogue(str(i), tuple(Turn(str(j % 2), topic[rng.integers(4)]) for j in range(5))))
-    spec = schema.ContrastiveRecordSpec(max_seq_length=10, num_context_turns=4, num_negatives=5, context_layout="sides")
+    spec = ContrastiveRecordSpec(max_seq_length=10, num_context_turns=4, num_negatives=5, context_layout="sides")
     write_contrastive_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=1, log=lambda _: None)
     config = tiny_bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     # A seeded start: otherwise it depends on what ran before in the process (or on nothing).
@@ -62,20 +63,20 @@ def setup(tmp_path, tiny_vocab_file, tiny_bert_config):
 def test_select_context_turns_keeps_nearest_in_dialogue_order():
     offsets = tf.constant([[-2, -1, 1, 2], [-1, 1, 0, 0]])
     batch = {
-        schema.CONTEXT_TURN_OFFSET: offsets,
-        schema.CONTEXT_TURN_MASK: tf.constant([[1, 1, 1, 1], [1, 1, 0, 0]]),
-        schema.CONTEXT_INPUT_IDS: tf.reshape(tf.range(8), (2, 4, 1)),
-        schema.CONTEXT_INPUT_MASK: tf.ones((2, 4, 1), tf.int32),
+        CONTEXT_TURN_OFFSET: offsets,
+        CONTEXT_TURN_MASK: tf.constant([[1, 1, 1, 1], [1, 1, 0, 0]]),
+        CONTEXT_INPUT_IDS: tf.reshape(tf.range(8), (2, 4, 1)),
+        CONTEXT_INPUT_MASK: tf.ones((2, 4, 1), tf.int32),
     }
     picked = select_context_turns(batch, 3)
-    assert picked[schema.CONTEXT_TURN_OFFSET].numpy().tolist() == [[-2, -1, 1], [-1, 1, 0]]
-    assert picked[schema.CONTEXT_INPUT_IDS].numpy()[:, :, 0].tolist() == [[0, 1, 2], [4, 5, 6]]
-    assert picked[schema.CONTEXT_TURN_MASK].numpy().tolist() == [[1, 1, 1], [1, 1, 0]]
+    assert picked[CONTEXT_TURN_OFFSET].numpy().tolist() == [[-2, -1, 1], [-1, 1, 0]]
+    assert picked[CONTEXT_INPUT_IDS].numpy()[:, :, 0].tolist() == [[0, 1, 2], [4, 5, 6]]
+    assert picked[CONTEXT_TURN_MASK].numpy().tolist() == [[1, 1, 1], [1, 1, 0]]
     nearest = select_context_turns(batch, 1)
-    assert nearest[schema.CONTEXT_TURN_OFFSET].numpy().tolist() == [[-1], [-1]]
+    assert nearest[CONTEXT_TURN_OFFSET].numpy().tolist() == [[-1], [-1]]
     ids = tf.reshape(tf.range(12), (1, 6, 2))
-    kept = select_negatives({schema.CANDIDATE_INPUT_IDS: ids, schema.CANDIDATE_INPUT_MASK: ids}, 2)
-    assert kept[schema.CANDIDATE_INPUT_IDS].numpy().tolist() == [[[0, 1], [2, 3], [4, 5]]]
+    kept = select_negatives({CANDIDATE_INPUT_IDS: ids, CANDIDATE_INPUT_MASK: ids}, 2)
+    assert kept[CANDIDATE_INPUT_IDS].numpy().tolist() == [[[0, 1], [2, 3], [4, 5]]]
 
 
 def test_flatten_context_matches_python_reference():

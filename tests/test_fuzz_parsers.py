@@ -27,7 +27,9 @@ from dialoguecse_tf.evaluation.sts import read_sts_file
 from dialoguecse_tf.evaluation.sweeps import collect_sweep, sweep_markdown
 from dialoguecse_tf.evaluation.tables import results_table
 from dialoguecse_tf.io_utils import DataFormatError, read_strict_lines
-from dialoguecse_tf.schema import ContrastiveRecordSpec, MlmRecordSpec, read_records_info
+from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec
+from dialoguecse_tf.records.mlm import MlmRecordSpec
+from dialoguecse_tf.records.registry import read_records_info
 from dialoguecse_tf.tokenization import SPECIAL_TOKENS, load_vocab
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -225,10 +225,9 @@ def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path, do_lower_ca
     from sentence_transformers import SentenceTransformer
     import transformers
 
-    from dialoguecse_tf import schema
-    from dialoguecse_tf.data.pair_records import encode_pairs
     from dialoguecse_tf.data.preprocessing import PrepStats
     from dialoguecse_tf.export import ExportedEncoder, export_savedmodel
+    from dialoguecse_tf.records.pairs import PAIR_INPUT_IDS, PairRecordSpec, encode_pairs
 
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(FOLDING_VOCAB) + "\n", encoding="utf-8")
@@ -237,9 +236,9 @@ def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path, do_lower_ca
     ours = tokenizer(FOLDED_TEXTS)["token_ids"].numpy()
     if do_lower_case:
         assert tokenizer.unk_id not in ours
-    records = encode_pairs([(text, text) for text in FOLDED_TEXTS], tokenizer, schema.PairRecordSpec(MAX_LEN),
+    records = encode_pairs([(text, text) for text in FOLDED_TEXTS], tokenizer, PairRecordSpec(MAX_LEN),
                            PrepStats())
-    np.testing.assert_array_equal(np.stack([record[schema.PAIR_INPUT_IDS][0] for record in records]), ours)
+    np.testing.assert_array_equal(np.stack([record[PAIR_INPUT_IDS][0] for record in records]), ours)
 
     hf_folder = _export(checkpoint, tmp_path / "hf", "huggingface")
     hf_ids = transformers.AutoTokenizer.from_pretrained(hf_folder)(

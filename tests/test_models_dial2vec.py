@@ -8,15 +8,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.checkpoints import save_checkpoint
-from dialoguecse_tf.data.dialogue_records import make_negatives, usable_dialogues, write_dialogue_records
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings
 from dialoguecse_tf.dialogue_packing import pack_dialogues, ragged_dialogues
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.models.dial2vec import Dial2vecModel, cross_representations
+from dialoguecse_tf.records.common import read_dataset
+from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK, DIALOGUE_ROLE_IDS,
+                                              DIALOGUE_TURN_IDS, RECORD_TYPE_DIALOGUES, DialogueRecordSpec,
+                                              make_negatives, usable_dialogues, write_dialogue_records)
+from dialoguecse_tf.records.registry import resolve_records
 from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 
 
@@ -55,9 +58,9 @@ def _dialogues(shared_data, count=6):
 
 
 def _model_batch(packed):
-    return {schema.DIALOGUE_INPUT_IDS: packed["token_ids"][:, None], schema.DIALOGUE_INPUT_MASK:
-            packed["padding_mask"][:, None], schema.DIALOGUE_ROLE_IDS: packed["role_ids"][:, None],
-            schema.DIALOGUE_TURN_IDS: packed["turn_ids"][:, None]}
+    return {DIALOGUE_INPUT_IDS: packed["token_ids"][:, None], DIALOGUE_INPUT_MASK:
+            packed["padding_mask"][:, None], DIALOGUE_ROLE_IDS: packed["role_ids"][:, None],
+            DIALOGUE_TURN_IDS: packed["turn_ids"][:, None]}
 
 
 def test_encoder_embeds_as_the_training_model_and_by_either_pooling(shared_data, tiny_vocab_file, tiny_bert_config):
@@ -134,28 +137,28 @@ def test_negatives_keep_one_role_and_draw_the_other_from_its_pool():
 def test_dialogue_records_on_real_sgd(shared_data, tiny_vocab_file, tmp_path):
     tokenizer = Tokenizer(tiny_vocab_file)
     dialogues = _dialogues(shared_data, 12)
-    stats = write_dialogue_records(dialogues, tokenizer, str(tmp_path), schema.DialogueRecordSpec(48, 3),
+    stats = write_dialogue_records(dialogues, tokenizer, str(tmp_path), DialogueRecordSpec(48, 3),
                                    log=lambda _: None, samples_per_dialogue=1)
     usable = usable_dialogues(dialogues, 5, PrepStats())
     assert stats["samples_written"] == len(usable) > 5
     assert stats["dialogues_truncated"] > 0  # SGD dialogues are longer than 48 tokens
-    files, spec, info = schema.resolve_records([str(tmp_path / "dialogues-*")], schema.RECORD_TYPE_DIALOGUES)
+    files, spec, info = resolve_records([str(tmp_path / "dialogues-*")], RECORD_TYPE_DIALOGUES)
     assert info["keep_role"] == "random" and spec.num_samples == 4
-    record = next(iter(schema.read_dataset(files, spec)))
+    record = next(iter(read_dataset(files, spec)))
     first = usable[0]
     packed = pack_dialogues(tokenizer, *ragged_dialogues([first[1]], [first[2]]), 48)
-    np.testing.assert_array_equal(record[schema.DIALOGUE_INPUT_IDS][0], packed["token_ids"][0])
-    np.testing.assert_array_equal(record[schema.DIALOGUE_ROLE_IDS][0], packed["role_ids"][0])
+    np.testing.assert_array_equal(record[DIALOGUE_INPUT_IDS][0], packed["token_ids"][0])
+    np.testing.assert_array_equal(record[DIALOGUE_ROLE_IDS][0], packed["role_ids"][0])
     # A negative shares the dialogue's roles and turn layout but not all of its tokens.
-    assert not np.array_equal(record[schema.DIALOGUE_INPUT_IDS][1], record[schema.DIALOGUE_INPUT_IDS][0])
+    assert not np.array_equal(record[DIALOGUE_INPUT_IDS][1], record[DIALOGUE_INPUT_IDS][0])
     with pytest.raises(ValueError, match="dial2vec needs at least 2"):
-        write_dialogue_records(dialogues[:1], tokenizer, str(tmp_path / "one"), schema.DialogueRecordSpec(48, 3),
+        write_dialogue_records(dialogues[:1], tokenizer, str(tmp_path / "one"), DialogueRecordSpec(48, 3),
                                log=lambda _: None)
 
 
 def _read_records(folder):
-    files, spec, info = schema.resolve_records([str(folder / "dialogues-*")], schema.RECORD_TYPE_DIALOGUES)
-    ids = np.stack([record[schema.DIALOGUE_INPUT_IDS].numpy() for record in schema.read_dataset(files, spec)])
+    files, spec, info = resolve_records([str(folder / "dialogues-*")], RECORD_TYPE_DIALOGUES)
+    ids = np.stack([record[DIALOGUE_INPUT_IDS].numpy() for record in read_dataset(files, spec)])
     return files, info, ids
 
 
@@ -168,7 +171,7 @@ def test_each_dialogue_gives_ten_samples_with_fresh_negatives_as_the_release(sha
     count = len(usable)
 
     def write(name, seed):
-        write_dialogue_records(dialogues, tokenizer, str(tmp_path / name), schema.DialogueRecordSpec(96, 3),
+        write_dialogue_records(dialogues, tokenizer, str(tmp_path / name), DialogueRecordSpec(96, 3),
                                random_seed=seed, log=lambda _: None)
         return _read_records(tmp_path / name)
 
@@ -190,5 +193,5 @@ def test_each_dialogue_gives_ten_samples_with_fresh_negatives_as_the_release(sha
     np.testing.assert_array_equal(other.reshape(rounds.shape)[:, :, 0], rounds[:, :, 0])
     assert not np.array_equal(other, ids)
     with pytest.raises(ValueError, match="samples_per_dialogue must be a positive int"):
-        write_dialogue_records(dialogues, tokenizer, str(tmp_path / "d"), schema.DialogueRecordSpec(96, 3),
+        write_dialogue_records(dialogues, tokenizer, str(tmp_path / "d"), DialogueRecordSpec(96, 3),
                                samples_per_dialogue=0, log=lambda _: None)

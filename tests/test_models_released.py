@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf import losses, schema
+from dialoguecse_tf import losses
 from dialoguecse_tf.encoder import build_backbone, encode_sequences
 from dialoguecse_tf.models.dialoguecse import ReleasedDialogueCSEModel
+from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
+                                                CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET)
 
 B, N, K, L = 3, 2, 3, 7
 
@@ -24,12 +26,12 @@ def _batch(vocab_size):
     ids = ids * mask
     offsets = np.array([[-2, -1, 1, 2], [0, -1, 1, 2], [-2, -1, 0, 0]]) * turn_mask
     return {
-        schema.CONTEXT_INPUT_IDS: tf.constant(ids[:, : 2 * N]),
-        schema.CONTEXT_INPUT_MASK: tf.constant(mask[:, : 2 * N]),
-        schema.CONTEXT_TURN_MASK: tf.constant(turn_mask),
-        schema.CONTEXT_TURN_OFFSET: tf.constant(offsets),
-        schema.CANDIDATE_INPUT_IDS: tf.constant(ids[:, 2 * N:]),
-        schema.CANDIDATE_INPUT_MASK: tf.constant(mask[:, 2 * N:]),
+        CONTEXT_INPUT_IDS: tf.constant(ids[:, : 2 * N]),
+        CONTEXT_INPUT_MASK: tf.constant(mask[:, : 2 * N]),
+        CONTEXT_TURN_MASK: tf.constant(turn_mask),
+        CONTEXT_TURN_OFFSET: tf.constant(offsets),
+        CANDIDATE_INPUT_IDS: tf.constant(ids[:, 2 * N:]),
+        CANDIDATE_INPUT_MASK: tf.constant(mask[:, 2 * N:]),
     }
 
 
@@ -102,15 +104,15 @@ def test_released_model_matches_the_released_arithmetic(tiny_bert_config, aggreg
                                      attention_size=16)
     batch = _batch(config.vocab_size)
     outputs = model(batch)
-    ctx_ids = tf.reshape(batch[schema.CONTEXT_INPUT_IDS], (-1, L))
-    rsp_ids = tf.reshape(batch[schema.CANDIDATE_INPUT_IDS], (-1, L))
-    h_ctx = encode_sequences(backbone, ctx_ids, tf.reshape(batch[schema.CONTEXT_INPUT_MASK], (-1, L)))
-    h_rsp = encode_sequences(backbone, rsp_ids, tf.reshape(batch[schema.CANDIDATE_INPUT_MASK], (-1, L)))
+    ctx_ids = tf.reshape(batch[CONTEXT_INPUT_IDS], (-1, L))
+    rsp_ids = tf.reshape(batch[CANDIDATE_INPUT_IDS], (-1, L))
+    h_ctx = encode_sequences(backbone, ctx_ids, tf.reshape(batch[CONTEXT_INPUT_MASK], (-1, L)))
+    h_rsp = encode_sequences(backbone, rsp_ids, tf.reshape(batch[CANDIDATE_INPUT_MASK], (-1, L)))
     attention = model.round_attention
     r_bar, r_tilde, cos, loss = _released_reference(
-        h_ctx.numpy().reshape(B, 2 * N, L, -1), batch[schema.CONTEXT_INPUT_MASK].numpy(),
-        batch[schema.CONTEXT_TURN_MASK].numpy(), h_rsp.numpy().reshape(B, K, L, -1),
-        batch[schema.CANDIDATE_INPUT_MASK].numpy(), attention.w.numpy(), attention.b.numpy(), attention.u.numpy(),
+        h_ctx.numpy().reshape(B, 2 * N, L, -1), batch[CONTEXT_INPUT_MASK].numpy(),
+        batch[CONTEXT_TURN_MASK].numpy(), h_rsp.numpy().reshape(B, K, L, -1),
+        batch[CANDIDATE_INPUT_MASK].numpy(), attention.w.numpy(), attention.b.numpy(), attention.u.numpy(),
         aggregation == "attention",
     )
     assert outputs["context_free"].shape == (B, K, config.hidden_size)
@@ -134,15 +136,15 @@ def test_study_readings_match_their_matrix_form(tiny_bert_config, matching_side,
                                      fuse_turns_before_pooling=fuse)
     batch = _batch(config.vocab_size)
     outputs = model(batch)
-    h_ctx = encode_sequences(backbone, tf.reshape(batch[schema.CONTEXT_INPUT_IDS], (-1, L)),
-                             tf.reshape(batch[schema.CONTEXT_INPUT_MASK], (-1, L)))
-    h_rsp = encode_sequences(backbone, tf.reshape(batch[schema.CANDIDATE_INPUT_IDS], (-1, L)),
-                             tf.reshape(batch[schema.CANDIDATE_INPUT_MASK], (-1, L)))
+    h_ctx = encode_sequences(backbone, tf.reshape(batch[CONTEXT_INPUT_IDS], (-1, L)),
+                             tf.reshape(batch[CONTEXT_INPUT_MASK], (-1, L)))
+    h_rsp = encode_sequences(backbone, tf.reshape(batch[CANDIDATE_INPUT_IDS], (-1, L)),
+                             tf.reshape(batch[CANDIDATE_INPUT_MASK], (-1, L)))
     attention = model.round_attention
     _, r_tilde, _, _ = _released_reference(
-        h_ctx.numpy().reshape(B, 2 * N, L, -1), batch[schema.CONTEXT_INPUT_MASK].numpy(),
-        batch[schema.CONTEXT_TURN_MASK].numpy(), h_rsp.numpy().reshape(B, K, L, -1),
-        batch[schema.CANDIDATE_INPUT_MASK].numpy(), attention.w.numpy(), attention.b.numpy(), attention.u.numpy(),
+        h_ctx.numpy().reshape(B, 2 * N, L, -1), batch[CONTEXT_INPUT_MASK].numpy(),
+        batch[CONTEXT_TURN_MASK].numpy(), h_rsp.numpy().reshape(B, K, L, -1),
+        batch[CANDIDATE_INPUT_MASK].numpy(), attention.w.numpy(), attention.b.numpy(), attention.u.numpy(),
         True, matching_side, normalize, fuse,
     )
     np.testing.assert_allclose(outputs["context_aware"], r_tilde, rtol=1e-4, atol=1e-5)
@@ -174,8 +176,8 @@ def test_round_attention_masks_invalid_rounds_and_is_uniform_without_any(tiny_be
 def test_released_model_refuses_unpaired_sides(tiny_bert_config):
     model = ReleasedDialogueCSEModel(build_backbone(tiny_bert_config.replace(max_position_embeddings=L)))
     batch = _batch(tiny_bert_config.vocab_size)
-    odd = {**batch, **{name: batch[name][:, :3] for name in (schema.CONTEXT_INPUT_IDS, schema.CONTEXT_INPUT_MASK,
-                                                              schema.CONTEXT_TURN_MASK, schema.CONTEXT_TURN_OFFSET)}}
+    odd = {**batch, **{name: batch[name][:, :3] for name in (CONTEXT_INPUT_IDS, CONTEXT_INPUT_MASK,
+                                                              CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET)}}
     with pytest.raises(ValueError, match="left and right"):
         model(odd)
 
@@ -193,19 +195,19 @@ def test_empty_text_rounds_follow_the_released_arithmetic(tiny_bert_config, aggr
                                      empty_round_token_ids=(cls_id, sep_id))
     batch = _batch(config.vocab_size)
     outputs = model(batch)
-    turn_mask = batch[schema.CONTEXT_TURN_MASK].numpy()
-    ctx_ids = batch[schema.CONTEXT_INPUT_IDS].numpy().copy()
-    ctx_mask = batch[schema.CONTEXT_INPUT_MASK].numpy().copy()
+    turn_mask = batch[CONTEXT_TURN_MASK].numpy()
+    ctx_ids = batch[CONTEXT_INPUT_IDS].numpy().copy()
+    ctx_mask = batch[CONTEXT_INPUT_MASK].numpy().copy()
     filler = np.zeros(L, np.int64)
     filler[:2] = (cls_id, sep_id)
     ctx_ids[turn_mask == 0] = filler
     ctx_mask[turn_mask == 0] = (filler > 0).astype(np.int64)
     h_ctx = encode_sequences(backbone, tf.constant(ctx_ids.reshape(-1, L)), tf.constant(ctx_mask.reshape(-1, L)))
-    h_rsp = encode_sequences(backbone, tf.reshape(batch[schema.CANDIDATE_INPUT_IDS], (-1, L)),
-                             tf.reshape(batch[schema.CANDIDATE_INPUT_MASK], (-1, L)))
+    h_rsp = encode_sequences(backbone, tf.reshape(batch[CANDIDATE_INPUT_IDS], (-1, L)),
+                             tf.reshape(batch[CANDIDATE_INPUT_MASK], (-1, L)))
     attention = model.round_attention
     args = (h_ctx.numpy().reshape(B, 2 * N, L, -1), ctx_mask, turn_mask, h_rsp.numpy().reshape(B, K, L, -1),
-            batch[schema.CANDIDATE_INPUT_MASK].numpy(), attention.w.numpy(), attention.b.numpy(),
+            batch[CANDIDATE_INPUT_MASK].numpy(), attention.w.numpy(), attention.b.numpy(),
             attention.u.numpy(), aggregation == "attention")
     _, r_tilde, _, _ = _released_reference(*args, masked_rounds_weigh=True)
     np.testing.assert_allclose(outputs["context_aware"], r_tilde, rtol=1e-4, atol=1e-5)

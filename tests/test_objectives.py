@@ -18,16 +18,16 @@ import pytest
 
 from conftest import REPO_ROOT
 from stage_runs import assert_best_is_the_first_argmax
-from dialoguecse_tf import schema, stage
+from dialoguecse_tf import stage
 from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
-from dialoguecse_tf.data.contrastive_records import write_contrastive_records
-from dialoguecse_tf.data.dialogue_records import write_dialogue_records
-from dialoguecse_tf.data.mlm_records import write_mlm_records
-from dialoguecse_tf.data.pair_records import write_pair_records
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.objectives import get_objective_class, objective_names
+from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE, ContrastiveRecordSpec, write_contrastive_records
+from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES, DialogueRecordSpec, write_dialogue_records
+from dialoguecse_tf.records.mlm import RECORD_TYPE_MLM, MlmRecordSpec, write_mlm_records
+from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS, PairRecordSpec, write_pair_records
 from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 from dialoguecse_tf.training.strategy import create_strategy
 
@@ -40,14 +40,14 @@ CASES["dse-Orig"] = ("dse", {"contrast_type": "Orig"})
 
 
 def _write_mlm(dialogues, tokenizer, folder):
-    write_mlm_records(dialogues, tokenizer, folder, schema.MlmRecordSpec(MAX_SEQ_LENGTH, 4), random_seed=1,
+    write_mlm_records(dialogues, tokenizer, folder, MlmRecordSpec(MAX_SEQ_LENGTH, 4), random_seed=1,
                       log=lambda _: None)
     return {"max_predictions_per_seq": 4}
 
 
 def _write_contrastive(dialogues, tokenizer, folder):
-    spec = schema.ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4,
-                                        context_layout="sides")
+    spec = ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4,
+                                 context_layout="sides")
     write_contrastive_records(dialogues, tokenizer, folder, spec, random_seed=1, log=lambda _: None)
     # No frozen layer: a tiny random encoder gives near-parallel embeddings, and only its
     # embeddings and bottom layer can pull them apart within a few steps.
@@ -55,7 +55,7 @@ def _write_contrastive(dialogues, tokenizer, folder):
 
 
 def _write_pairs(dialogues, tokenizer, folder):
-    write_pair_records(dialogues, tokenizer, folder, schema.PairRecordSpec(MAX_SEQ_LENGTH), log=lambda _: None)
+    write_pair_records(dialogues, tokenizer, folder, PairRecordSpec(MAX_SEQ_LENGTH), log=lambda _: None)
     # The harness's learning rate (5e-3) is already a head-sized rate; DSE's x100 on top of it
     # would throw the head around. test_objectives_dse.py checks the two rates.
     return {"head_learning_rate_scale": 1.0}
@@ -63,16 +63,16 @@ def _write_pairs(dialogues, tokenizer, folder):
 
 def _write_dialogues(dialogues, tokenizer, folder):
     # The sample's lines hold 2-8 turns; 3 keeps enough of them.
-    write_dialogue_records(dialogues, tokenizer, folder, schema.DialogueRecordSpec(MAX_SEQ_LENGTH, 4), min_turns=3,
+    write_dialogue_records(dialogues, tokenizer, folder, DialogueRecordSpec(MAX_SEQ_LENGTH, 4), min_dialogue_turns=3,
                            random_seed=1, log=lambda _: None)
     return {"num_negatives": 4, "num_frozen_layers": 0}
 
 
 # record type -> writer(dialogues, tokenizer, folder) -> options that fit the records
-RECORD_WRITERS = {schema.RECORD_TYPE_MLM: _write_mlm, schema.RECORD_TYPE_CONTRASTIVE: _write_contrastive,
-                  schema.RECORD_TYPE_PAIRS: _write_pairs, schema.RECORD_TYPE_DIALOGUES: _write_dialogues}
-RECORD_GLOBS = {schema.RECORD_TYPE_MLM: "mlm-*", schema.RECORD_TYPE_CONTRASTIVE: "contrastive-*",
-                schema.RECORD_TYPE_PAIRS: "pairs-*", schema.RECORD_TYPE_DIALOGUES: "dialogues-*"}
+RECORD_WRITERS = {RECORD_TYPE_MLM: _write_mlm, RECORD_TYPE_CONTRASTIVE: _write_contrastive,
+                  RECORD_TYPE_PAIRS: _write_pairs, RECORD_TYPE_DIALOGUES: _write_dialogues}
+RECORD_GLOBS = {RECORD_TYPE_MLM: "mlm-*", RECORD_TYPE_CONTRASTIVE: "contrastive-*",
+                RECORD_TYPE_PAIRS: "pairs-*", RECORD_TYPE_DIALOGUES: "dialogues-*"}
 
 
 @pytest.fixture(scope="session")

@@ -4,10 +4,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf import schema, stage
-from dialoguecse_tf.data.contrastive_records import context_slots, write_contrastive_records
+from dialoguecse_tf import stage
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.objectives.contrastive import candidate_metrics, select_context_turns, select_side_turns
+from dialoguecse_tf.records.common import read_dataset
+from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CONTEXT_INPUT_IDS, CONTEXT_INPUT_MASK,
+                                                CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET, RECORD_TYPE_CONTRASTIVE,
+                                                ContrastiveRecordSpec, context_slots, write_contrastive_records)
+from dialoguecse_tf.records.registry import resolve_records
 from dialoguecse_tf.tokenization import Tokenizer
 
 WORDS = "where is my order refund please change address discount code thanks hello".split()
@@ -20,18 +24,18 @@ def _dialogues():
 
 
 def test_context_slots_keep_each_side_in_dialogue_order():
-    sides = schema.ContrastiveRecordSpec(10, 3, 1, "sides")
+    sides = ContrastiveRecordSpec(10, 3, 1, "sides")
     assert context_slots(6, 1, sides) == [None, None, 0, 2, 3, 4]
     assert context_slots(6, 5, sides) == [2, 3, 4, None, None, None]
-    nearest = schema.ContrastiveRecordSpec(10, 3, 1, "nearest")
+    nearest = ContrastiveRecordSpec(10, 3, 1, "nearest")
     assert context_slots(6, 1, nearest) == [0, 2, 3]
     assert context_slots(2, 1, nearest) == [0, None, None]
 
 
 def _read(folder, spec):
-    files, read_spec, _ = schema.resolve_records([str(folder / "contrastive-*")], schema.RECORD_TYPE_CONTRASTIVE)
+    files, read_spec, _ = resolve_records([str(folder / "contrastive-*")], RECORD_TYPE_CONTRASTIVE)
     assert read_spec == spec
-    return next(iter(schema.read_dataset(files, read_spec, shuffle_files=False).batch(1000)))
+    return next(iter(read_dataset(files, read_spec, shuffle_files=False).batch(1000)))
 
 
 @pytest.mark.parametrize("turns", [1, 2, 3])
@@ -41,19 +45,19 @@ def test_nearest_turns_from_sides_records_equal_nearest_records(tmp_path, tiny_v
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=8)
     batches = {}
     for layout in ("sides", "nearest"):
-        spec = schema.ContrastiveRecordSpec(8, 3, 2, layout)
+        spec = ContrastiveRecordSpec(8, 3, 2, layout)
         write_contrastive_records(_dialogues(), tokenizer, str(tmp_path / layout), spec, random_seed=5,
                                   log=lambda _: None)
         batches[layout] = _read(tmp_path / layout, spec)
     from_sides = select_context_turns(batches["sides"], turns)
     from_nearest = select_context_turns(batches["nearest"], turns)
-    for name in (schema.CONTEXT_INPUT_IDS, schema.CONTEXT_TURN_MASK, schema.CONTEXT_TURN_OFFSET,
-                 schema.CANDIDATE_INPUT_IDS):
-        valid = from_nearest[schema.CONTEXT_TURN_MASK].numpy().astype(bool)
+    for name in (CONTEXT_INPUT_IDS, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET,
+                 CANDIDATE_INPUT_IDS):
+        valid = from_nearest[CONTEXT_TURN_MASK].numpy().astype(bool)
         a, b = from_sides[name].numpy(), from_nearest[name].numpy()
         if name.startswith("context"):
             # Padding turns may sit in other slots; the real turns and their order must agree.
-            a = [row[mask] for row, mask in zip(a, from_sides[schema.CONTEXT_TURN_MASK].numpy().astype(bool))]
+            a = [row[mask] for row, mask in zip(a, from_sides[CONTEXT_TURN_MASK].numpy().astype(bool))]
             b = [row[mask] for row, mask in zip(b, valid)]
             assert all(np.array_equal(x, y) for x, y in zip(a, b)), name
         else:
@@ -62,17 +66,17 @@ def test_nearest_turns_from_sides_records_equal_nearest_records(tmp_path, tiny_v
 
 def test_select_side_turns_keeps_the_nearest_on_each_side():
     offsets = tf.constant([[-3, -2, -1, 1, 2, 0]])
-    batch = {schema.CONTEXT_TURN_OFFSET: offsets, schema.CONTEXT_TURN_MASK: tf.cast(offsets != 0, tf.int64),
-             schema.CONTEXT_INPUT_IDS: offsets[..., None], schema.CONTEXT_INPUT_MASK: offsets[..., None]}
+    batch = {CONTEXT_TURN_OFFSET: offsets, CONTEXT_TURN_MASK: tf.cast(offsets != 0, tf.int64),
+             CONTEXT_INPUT_IDS: offsets[..., None], CONTEXT_INPUT_MASK: offsets[..., None]}
     kept = select_side_turns(batch, 2, 3)
-    assert kept[schema.CONTEXT_TURN_OFFSET].numpy().tolist() == [[-2, -1, 1, 2]]
+    assert kept[CONTEXT_TURN_OFFSET].numpy().tolist() == [[-2, -1, 1, 2]]
     assert select_side_turns(batch, 3, 3) is batch
 
 
 def test_released_variant_refuses_nearest_records(tmp_path, tiny_vocab_file):
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=8)
     write_contrastive_records(_dialogues(), tokenizer, str(tmp_path / "records"),
-                              schema.ContrastiveRecordSpec(8, 3, 2, "nearest"), random_seed=5, log=lambda _: None)
+                              ContrastiveRecordSpec(8, 3, 2, "nearest"), random_seed=5, log=lambda _: None)
     objective, config = stage.configure("dialoguecse", train_file=[str(tmp_path / "records" / "contrastive-*")],
                                         output_dir=str(tmp_path / "run"), bert_config_file="unused",
                                         num_train_steps=1, num_negatives=2, max_seq_length=8)

@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.models.dial2vec import Dial2vecModel
 from dialoguecse_tf.objectives.dial2vec import Dial2vecObjective, Dial2vecOptions
+from dialoguecse_tf.records.common import check_compatible
+from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK, DIALOGUE_ROLE_IDS,
+                                              DIALOGUE_TURN_IDS, DialogueRecordSpec)
 
 
 def _released_loss(h, mask, roles, turns, window, temperature):
@@ -76,9 +78,9 @@ def test_loss_equals_a_numpy_transcription_of_the_release(window, temperature):
     batch, samples, length, dim = 3, 4, 16, 8
     mask, roles, turns = _random_batch(rng, batch, samples, length)
     h = rng.normal(size=(batch * samples, length, dim)).astype(np.float32)
-    inputs = {schema.DIALOGUE_INPUT_IDS: tf.ones((batch, samples, length), tf.int64),
-              schema.DIALOGUE_INPUT_MASK: tf.constant(mask), schema.DIALOGUE_ROLE_IDS: tf.constant(roles),
-              schema.DIALOGUE_TURN_IDS: tf.constant(turns)}
+    inputs = {DIALOGUE_INPUT_IDS: tf.ones((batch, samples, length), tf.int64),
+              DIALOGUE_INPUT_MASK: tf.constant(mask), DIALOGUE_ROLE_IDS: tf.constant(roles),
+              DIALOGUE_TURN_IDS: tf.constant(turns)}
     objective = Dial2vecObjective(Dial2vecOptions(temperature=temperature, window=window,
                                                   num_negatives=samples - 1))
     model = Dial2vecModel(_FixedOutputs(tf.constant(h)), window=window)
@@ -91,15 +93,15 @@ def test_loss_equals_a_numpy_transcription_of_the_release(window, temperature):
 
 
 def test_records_must_be_cut_as_the_options_say_and_the_encoder_records_how():
-    head = schema.DialogueRecordSpec(64, 4)
+    head = DialogueRecordSpec(64, 4)
     assert head.truncation == "head"
     recent = Dial2vecObjective(Dial2vecOptions(truncation="recent_turns", role_segment_ids=True))
     with pytest.raises(ValueError, match="records were written with truncation=head but truncation=recent_turns"):
-        schema.check_compatible(head, **recent.record_requirements())
-    schema.check_compatible(schema.DialogueRecordSpec(64, 4, "recent_turns"), **recent.record_requirements())
+        check_compatible(head, **recent.record_requirements())
+    check_compatible(DialogueRecordSpec(64, 4, "recent_turns"), **recent.record_requirements())
     assert {"truncation": "recent_turns", "role_segment_ids": True}.items() <= recent.metadata().items()
     # records_info.json written before the spec had the field: those records kept the recent turns.
-    assert schema.DialogueRecordSpec.from_dict({"max_seq_length": 64, "num_negatives": 4}).truncation == "recent_turns"
+    assert DialogueRecordSpec.from_dict({"max_seq_length": 64, "num_negatives": 4}).truncation == "recent_turns"
     for bad in ({"truncation": "tail"}, {"role_segment_ids": 1}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             Dial2vecOptions(**bad)

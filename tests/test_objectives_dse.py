@@ -9,14 +9,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.pair_records import has_more_words, iter_pairs, write_pair_records
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.models import DSEModel
 from dialoguecse_tf.objectives.dse import DSEObjective, DSEOptions, TwoRateAdam, pair_metrics
+from dialoguecse_tf.records.common import read_dataset
+from dialoguecse_tf.records.pairs import (PAIR_INPUT_IDS, PAIR_INPUT_MASK, RECORD_TYPE_PAIRS, PairRecordSpec,
+                                          has_more_words, iter_pairs, write_pair_records)
+from dialoguecse_tf.records.registry import read_records_info, resolve_records
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
 from dialoguecse_tf.tokenization import Tokenizer
 
@@ -51,15 +53,15 @@ def test_consecutive_pairs_are_filtered_after_pairing_as_in_the_release():
 def test_pair_records_round_trip_on_real_sgd_dialogues(shared_data, tiny_vocab_file, tmp_path):
     dialogues = list(itertools.islice(read_corpus(str(shared_data / "sgd" / "train"), "sgd"), 5))
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
-    spec = schema.PairRecordSpec(16)
+    spec = PairRecordSpec(16)
     stats = write_pair_records(dialogues, tokenizer, str(tmp_path), spec, log=lambda _: None)
     expected = list(iter_pairs(dialogues, "consecutive", 3, PrepStats(), 16))
     assert stats["samples_written"] == len(expected) > 10 and stats["utterances_capped"] == 0
-    info_spec, info_stats = schema.read_records_info(str(tmp_path), schema.RECORD_TYPE_PAIRS)
+    info_spec, info_stats = read_records_info(str(tmp_path), RECORD_TYPE_PAIRS)
     assert info_spec == spec and info_stats["min_words"] == 3 and info_stats["shuffle_seed"] == 24
-    files, _, _ = schema.resolve_records([str(tmp_path / "pairs-*")], schema.RECORD_TYPE_PAIRS)
-    written = [(record[schema.PAIR_INPUT_IDS].numpy(), record[schema.PAIR_INPUT_MASK].numpy())
-               for record in schema.read_dataset(files, spec)]
+    files, _, _ = resolve_records([str(tmp_path / "pairs-*")], RECORD_TYPE_PAIRS)
+    written = [(record[PAIR_INPUT_IDS].numpy(), record[PAIR_INPUT_MASK].numpy())
+               for record in read_dataset(files, spec)]
     # Every pair once, in the release's shuffled order (random.Random(24).shuffle of the list).
     random.Random(24).shuffle(expected)
     packed = tokenizer([text for pair in expected for text in pair], max_seq_length=16)
@@ -77,8 +79,8 @@ def test_model_embeds_with_the_evaluation_pooling_and_projects_without_bias(tiny
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=12)
     texts = ["where is my order", "i want a refund please", "hello", "track package"]
     packed = tokenizer(texts, max_seq_length=12)
-    batch = {schema.PAIR_INPUT_IDS: tf.reshape(packed["token_ids"], (2, 2, 12)),
-             schema.PAIR_INPUT_MASK: tf.reshape(packed["padding_mask"], (2, 2, 12))}
+    batch = {PAIR_INPUT_IDS: tf.reshape(packed["token_ids"], (2, 2, 12)),
+             PAIR_INPUT_MASK: tf.reshape(packed["padding_mask"], (2, 2, 12))}
     outputs = model(batch)
     assert outputs["embeddings"].shape == (2, 2, tiny_bert_config.hidden_size)
     assert outputs["projections"].shape == (2, 2, 8)
@@ -154,7 +156,7 @@ def test_records_smaller_than_one_batch_are_refused(tiny_vocab_file, tmp_path):
 
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
     dialogue = _dialogue("where is my order please", "i want a refund please", "track my package please")
-    write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), schema.PairRecordSpec(16), log=lambda _: None)
+    write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), PairRecordSpec(16), log=lambda _: None)
     objective, config = stage.configure("dse", train_file=(str(tmp_path / "pairs" / "pairs-*"),),
                                         output_dir=str(tmp_path / "run"), max_seq_length=16, train_batch_size=4,
                                         num_train_steps=1)

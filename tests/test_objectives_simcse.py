@@ -11,13 +11,15 @@ import pytest
 import tensorflow as tf
 
 import stage_runs
-from dialoguecse_tf import losses, schema, stage
+from dialoguecse_tf import losses, stage
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.pair_records import write_pair_records
 from dialoguecse_tf.encoder import build_backbone, run_backbone
 from dialoguecse_tf.models import SimCSEModel
 from dialoguecse_tf.objectives.simcse import SimCSEObjective, SimCSEOptions, view_metrics
+from dialoguecse_tf.records.pairs import (PAIR_INPUT_IDS, PAIR_INPUT_MASK, RECORD_TYPE_PAIRS, PairRecordSpec,
+                                          write_pair_records)
+from dialoguecse_tf.records.registry import read_records_info
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
 from dialoguecse_tf.tokenization import Tokenizer
 
@@ -65,8 +67,8 @@ def test_view_metrics_by_hand():
 def _pair_batch(tokenizer, texts, partners=None):
     partners = texts if partners is None else partners
     first, second = tokenizer(texts), tokenizer(partners)
-    return {schema.PAIR_INPUT_IDS: tf.stack([first["token_ids"], second["token_ids"]], axis=1),
-            schema.PAIR_INPUT_MASK: tf.stack([first["padding_mask"], second["padding_mask"]], axis=1)}
+    return {PAIR_INPUT_IDS: tf.stack([first["token_ids"], second["token_ids"]], axis=1),
+            PAIR_INPUT_MASK: tf.stack([first["padding_mask"], second["padding_mask"]], axis=1)}
 
 
 def test_the_two_views_of_a_sentence_differ_only_through_dropout(tiny_bert_config, tiny_vocab_file):
@@ -162,7 +164,7 @@ def test_optimizer_is_the_trainers_adamw_with_linear_decay():
 def _self_pair_records(folder, tokenizer):
     texts = [text for topic in stage_runs.TOPICS for text in topic]
     dialogues = [Dialogue(str(i), (Turn("0", text),)) for i, text in enumerate(texts)]
-    write_pair_records(dialogues, tokenizer, str(folder), schema.PairRecordSpec(10, pairing="self"), min_words=0,
+    write_pair_records(dialogues, tokenizer, str(folder), PairRecordSpec(10, pairing="self"), min_words=0,
                        log=lambda _: None)
 
 
@@ -252,9 +254,9 @@ def test_exports_embed_by_cls(trained_run, tmp_path):
 def test_pair_records_of_two_texts_train_the_pair_mode_with_a_warning(tiny_vocab_file, tmp_path, caplog):
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
     dialogue = Dialogue("d", tuple(Turn(str(i % 2), text) for i, text in enumerate(TEXTS)))
-    write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), schema.PairRecordSpec(10), min_words=0,
+    write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), PairRecordSpec(10), min_words=0,
                        log=lambda _: None)
-    spec, _ = schema.read_records_info(str(tmp_path / "pairs"), schema.RECORD_TYPE_PAIRS)
+    spec, _ = read_records_info(str(tmp_path / "pairs"), RECORD_TYPE_PAIRS)
     objective = SimCSEObjective()
     objective.check_records(spec, str(tmp_path / "pairs"))
     (warning,) = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]

@@ -5,12 +5,12 @@ import os
 import numpy as np
 import pytest
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.mlm_records import write_mlm_records
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.models.mlm import BertPretrainer
+from dialoguecse_tf.records.mlm import (INPUT_IDS, INPUT_MASK, MASKED_LM_POSITIONS, SEGMENT_IDS, MlmRecordSpec,
+                                        write_mlm_records)
 from dialoguecse_tf.stage import ENCODER_DIR, configure, run_stage
 from dialoguecse_tf.tokenization import Tokenizer
 from numpy_bert import bert_forward, layer_norm, gelu, random_bert_weights
@@ -30,7 +30,7 @@ def mlm_setup(tmp_path, tiny_vocab_file, tiny_bert_config):
         Dialogue(str(i), tuple(Turn(str(j % 2), SENTENCES[rng.integers(len(SENTENCES))]) for j in range(6)))
         for i in range(60)
     ]
-    spec = schema.MlmRecordSpec(max_seq_length=16, max_predictions_per_seq=3)
+    spec = MlmRecordSpec(max_seq_length=16, max_predictions_per_seq=3)
     write_mlm_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=3, log=lambda _: None)
     config_file = tmp_path / "bert_config.json"
     tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0).to_json_file(str(config_file))
@@ -54,8 +54,8 @@ def test_mlm_head_is_tied_and_matches_numpy(tiny_bert_config):
     ids = np.array([[2, 7, 4, 9, 3, 0]], np.int32)
     mask = (ids > 0).astype(np.int32)
     positions = np.array([[2, 1]], np.int32)
-    logits = model({schema.INPUT_IDS: ids, schema.INPUT_MASK: mask, schema.SEGMENT_IDS: np.zeros_like(ids),
-                    schema.MASKED_LM_POSITIONS: positions}).numpy()
+    logits = model({INPUT_IDS: ids, INPUT_MASK: mask, SEGMENT_IDS: np.zeros_like(ids),
+                    MASKED_LM_POSITIONS: positions}).numpy()
     sequence, _ = bert_forward(weights, config, ids, mask)
     x = sequence[0, positions[0]]
     x = gelu(x @ weights["cls/predictions/transform/dense/kernel"] + weights["cls/predictions/transform/dense/bias"], True)
@@ -94,8 +94,8 @@ def test_saved_encoder_gives_in_memory_outputs(tmp_path, tiny_bert_config, tiny_
     restored.backbone.set_weights(loaded.backbone.get_weights())
     restored.assign_head(loaded.mlm_head, "test")
     inputs = tokenizer(["where is my order", "refund"])
-    batch = {schema.INPUT_IDS: inputs["token_ids"], schema.INPUT_MASK: inputs["padding_mask"],
-             schema.SEGMENT_IDS: inputs["segment_ids"], schema.MASKED_LM_POSITIONS: np.array([[1, 2], [1, 1]], np.int32)}
+    batch = {INPUT_IDS: inputs["token_ids"], INPUT_MASK: inputs["padding_mask"],
+             SEGMENT_IDS: inputs["segment_ids"], MASKED_LM_POSITIONS: np.array([[1, 2], [1, 1]], np.int32)}
     np.testing.assert_allclose(restored(batch).numpy(), model(batch).numpy(), atol=1e-6)
 
 

@@ -9,14 +9,16 @@ import unicodedata
 import numpy as np
 import pytest
 
-from dialoguecse_tf import schema
-from dialoguecse_tf.data.contrastive_records import nearest_context, write_contrastive_records
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.dialogue_records import write_dialogue_records
-from dialoguecse_tf.data.mlm_records import document_texts, write_mlm_records
-from dialoguecse_tf.data.pair_records import write_pair_records
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_authors_contrastive
+from dialoguecse_tf.records.common import read_dataset
+from dialoguecse_tf.records.contrastive import (RECORD_TYPE_CONTRASTIVE, ContrastiveRecordSpec, nearest_context,
+                                                write_contrastive_records)
+from dialoguecse_tf.records.dialogues import DialogueRecordSpec, write_dialogue_records
+from dialoguecse_tf.records.mlm import RECORD_TYPE_MLM, MlmRecordSpec, document_texts, write_mlm_records
+from dialoguecse_tf.records.pairs import PairRecordSpec, write_pair_records
+from dialoguecse_tf.records.registry import read_records_info
 from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 
 
@@ -45,15 +47,15 @@ def test_nearest_context_is_bidirectional_and_ordered():
 
 def test_contrastive_records_round_trip_real_ecd(ecd, tmp_path):
     dialogues, tokenizer = ecd
-    spec = schema.ContrastiveRecordSpec(max_seq_length=128, num_context_turns=3, num_negatives=9)
+    spec = ContrastiveRecordSpec(max_seq_length=128, num_context_turns=3, num_negatives=9)
     start = time.perf_counter()
     stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, num_shards=2, log=lambda _: None)
     elapsed = time.perf_counter() - start
     print(f"contrastive writer: {len(dialogues) / elapsed:.0f} records/s")
     assert stats["samples_written"] == 1000
-    info_spec, info_stats = schema.read_records_info(str(tmp_path), schema.RECORD_TYPE_CONTRASTIVE)
+    info_spec, info_stats = read_records_info(str(tmp_path), RECORD_TYPE_CONTRASTIVE)
     assert info_spec == spec and info_stats["samples_written"] == 1000
-    records = list(schema.read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
+    records = list(read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
     assert len(records) == 1000
     unk = 0
     for dialogue, record in zip(dialogues, records):
@@ -83,9 +85,9 @@ def test_contrastive_missing_turns_are_pure_padding(tiny_vocab_file, tmp_path):
         Dialogue("a", (Turn("u", "where is my order"), Turn("a", "i want a refund"))),
         Dialogue("b", (Turn("u", "hello"), Turn("a", "thanks"), Turn("u", "change address"))),
     ]
-    spec = schema.ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
+    spec = ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
     stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, random_seed=3, log=lambda _: None)
-    records = list(schema.read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
+    records = list(read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
     assert len(records) == stats["samples_written"] == 5
     first = records[0]
     assert first["context_turn_mask"].tolist() == [1, 0, 0]
@@ -96,7 +98,7 @@ def test_contrastive_missing_turns_are_pure_padding(tiny_vocab_file, tmp_path):
     assert set(negatives) <= {"hello", "thanks", "change address"}
     again = tmp_path / "again"
     write_contrastive_records(dialogues, tokenizer, str(again), spec, random_seed=3, log=lambda _: None)
-    same = list(schema.read_dataset(str(again / "contrastive-*"), spec).as_numpy_iterator())
+    same = list(read_dataset(str(again / "contrastive-*"), spec).as_numpy_iterator())
     for x, y in zip(records, same):
         np.testing.assert_array_equal(x["candidate_input_ids"], y["candidate_input_ids"])
 
@@ -105,10 +107,10 @@ def test_contrastive_records_hold_exactly_the_tokenizer_ids(ecd, tmp_path):
     # Each distinct text is tokenized once per chunk and cut to CHARS_PER_TOKEN * max_seq_length
     # characters first: neither may change a record of real text.
     dialogues, tokenizer = ecd
-    spec = schema.ContrastiveRecordSpec(max_seq_length=16, num_context_turns=3, num_negatives=9)
+    spec = ContrastiveRecordSpec(max_seq_length=16, num_context_turns=3, num_negatives=9)
     stats = write_contrastive_records(dialogues[:300], tokenizer, str(tmp_path), spec, log=lambda _: None)
     assert stats["utterances_capped"] == 0
-    records = list(schema.read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
+    records = list(read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
     for dialogue, record in zip(dialogues[:300], records):
         expected = tokenizer(list(dialogue.candidates[:10]), max_seq_length=16)
         np.testing.assert_array_equal(record["candidate_input_ids"], expected["token_ids"].numpy())
@@ -116,26 +118,26 @@ def test_contrastive_records_hold_exactly_the_tokenizer_ids(ecd, tmp_path):
 
 
 def _contrastive(dialogues, tokenizer, out):
-    spec = schema.ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
+    spec = ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
     return spec, write_contrastive_records(dialogues, tokenizer, out, spec, log=lambda _: None)
 
 
 def _pairs(pairing):
     def write(dialogues, tokenizer, out):
-        spec = schema.PairRecordSpec(8, pairing)
+        spec = PairRecordSpec(8, pairing)
         return spec, write_pair_records(dialogues, tokenizer, out, spec, log=lambda _: None)
     return write
 
 
 def _dialogues(truncation):
     def write(dialogues, tokenizer, out):
-        spec = schema.DialogueRecordSpec(16, 2, truncation)
+        spec = DialogueRecordSpec(16, 2, truncation)
         return spec, write_dialogue_records(dialogues, tokenizer, out, spec, samples_per_dialogue=2, log=lambda _: None)
     return write
 
 
 def _mlm(dialogues, tokenizer, out):
-    spec = schema.MlmRecordSpec(max_seq_length=8, max_predictions_per_seq=2)
+    spec = MlmRecordSpec(max_seq_length=8, max_predictions_per_seq=2)
     return spec, write_mlm_records(dialogues, tokenizer, out, spec, dupe_factor=2, log=lambda _: None)
 
 
@@ -174,7 +176,7 @@ def test_huge_utterance_costs_seconds_and_megabytes(write, tiny_vocab_file, tmp_
     # builder keeps: the cut loses only pieces no record holds.
     _, short_stats = write(_corpus_with("where is my order " * 10), tokenizer, str(tmp_path / "short"))
     assert short_stats["utterances_capped"] == 0 and short_stats["samples_written"] == stats["samples_written"]
-    records = [schema.read_dataset(str(tmp_path / run / "*.tfrecord"), spec).as_numpy_iterator()
+    records = [read_dataset(str(tmp_path / run / "*.tfrecord"), spec).as_numpy_iterator()
                for run in ("huge", "short")]
     for huge_record, short_record in zip(*records, strict=True):
         for key in huge_record:
@@ -183,16 +185,16 @@ def test_huge_utterance_costs_seconds_and_megabytes(write, tiny_vocab_file, tmp_
 
 def test_mlm_records_real_ecd(ecd, tmp_path):
     dialogues, tokenizer = ecd
-    spec = schema.MlmRecordSpec(max_seq_length=50, max_predictions_per_seq=10)
+    spec = MlmRecordSpec(max_seq_length=50, max_predictions_per_seq=10)
     start = time.perf_counter()
     stats = write_mlm_records(dialogues, tokenizer, str(tmp_path), spec, random_seed=7, num_shards=2, log=lambda _: None)
     elapsed = time.perf_counter() - start
     count = stats["samples_written"]
     print(f"mlm writer: {count / elapsed:.0f} records/s ({count} records)")
     assert count > 500
-    records = list(schema.read_dataset(str(tmp_path / "mlm-*"), spec).as_numpy_iterator())
+    records = list(read_dataset(str(tmp_path / "mlm-*"), spec).as_numpy_iterator())
     assert len(records) == count
-    _, info_stats = schema.read_records_info(str(tmp_path), schema.RECORD_TYPE_MLM)
+    _, info_stats = read_records_info(str(tmp_path), RECORD_TYPE_MLM)
     assert info_stats["mlm_distinct_utterances"] == 50653 and info_stats["mlm_candidate_only_utterances"] == 42891
     fractions = []
     for record in records[:200]:
@@ -239,11 +241,11 @@ def test_mlm_masking_is_deterministic_and_needs_two_dialogues(tiny_vocab_file, t
         Dialogue(str(i), tuple(Turn(str(j % 2), "where is my order i want a refund please") for j in range(4)))
         for i in range(6)
     ]
-    spec = schema.MlmRecordSpec(max_seq_length=16, max_predictions_per_seq=3)
+    spec = MlmRecordSpec(max_seq_length=16, max_predictions_per_seq=3)
     outputs = []
     for run in ("a", "b"):
         write_mlm_records(dialogues, tokenizer, str(tmp_path / run), spec, random_seed=1, dupe_factor=2, log=lambda _: None)
-        outputs.append([r["input_ids"].tolist() for r in schema.read_dataset(str(tmp_path / run / "mlm-*"), spec).as_numpy_iterator()])
+        outputs.append([r["input_ids"].tolist() for r in read_dataset(str(tmp_path / run / "mlm-*"), spec).as_numpy_iterator()])
     assert outputs[0] == outputs[1]
     stats = PrepStats()
     # A control character tokenizes to nothing: left out, and counted.
@@ -256,7 +258,7 @@ def test_mlm_masking_is_deterministic_and_needs_two_dialogues(tiny_vocab_file, t
 
 def test_given_candidates_can_be_replaced_by_sampled_ones(ecd, tmp_path):
     dialogues, tokenizer = ecd
-    spec = schema.ContrastiveRecordSpec(max_seq_length=32, num_context_turns=2, num_negatives=3)
+    spec = ContrastiveRecordSpec(max_seq_length=32, num_context_turns=2, num_negatives=3)
     stats = write_contrastive_records(dialogues[:50], tokenizer, str(tmp_path), spec, use_given_candidates=False,
                                       log=lambda _: None)
     assert stats["samples_written"] == sum(len(d.turns) for d in dialogues[:50])

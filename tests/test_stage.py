@@ -9,11 +9,11 @@ import pytest
 
 import stage_runs
 from stage_runs import assert_best_is_the_first_argmax
-from dialoguecse_tf import run_cache, schema, stage
+from dialoguecse_tf import run_cache, stage
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.cli.train_flags import stage_from_args
-from dialoguecse_tf.data.contrastive_records import write_contrastive_records
 from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
 from dialoguecse_tf.tokenization import Tokenizer
 from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, read_train_log
 
@@ -23,8 +23,8 @@ def contrastive_run(tmp_path, tiny_vocab_file, tiny_bert_config):
     """Contrastive records and a 2-layer start checkpoint; returns the stage's settings (a
     4-step dialoguecse run, one layer frozen)."""
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
-    spec = schema.ContrastiveRecordSpec(max_seq_length=10, num_context_turns=2, num_negatives=3,
-                                        context_layout="sides")
+    spec = ContrastiveRecordSpec(max_seq_length=10, num_context_turns=2, num_negatives=3,
+                                 context_layout="sides")
     write_contrastive_records(stage_runs._dialogues(24, 5), tokenizer, str(tmp_path / "records"), spec,
                               random_seed=1, log=lambda _: None)
     config = tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)

@@ -2,7 +2,8 @@
 
 Everything here is written by this project (templates, slot values, rules); nothing is copied
 from another corpus. It exists so every stage (pre-training, contrastive training, SR and D-STS
-evaluation) can run end to end on data that may be shipped and regenerated at will.
+evaluation) can run end to end on data that may be shipped and regenerated at will. The
+templates and slot values are data: the JSON files of `demo_templates/`, read at import.
 
 Dialogues. `generate_dialogues(num_dialogues, seed)` draws from `random.Random(seed)` only, so
 a seed always gives the same corpus. Speakers strictly alternate "user" / "agent", starting with
@@ -63,6 +64,7 @@ Nothing here imports TensorFlow.
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import json
 import math
 import os
@@ -85,49 +87,50 @@ MAX_TURNS = 12
 NUM_STS_SCORES = 5
 
 # ---------------------------------------------------------------------------------------------
-# Slot values. A template names a placeholder; the placeholder fixes the value pool and the
-# slot type its value counts as (a {garment} is a product for the D-STS rule).
+# Templates and slot values: data files of `demo_templates/`, shipped with the package.
 
-_GADGETS = (
-    "wireless earbuds", "bluetooth speaker", "smartwatch", "e-reader", "phone charger",
-    "laptop stand", "USB-C hub", "action camera", "fitness tracker", "noise-cancelling headphones",
-    "tablet", "electric toothbrush",
-)
-_GARMENTS = (
-    "denim jacket", "running shoes", "wool sweater", "rain coat", "linen shirt", "ankle boots",
-    "hoodie", "summer dress", "yoga leggings", "winter parka",
-)
-_OTHER_PRODUCTS = (
-    "coffee grinder", "cast iron pan", "desk lamp", "bath towel set", "throw blanket", "kettle",
-    "blender", "face serum", "hair dryer", "perfume gift set", "yoga mat", "camping tent",
-    "water bottle", "bike helmet", "building blocks set", "jigsaw puzzle", "board game",
-    "cookbook", "travel backpack", "office chair",
-)
-_CITIES = (
-    "London", "Manchester", "Leeds", "Bristol", "Glasgow", "Edinburgh", "Cardiff", "Birmingham",
-    "Liverpool", "Brighton", "Oxford", "Cambridge", "Belfast", "York", "Norwich", "Newcastle",
-)
-_COUNTRIES = (
-    "France", "Germany", "Ireland", "Spain", "Italy", "the Netherlands", "Canada",
-    "the United States", "Australia", "Japan", "Norway", "Poland", "Sweden", "Switzerland",
-)
-_DATES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday") + tuple(
-    f"{month} {day}" for month in ("March", "April", "May", "June", "September", "October", "November")
-    for day in (3, 8, 12, 15, 21, 27)
-)
-_SIZES = ("XS", "S", "M", "L", "XL", "XXL", "8", "10", "12", "14", "40", "42", "44")
-_COLOURS = ("black", "white", "navy", "red", "green", "grey", "beige", "olive", "burgundy", "pink",
-            "blue", "yellow")
-_PAYMENT_METHODS = ("credit card", "debit card", "PayPal", "Apple Pay", "Google Pay", "Klarna",
-                    "gift card", "bank transfer")
-_COURIERS = ("DPD", "Royal Mail", "Evri", "DHL", "UPS", "FedEx", "Yodel", "Parcelforce")
-_COUPON_CODES = ("WELCOME10", "SPRING15", "SUMMER20", "FREESHIP", "SAVE25", "VIP30", "BLACKFRIDAY",
-                 "STUDENT10", "HELLO5", "AUTUMN12")
-_FIRST_NAMES = ("anna", "ben", "chloe", "david", "emma", "farid", "grace", "harry", "isla", "jack",
-                "kiran", "lucy", "mohammed", "nina", "oliver", "priya", "sam", "zoe")
-_LAST_NAMES = ("smith", "jones", "patel", "brown", "taylor", "wilson", "khan", "evans", "walsh",
-               "murphy", "clarke", "nowak")
-_EMAIL_DOMAINS = ("example.com", "mail.example.org", "inbox.example.net")
+_TEMPLATES = importlib.resources.files("dialoguecse_tf.data") / "demo_templates"
+
+
+def _as_tuples(value):
+    # Tuples, as the pools and templates were when written as code: `_PLACEHOLDERS` tells a
+    # fixed pool from a sampler by it, and `IntentSpec` stays hashable.
+    if isinstance(value, list):
+        return tuple(_as_tuples(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _as_tuples(item) for key, item in value.items()}
+    return value
+
+
+def _read_template_file(name: str):
+    """`demo_templates/<name>` parsed, its lists as tuples."""
+    return _as_tuples(json.loads((_TEMPLATES / name).read_text(encoding="utf-8")))
+
+
+def _check_texts(name: str, where: str, value) -> None:
+    if not isinstance(value, tuple) or not value or not all(isinstance(text, str) and text for text in value):
+        raise ValueError(f"{_TEMPLATES / name}: {where} must be a non-empty list of non-empty strings, got {value!r}")
+
+
+def _read_table(name: str, keys: tuple[str, ...]) -> dict:
+    """`demo_templates/<name>`: a JSON object with exactly `keys`, in that order (which orders
+    the intents derived from it)."""
+    table = _read_template_file(name)
+    if not isinstance(table, dict) or list(table) != list(keys):
+        found = list(table) if isinstance(table, dict) else type(table).__name__
+        raise ValueError(f"{_TEMPLATES / name}: expected an object with the keys {list(keys)}, got {found}")
+    return table
+
+
+def _read_slot_values(name: str) -> dict[str, tuple[str, ...]]:
+    pools = _read_table(name, ("gadget", "garment", "other_product", "city", "country", "date", "size", "colour",
+                               "payment_method", "courier", "coupon_code", "first_name", "last_name", "email_domain"))
+    for pool, values in pools.items():
+        _check_texts(name, pool, values)
+    return pools
+
+
+_SLOT_VALUES = _read_slot_values("slot_values.json")
 
 
 def _order_number(rng: random.Random) -> str:
@@ -135,7 +138,8 @@ def _order_number(rng: random.Random) -> str:
 
 
 def _email(rng: random.Random) -> str:
-    return f"{rng.choice(_FIRST_NAMES)}.{rng.choice(_LAST_NAMES)}@{rng.choice(_EMAIL_DOMAINS)}"
+    first, last = rng.choice(_SLOT_VALUES["first_name"]), rng.choice(_SLOT_VALUES["last_name"])
+    return f"{first}.{last}@{rng.choice(_SLOT_VALUES['email_domain'])}"
 
 
 def _amount(rng: random.Random) -> str:
@@ -150,23 +154,25 @@ def _points(rng: random.Random) -> str:
     return str(rng.randrange(50, 3000, 10))
 
 
+# A template names a placeholder; the placeholder fixes the value pool and the slot type its
+# value counts as (a {garment} is a product for the D-STS rule).
 # placeholder -> (slot type, fixed value pool or a sampler of fresh values)
 _PLACEHOLDERS: dict[str, tuple[str, tuple[str, ...] | Callable[[random.Random], str]]] = {
     "order_number": ("order_number", _order_number),
-    "product": ("product", _GADGETS + _GARMENTS + _OTHER_PRODUCTS),
-    "gadget": ("product", _GADGETS),
-    "garment": ("product", _GARMENTS),
-    "city": ("city", _CITIES),
-    "country": ("country", _COUNTRIES),
-    "date": ("date", _DATES),
-    "size": ("size", _SIZES),
-    "colour": ("colour", _COLOURS),
-    "payment_method": ("payment_method", _PAYMENT_METHODS),
+    "product": ("product", _SLOT_VALUES["gadget"] + _SLOT_VALUES["garment"] + _SLOT_VALUES["other_product"]),
+    "gadget": ("product", _SLOT_VALUES["gadget"]),
+    "garment": ("product", _SLOT_VALUES["garment"]),
+    "city": ("city", _SLOT_VALUES["city"]),
+    "country": ("country", _SLOT_VALUES["country"]),
+    "date": ("date", _SLOT_VALUES["date"]),
+    "size": ("size", _SLOT_VALUES["size"]),
+    "colour": ("colour", _SLOT_VALUES["colour"]),
+    "payment_method": ("payment_method", _SLOT_VALUES["payment_method"]),
     "amount": ("amount", _amount),
     "fee": ("fee", _fee),
-    "courier": ("courier", _COURIERS),
+    "courier": ("courier", _SLOT_VALUES["courier"]),
     "email": ("email", _email),
-    "coupon_code": ("coupon_code", _COUPON_CODES),
+    "coupon_code": ("coupon_code", _SLOT_VALUES["coupon_code"]),
     "points": ("points", _points),
 }
 _POOL_SETS = {name: frozenset(source) for name, (_, source) in _PLACEHOLDERS.items() if isinstance(source, tuple)}
@@ -194,737 +200,30 @@ class IntentSpec:
     answer: tuple[str, ...]
 
 
-_INTENT_SPECS = (
-    # ----- delivery
-    IntentSpec(
-        "order_status", "delivery", "order_number",
-        user=(
-            "Where is my order {order_number}?",
-            "Can you tell me the status of order {order_number}?",
-            "I ordered the {product} on {date} and haven't heard anything since. Has it shipped?",
-            "Has my package left your warehouse yet?",
-            "I'd like to track my order, please.",
-            "My tracking page hasn't updated in days, what's going on with my parcel?",
-            "Could you check where my {product} is right now?",
-            "Order {order_number} still says processing. Is that normal?",
-            "Any news on my delivery? I placed the order on {date}.",
-            "I can't find any tracking information for my purchase.",
-        ),
-        held_out=(
-            "What's the current status of my order?",
-            "Can you find out what happened to my order?",
-            "Is order {order_number} on its way yet?",
-            "I need an update on order {order_number}, please.",
-            "Could you look up order {order_number} for me?",
-            "My {product} hasn't arrived yet, where is it?",
-        ),
-        acknowledge=("Let me check that for you.", "Sure, I can look into your order.",
-                     "Of course, one moment while I pull up your order."),
-        answer=(
-            "Order {order_number} left our warehouse on {date} with {courier} and should arrive within two days.",
-            "Your parcel is with {courier} and is out for delivery today.",
-            "Order {order_number} is packed and will ship on {date}. You'll get a tracking link by email.",
-            "It's in transit with {courier}; the latest scan was at their {city} depot.",
-        ),
-    ),
-    IntentSpec(
-        "delivery_time", "delivery", "city",
-        user=(
-            "How long does delivery to {city} usually take?",
-            "When will my {product} arrive?",
-            "If I order today, will it get here by {date}?",
-            "What are your delivery times for {city}?",
-            "Roughly how many days does standard shipping take?",
-            "I need the {product} before {date}. Is that possible?",
-            "Do you deliver on weekends?",
-            "What's the expected arrival date for order {order_number}?",
-            "Can you give me an estimate of when my parcel will be delivered?",
-        ),
-        held_out=(
-            "How many days until an order reaches {city}?",
-            "Could a package sent today be in {city} by the end of the week?",
-            "When can I expect my delivery?",
-            "How quickly do you usually deliver?",
-            "When will order {order_number} be delivered?",
-            "How soon could you get the {product} to me?",
-        ),
-        acknowledge=("Good question.", "Let me check the delivery estimates.",
-                     "Sure, I can help with delivery times."),
-        answer=(
-            "Standard delivery to {city} takes two to three working days.",
-            "If you order before 2 pm, it should arrive by {date}.",
-            "Express orders to {city} usually arrive the next working day.",
-            "We deliver Monday to Saturday; the current estimate is {date}.",
-        ),
-    ),
-    IntentSpec(
-        "courier_complaint", "delivery", "order_number",
-        user=(
-            "The {courier} driver left my parcel outside in the rain.",
-            "I want to complain about the courier who delivered order {order_number}.",
-            "{courier} says nobody was home, but I was in all day.",
-            "Your delivery driver was really rude to me this morning.",
-            "The courier threw my box over the fence.",
-            "Why do you still use {courier}? They lose half my deliveries.",
-            "The delivery guy didn't even ring the bell, he just left a card.",
-            "I'd like to file a complaint about {courier}.",
-            "The parcel for order {order_number} was left with a neighbour I don't know.",
-        ),
-        held_out=(
-            "I'm unhappy with how {courier} handled my delivery.",
-            "Honestly, the service from {courier} was terrible today.",
-            "The driver who brought my order was very unprofessional.",
-            "I have a complaint about the person who delivered my package.",
-            "The {courier} driver refused to bring the parcel upstairs.",
-            "I want to report the {courier} driver who handled order {order_number}.",
-        ),
-        acknowledge=("I'm really sorry about that experience.", "That's not acceptable, and I apologise.",
-                     "Thanks for letting us know, I'm sorry this happened."),
-        answer=(
-            "I've filed a formal complaint with {courier} and added a note to order {order_number}.",
-            "I've reported the driver to {courier} and added a £10 voucher to your account for the trouble.",
-            "I've escalated this to our delivery partner team; they'll contact {courier} within 48 hours.",
-        ),
-    ),
-    IntentSpec(
-        "address_change", "delivery", "order_number",
-        user=(
-            "I need to change the delivery address for order {order_number}.",
-            "Can I send my order to a different address?",
-            "I've just moved to {city}, can you update the shipping address?",
-            "I typed the wrong street name at checkout, can you fix it?",
-            "Please ship order {order_number} to my office in {city} instead.",
-            "Is it too late to change where my package goes?",
-            "I'd like the {product} delivered to my parents' house instead of mine.",
-            "How do I update my address on an order that's already placed?",
-            "The postcode on my order is wrong.",
-        ),
-        held_out=(
-            "Could you redirect my parcel to a new address?",
-            "I want my order delivered somewhere else.",
-            "Can order {order_number} go to {city} rather than the address I gave?",
-            "Please change the destination of order {order_number} to {city}.",
-            "I gave the wrong address for order {order_number}.",
-            "Can the {product} go to {city} instead?",
-        ),
-        acknowledge=("I can help with that.", "No problem, let's update the address.",
-                     "Sure, let me see if the order can still be changed."),
-        answer=(
-            "Done, order {order_number} will now be delivered to your new address in {city}.",
-            "The parcel hasn't shipped yet, so I've updated the address. You'll receive a confirmation email.",
-            "It has already left the warehouse, so I've asked {courier} to redirect it to {city}.",
-        ),
-    ),
-    # ----- returns
-    IntentSpec(
-        "refund", "returns", "order_number",
-        user=(
-            "I'd like a refund for order {order_number}.",
-            "How do I get my money back?",
-            "I returned the {product} two weeks ago and still haven't been refunded.",
-            "When will the {amount} be credited back to my card?",
-            "Can I have a full refund instead of store credit?",
-            "You charged me {amount} for something I cancelled, I want that back.",
-            "My refund still hasn't shown up on my account.",
-            "Please refund me for the {product}, it wasn't what I expected.",
-            "What's your refund policy?",
-            "Is it possible to get reimbursed for order {order_number}?",
-        ),
-        held_out=(
-            "I want my money back for order {order_number}.",
-            "Could you process a refund on order {order_number}?",
-            "How long does a refund normally take?",
-            "Where is the refund you promised me?",
-            "I still haven't got my {amount} back.",
-            "I'd like my money back for the {product}.",
-        ),
-        acknowledge=("I'm sorry for the trouble, let me help with the refund.", "I can look into the refund for you.",
-                     "Let me check the refund status."),
-        answer=(
-            "I've issued a refund of {amount} for order {order_number}; expect it within 3 to 5 business days.",
-            "Your refund was approved on {date} and will appear on your statement shortly.",
-            "Once we receive the item back, the {amount} refund is processed within 48 hours.",
-            "I've refunded the full amount to your original payment method.",
-        ),
-    ),
-    IntentSpec(
-        "return_item", "returns", "order_number",
-        user=(
-            "I want to return the {product} I bought.",
-            "How do I send back an item?",
-            "Can I return something I bought on sale?",
-            "Do I need to pay for the return label?",
-            "I'd like to return order {order_number}, it's not for me.",
-            "What's the deadline for returns?",
-            "The {product} doesn't suit my needs, can I send it back?",
-            "Where do I drop off a return?",
-            "I've changed my mind about the {product}. Can I return it unopened?",
-        ),
-        held_out=(
-            "Please help me return order {order_number}.",
-            "I need a return label for order {order_number}.",
-            "What is the process for returning a purchase?",
-            "Is it still possible to send my order back?",
-            "How do I return the {product}?",
-            "I want to send back the {product} from order {order_number}.",
-        ),
-        acknowledge=("Of course, returns are easy.", "Sure, let me set up a return for you.",
-                     "No problem, I can help you send it back."),
-        answer=(
-            "I've emailed you a free return label for order {order_number}. Drop the parcel at any {courier} point.",
-            "You have 30 days from delivery to return unused items. I've started the return for you.",
-            "Your return is registered; pack the {product} in its original box and hand it to {courier} by {date}.",
-        ),
-    ),
-    IntentSpec(
-        "exchange_size", "returns", "order_number",
-        user=(
-            "The {garment} is too small, can I swap it for a size {size}?",
-            "I need to exchange my {garment} for a bigger size.",
-            "Can I get the same {garment} in size {size} instead?",
-            "These shoes are half a size too small, can I exchange them?",
-            "How do exchanges work if something doesn't fit?",
-            "I ordered size {size} but I really need a smaller one.",
-            "Could you exchange order {order_number} for a different size?",
-            "Is it possible to swap the {garment} for a size {size} in {colour}?",
-            "The {colour} {garment} fits badly, I want to change the size.",
-        ),
-        held_out=(
-            "Can I trade my {garment} for a size {size}?",
-            "I'd like to exchange the {garment} for size {size}, please.",
-            "What do I do if the size I ordered doesn't fit?",
-            "I want to exchange something for a different size.",
-            "The {garment} is too big, I need size {size}.",
-            "Please exchange order {order_number} for a smaller size.",
-        ),
-        acknowledge=("Sorry it doesn't fit!", "Happy to arrange an exchange.",
-                     "No problem, let's get you the right size."),
-        answer=(
-            "I've reserved a size {size} for you; it ships as soon as {courier} collects the old one.",
-            "The exchange for order {order_number} is set up. You'll get a prepaid label by email.",
-            "Size {size} is in stock, so I've created an exchange order and it will arrive by {date}.",
-        ),
-    ),
-    IntentSpec(
-        "cancel_order", "returns", "order_number",
-        user=(
-            "Please cancel order {order_number}.",
-            "I ordered by mistake, can I cancel it?",
-            "How do I cancel an order that hasn't shipped yet?",
-            "I no longer need the {product}, please stop the order.",
-            "Can you cancel my order before it gets dispatched?",
-            "I placed two identical orders, please cancel one of them.",
-            "Is there still time to cancel order {order_number}?",
-            "I found the {product} cheaper elsewhere, so I want to cancel.",
-            "Cancel my purchase from {date}, please.",
-        ),
-        held_out=(
-            "I'd like to cancel my order.",
-            "Can my order still be cancelled?",
-            "Please call off order {order_number}, I don't want it anymore.",
-            "I want to cancel order {order_number} right away.",
-            "Stop order {order_number} before it ships, please.",
-            "I don't want the {product} anymore, cancel it.",
-        ),
-        acknowledge=("Let me see if it can still be cancelled.", "Sure, I can help with the cancellation.",
-                     "Okay, let me check the order."),
-        answer=(
-            "Order {order_number} has been cancelled and you'll be refunded {amount} within a few days.",
-            "It hadn't been dispatched yet, so the cancellation went through.",
-            "It has already shipped, so I can't cancel it, but you can refuse the delivery and we'll refund you.",
-        ),
-    ),
-    # ----- order problems
-    IntentSpec(
-        "damaged_item", "order_problems", "order_number",
-        user=(
-            "My {product} arrived broken.",
-            "The box was crushed and the {product} inside is cracked.",
-            "Order {order_number} came damaged, what can you do?",
-            "My {gadget} was smashed when I opened the package.",
-            "Half the plates in my order arrived in pieces.",
-            "There's a big scratch on the {product} I received.",
-            "The item was leaking when it arrived.",
-            "What should I do if my order shows up damaged?",
-            "The {product} doesn't work, it looks like it was dropped in transit.",
-        ),
-        held_out=(
-            "I received my order and it's damaged.",
-            "My parcel arrived with the contents broken.",
-            "The {product} from order {order_number} is badly dented.",
-            "Order {order_number} arrived with a shattered {product}.",
-            "The {product} was broken when I unpacked it.",
-            "My {gadget} arrived cracked and won't turn on.",
-        ),
-        acknowledge=("I'm so sorry it arrived like that.", "That's really disappointing, I apologise.",
-                     "Sorry about that, let's sort it out."),
-        answer=(
-            "I've sent a replacement for order {order_number}; it arrives by {date}. Please keep the damaged one.",
-            "Please keep the packaging: {courier} will collect it, and I've issued a full refund of {amount}.",
-            "I've arranged a free replacement and filed a damage claim with {courier}.",
-        ),
-    ),
-    IntentSpec(
-        "missing_item", "order_problems", "order_number",
-        user=(
-            "My order arrived but the {product} was missing.",
-            "I only got two of the three items I paid for.",
-            "The parcel was delivered but something is missing from it.",
-            "Order {order_number} is incomplete.",
-            "The box came without the charger that should be included.",
-            "The tracking says delivered but there was nothing at my door.",
-            "Where is the rest of my order?",
-            "The {product} I ordered isn't in the package.",
-            "One item from order {order_number} never turned up.",
-        ),
-        held_out=(
-            "Part of my order didn't arrive.",
-            "Something I paid for wasn't in the box.",
-            "Order {order_number} is missing the {product}.",
-            "The {product} was not included in order {order_number}.",
-            "I can't find the {product} anywhere in the box.",
-            "Order {order_number} came with an item missing.",
-        ),
-        acknowledge=("I'm sorry something was missing.", "Let me look into what went wrong with the packing.",
-                     "Sorry about that, I'll check the order contents."),
-        answer=(
-            "It looks like the {product} was shipped separately and will arrive with {courier} on {date}.",
-            "I've sent the missing item from order {order_number} by express delivery.",
-            "I've opened an investigation with {courier} and will refund {amount} if it isn't found within 3 days.",
-        ),
-    ),
-    IntentSpec(
-        "wrong_item", "order_problems", "order_number",
-        user=(
-            "I received the wrong item.",
-            "I ordered the {garment} in {colour} but you sent a different colour.",
-            "You sent me a size {size} instead of the one I ordered.",
-            "This isn't what I bought, the package has someone else's order in it.",
-            "Order {order_number} contains the wrong product.",
-            "Instead of the {product} I got something completely different.",
-            "The item in my box doesn't match my order confirmation.",
-            "I think my order got mixed up with another customer's.",
-            "You delivered the {product}, but I never ordered it.",
-        ),
-        held_out=(
-            "The item I received is not the one I ordered.",
-            "You've sent me the wrong thing.",
-            "Order {order_number} came with the wrong {product}.",
-            "I got a different {product} from what I ordered in order {order_number}.",
-            "You sent me the {garment} in {colour}, which isn't what I picked.",
-            "This {product} isn't the item I ordered.",
-        ),
-        acknowledge=("I apologise for the mix-up.", "Sorry, that sounds like a packing error.",
-                     "I'm sorry we sent the wrong item."),
-        answer=(
-            "I've shipped the correct item for order {order_number}; it will arrive by {date}.",
-            "Please keep the wrong item; the right {product} is already on its way.",
-            "I've emailed a return label for the wrong item and sent the right one with {courier}.",
-        ),
-    ),
-    # ----- payment
-    IntentSpec(
-        "payment_failed", "payment", "payment_method",
-        user=(
-            "My payment keeps getting declined.",
-            "I tried to pay with {payment_method} but it failed.",
-            "Why was my {payment_method} payment rejected?",
-            "The checkout page gives me an error when I try to pay.",
-            "I was charged but the order didn't go through.",
-            "The payment of {amount} failed, but my bank says the money is gone.",
-            "Every time I click pay, it says transaction unsuccessful.",
-            "My card works everywhere else, why not on your site?",
-            "Can you check why my payment didn't work on {date}?",
-        ),
-        held_out=(
-            "I can't complete my payment.",
-            "My payment won't go through at checkout.",
-            "Paying with {payment_method} doesn't work for me.",
-            "Your site keeps refusing my {payment_method}.",
-            "My {payment_method} payment of {amount} was declined.",
-            "The payment for {amount} keeps failing.",
-        ),
-        acknowledge=("Sorry about the payment trouble.", "Let me check what happened with the payment.",
-                     "That's frustrating, let me take a look."),
-        answer=(
-            "The bank declined the {payment_method} payment; the {amount} hold is released within a few days.",
-            "Our system shows no charge was taken, so please try again or use another payment method.",
-            "There was a short outage on {date}; it's fixed now, so the payment should go through.",
-        ),
-    ),
-    IntentSpec(
-        "change_payment_method", "payment", "order_number",
-        user=(
-            "Can I change the payment method on my order?",
-            "I'd like to pay with {payment_method} instead.",
-            "Is it possible to switch order {order_number} to {payment_method}?",
-            "I want to update the card saved on my account.",
-            "How do I remove my old card and add a new one?",
-            "Can I split the payment between two cards?",
-            "I paid by card but would rather use {payment_method}.",
-            "Please change how I pay for order {order_number}.",
-            "My card expired, how do I add a new one for future orders?",
-        ),
-        held_out=(
-            "I need to use a different payment method.",
-            "How can I change the way I pay?",
-            "Can order {order_number} be paid with {payment_method} instead?",
-            "Please switch the payment on order {order_number} to {payment_method}.",
-            "I'd rather pay with {payment_method}, can I change that?",
-            "Can I swap the card on order {order_number}?",
-        ),
-        acknowledge=("Sure, I can help with that.", "No problem, let's update the payment.",
-                     "Let me check whether the payment can still be changed."),
-        answer=(
-            "I've switched order {order_number} to {payment_method}; you'll get a new payment link by email.",
-            "You can update saved cards under Account > Payment methods at any time.",
-            "The order is already paid, so I'll refund the card once the {payment_method} payment arrives.",
-        ),
-    ),
-    IntentSpec(
-        "invoice", "payment", "order_number",
-        user=(
-            "Can I get an invoice for order {order_number}?",
-            "I need a receipt with my company name on it.",
-            "Where can I download the invoice for my purchase?",
-            "The invoice shows the wrong amount, it should be {amount}.",
-            "Please email me a VAT invoice.",
-            "I never received a receipt for my order.",
-            "Could you resend the invoice for the {product}?",
-            "My accountant needs an itemised bill for order {order_number}.",
-            "Can you add my tax number to the invoice?",
-        ),
-        held_out=(
-            "I'd like a copy of my invoice.",
-            "Where do I find the receipt for my order?",
-            "Send me the invoice for order {order_number}, please.",
-            "Can you issue a proper invoice for order {order_number}?",
-            "I need an invoice for the {product} for my company.",
-            "The invoice for order {order_number} never came.",
-        ),
-        acknowledge=("Of course.", "Sure, I can help with the invoice.", "No problem at all."),
-        answer=(
-            "I've emailed the invoice for order {order_number} to the address on your account.",
-            "You can download all invoices under Account > Orders; I've also resent it just now.",
-            "I've corrected the invoice and sent you the updated version showing {amount}.",
-        ),
-    ),
-    # ----- account
-    IntentSpec(
-        "login_problem", "account", "email",
-        user=(
-            "I can't log in to my account.",
-            "The site says my email {email} isn't registered, but it is.",
-            "My account is locked after too many attempts.",
-            "I keep getting an error when I try to sign in.",
-            "Login doesn't work on the app, only on the website.",
-            "It says invalid credentials even though I'm sure they're right.",
-            "I'm stuck on the sign-in page, it just keeps loading.",
-            "I can't access my account with {email} anymore.",
-            "Your two-factor code never arrives, so I can't get in.",
-        ),
-        held_out=(
-            "I'm unable to sign in.",
-            "Why can't I get into my account?",
-            "Logging in with {email} fails every time.",
-            "My account {email} won't let me log in.",
-            "Since {date} I haven't been able to log in.",
-            "The app keeps rejecting my login for {email}.",
-        ),
-        acknowledge=("Sorry you're having trouble signing in.", "Let me check your account.",
-                     "I can help you get back in."),
-        answer=(
-            "Your account was locked after several failed attempts; I've unlocked it, so please try again now.",
-            "I've sent a one-time login link to {email}.",
-            "It looks like the app needs an update; after that, logging in with {email} should work.",
-        ),
-    ),
-    IntentSpec(
-        "password_reset", "account", "email",
-        user=(
-            "I forgot my password.",
-            "How do I reset my password?",
-            "The password reset email never arrived.",
-            "Can you send a reset link to {email}?",
-            "The reset link says it has expired.",
-            "I want to change my password for security reasons.",
-            "I need a new password for the account {email}.",
-            "Where's the forgot password option in the app?",
-            "My new password isn't accepted, it says it's too weak.",
-        ),
-        held_out=(
-            "Help me reset my password, please.",
-            "I can't remember my password.",
-            "Please reset the password on {email}.",
-            "Could I get a password reset for {email}?",
-            "My password for {email} doesn't work anymore, can I set a new one?",
-            "Since {date} my old password fails, how do I make a new one?",
-        ),
-        acknowledge=("No problem, that happens.", "Sure, let's reset it.", "I can help with the password."),
-        answer=(
-            "I've sent a new reset link to {email}; it's valid for 24 hours.",
-            "Tap 'Forgot password' on the sign-in page and follow the link we email you.",
-            "Reset emails sometimes land in spam, so please check there; I've sent another one to {email}.",
-        ),
-    ),
-    IntentSpec(
-        "unsubscribe_emails", "account", "email",
-        user=(
-            "Please stop sending me marketing emails.",
-            "How do I unsubscribe from your newsletter?",
-            "I get three promotional emails a day, make it stop.",
-            "Remove {email} from your mailing list.",
-            "The unsubscribe link in your email doesn't work.",
-            "I unsubscribed last week but I'm still getting offers.",
-            "Can I keep order updates but stop the advertising emails?",
-            "Take me off your mailing list, please.",
-            "I never signed up for your newsletter, why is {email} receiving it?",
-        ),
-        held_out=(
-            "I'd like to unsubscribe from all your emails.",
-            "I don't want any more newsletters from you.",
-            "Please unsubscribe {email} from your promotions.",
-            "Stop emailing {email} with offers.",
-            "How do I stop the newsletters going to {email}?",
-            "Since {date} you've been flooding my inbox with offers.",
-        ),
-        acknowledge=("Sorry about the flood of emails.", "Sure, I can update your email preferences.", "Of course."),
-        answer=(
-            "I've removed {email} from all marketing emails; you'll still get order updates.",
-            "Done. It can take up to 48 hours for the last scheduled emails to stop.",
-            "You're unsubscribed from the newsletter; you can change this any time under Account > Preferences.",
-        ),
-    ),
-    # ----- product information
-    IntentSpec(
-        "warranty", "product_info", "product",
-        user=(
-            "Is the {product} covered by a warranty?",
-            "How long is the warranty on the {gadget}?",
-            "My {gadget} stopped working after three months, is that covered?",
-            "How do I make a warranty claim?",
-            "Do you offer extended warranties?",
-            "The {product} broke within a year, can I get it repaired for free?",
-            "Does the warranty cover accidental damage?",
-            "I lost my receipt, is my warranty still valid?",
-            "Who handles repairs under warranty, you or the manufacturer?",
-        ),
-        held_out=(
-            "What warranty comes with the {product}?",
-            "Is there a guarantee on the {product}?",
-            "Can I still claim under warranty?",
-            "How does your warranty work?",
-            "Does the warranty on the {gadget} cover the battery?",
-            "My {product} broke after a few months, does the guarantee apply?",
-        ),
-        acknowledge=("Good question.", "Let me check the warranty terms.", "Sure, I can help with that."),
-        answer=(
-            "The {product} comes with a two-year manufacturer warranty.",
-            "I've opened a warranty claim; {courier} will collect the {product} for repair on {date}.",
-            "Your order history counts as proof of purchase, so the warranty is still valid.",
-        ),
-    ),
-    IntentSpec(
-        "product_availability", "product_info", "product",
-        user=(
-            "Is the {product} in stock?",
-            "When will the {product} be available again?",
-            "Do you have the {garment} in size {size}?",
-            "The {colour} {garment} says sold out, will you restock it?",
-            "Can you notify me when the {product} is back?",
-            "Can the {product} be delivered to {city} or is it out of stock there?",
-            "Are you getting more of the {product} soon?",
-            "How many of the {product} do you have left?",
-            "Why is everything I want out of stock?",
-        ),
-        held_out=(
-            "Do you still sell the {product}?",
-            "Is the {product} back in stock yet?",
-            "Can I buy the {garment} in {colour}, or is it sold out?",
-            "Do you have any {colour} {garment} left?",
-            "Will the {garment} come back in size {size}?",
-            "When is the {product} being restocked?",
-        ),
-        acknowledge=("Let me check our stock.", "Sure, one moment.", "Let me look that up."),
-        answer=(
-            "The {product} is in stock and ships within 24 hours.",
-            "It's sold out right now, but we expect a restock on {date}. I can notify you.",
-            "We have a few left in the warehouse, so I'd order soon.",
-            "That item has been discontinued, but we have a similar model.",
-        ),
-    ),
-    IntentSpec(
-        "product_specs", "product_info", "gadget",
-        user=(
-            "Is the {gadget} waterproof?",
-            "What's the battery life of the {gadget}?",
-            "Does the {gadget} work with iPhones?",
-            "How much does the {product} weigh?",
-            "What are the dimensions of the {product}?",
-            "Is the {garment} machine washable?",
-            "What material is the {garment} made of?",
-            "Does the {gadget} come with a charger?",
-            "Can you tell me the technical specifications of this model?",
-        ),
-        held_out=(
-            "Can you give me more details about the {gadget}?",
-            "What features does the {gadget} have?",
-            "What is the {product} made of?",
-            "How big is the {product}?",
-            "Is the {gadget} compatible with Android phones?",
-            "Is the {garment} made of cotton?",
-        ),
-        acknowledge=("Good question!", "Let me check the product details.", "Sure, here's what I know."),
-        answer=(
-            "According to the product page, the {product} weighs 1.2 kg and measures 30 by 20 cm.",
-            "I've checked with the supplier: yes, the {product} does.",
-            "The full details of the {product} are under the Specifications tab; I've also emailed you the data sheet.",
-        ),
-    ),
-    # ----- shipping options
-    IntentSpec(
-        "shipping_cost", "shipping_options", "city",
-        user=(
-            "How much is shipping to {city}?",
-            "Do you offer free delivery?",
-            "What's the minimum order for free shipping?",
-            "Why did I pay {fee} for delivery?",
-            "Is express shipping more expensive?",
-            "How much would it cost to ship the {product}?",
-            "Are delivery charges refunded if I return something?",
-            "Shipping costs more than the item, is that right?",
-            "What do you charge for next-day delivery to {city}?",
-        ),
-        held_out=(
-            "What are your shipping fees?",
-            "How much do you charge for delivery?",
-            "What does it cost to send an order to {city}?",
-            "Is delivery to {city} free?",
-            "How much does shipping the {product} to {city} cost?",
-            "Why was I charged {fee} for shipping?",
-        ),
-        acknowledge=("Sure.", "Let me check the shipping rates.", "Good question."),
-        answer=(
-            "Standard shipping to {city} costs {fee}, and it's free on orders over £50.",
-            "Delivery is free above £40; express delivery is {fee}.",
-            "The {fee} you paid was the express fee; standard shipping would have been free.",
-        ),
-    ),
-    IntentSpec(
-        "international_shipping", "shipping_options", "country",
-        user=(
-            "Do you ship to {country}?",
-            "Can I order from abroad?",
-            "How long does delivery to {country} take?",
-            "Will I have to pay customs fees if I order to {country}?",
-            "Do you deliver outside the UK?",
-            "Which countries do you ship to?",
-            "I live in {country}, can I still buy the {product}?",
-            "Are international orders tracked?",
-            "Is there an extra charge for shipping overseas?",
-        ),
-        held_out=(
-            "Can you send parcels to {country}?",
-            "Is shipping to {country} possible?",
-            "Do you offer worldwide delivery?",
-            "Can I get my order shipped abroad?",
-            "How much does it cost to send an order to {country}?",
-            "Do you deliver the {product} to {country}?",
-        ),
-        acknowledge=("Yes, we ship internationally.", "Let me check the international rates.", "Good question."),
-        answer=(
-            "We ship to {country}; delivery takes 5 to 8 working days and costs {fee}.",
-            "Orders to {country} may be charged import duties by local customs.",
-            "All international orders are tracked and sent with {courier}.",
-        ),
-    ),
-    IntentSpec(
-        "gift_wrapping", "shipping_options", "order_number",
-        user=(
-            "Can you gift wrap my order?",
-            "I'd like the {product} wrapped as a present.",
-            "Can I add a gift message to order {order_number}?",
-            "Is gift wrapping free?",
-            "Please don't include the price, it's a gift.",
-            "Do you have birthday wrapping paper?",
-            "Can you send the {product} directly to my friend with a card?",
-            "I forgot to select gift wrap at checkout for order {order_number}.",
-            "What does your gift packaging look like?",
-        ),
-        held_out=(
-            "Is it possible to have my order gift-wrapped?",
-            "Do you offer gift wrapping?",
-            "Please wrap order {order_number} as a gift.",
-            "Could you add gift wrap to order {order_number}?",
-            "Can the {product} be wrapped as a birthday present?",
-            "Add a gift note to order {order_number}, please.",
-        ),
-        acknowledge=("What a nice idea!", "Sure, we can do that.", "Of course."),
-        answer=(
-            "I've added gift wrapping and a card to order {order_number}; the price won't be shown on the receipt.",
-            "Gift wrapping costs {fee} and can be selected at checkout.",
-            "Done, the {product} will be gift-wrapped and shipped with a personal message.",
-        ),
-    ),
-    # ----- rewards
-    IntentSpec(
-        "discount_coupon", "rewards", "coupon_code",
-        user=(
-            "My discount code {coupon_code} isn't working.",
-            "Do you have any coupons right now?",
-            "Is there a discount for first-time customers?",
-            "I forgot to apply my coupon, can you still take it off?",
-            "The code {coupon_code} says expired but the email says it's valid until {date}.",
-            "Can I use two discount codes on one order?",
-            "Are there any sales coming up?",
-            "Where do I enter a promo code?",
-            "Do students get a discount?",
-        ),
-        held_out=(
-            "Why won't my voucher {coupon_code} apply?",
-            "The promo code {coupon_code} gives me an error.",
-            "Are there any discounts available at the moment?",
-            "Can I get a coupon for my next purchase?",
-            "I can't get {coupon_code} to work at checkout.",
-            "Is there a discount code for the {product}?",
-        ),
-        acknowledge=("Let me check that code.", "Sure, let's look at discounts.", "Good question."),
-        answer=(
-            "The code {coupon_code} expired on {date}, but I've created a new one with the same discount for you.",
-            "Right now you can use {coupon_code} for 10% off your first order.",
-            "I've applied the discount manually and refunded the difference of {amount}.",
-        ),
-    ),
-    IntentSpec(
-        "loyalty_points", "rewards", "email",
-        user=(
-            "How many loyalty points do I have?",
-            "My points from the last order weren't added.",
-            "How do I redeem my reward points?",
-            "Do loyalty points expire?",
-            "I should have {points} points but the app shows zero.",
-            "Can I use my points to pay for shipping?",
-            "How many points do I earn per purchase?",
-            "Check the points balance on {email}, please.",
-            "Why did my points disappear?",
-        ),
-        held_out=(
-            "What's my current points balance?",
-            "Can you tell me how many reward points I've collected?",
-            "I'm missing {points} points from my account.",
-            "My balance should include {points} more points.",
-            "Where are the {points} points from my last order?",
-            "How many points does {email} have?",
-        ),
-        acknowledge=("Let me check your points.", "Sure, I can look at your rewards.", "Of course."),
-        answer=(
-            "You currently have {points} points, worth about {amount} on your next order.",
-            "The points from your last order were pending; I've added them now.",
-            "Points expire after 12 months, and you can redeem them at checkout.",
-        ),
-    ),
-)
+def _read_intents(name: str) -> tuple[IntentSpec, ...]:
+    """`demo_templates/<name>`: a JSON list of objects with exactly `IntentSpec`'s fields."""
+    path = _TEMPLATES / name
+    entries = _read_template_file(name)
+    fields = [field.name for field in dataclasses.fields(IntentSpec)]
+    if not isinstance(entries, tuple) or not entries:
+        raise ValueError(f"{path}: expected a non-empty list of intents")
+    specs = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or sorted(entry) != sorted(fields):
+            found = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
+            raise ValueError(f"{path}: intent {index} must have the fields {fields}, got {found}")
+        where = f"intent {index} ({entry['name']!r})"
+        if not all(isinstance(entry[key], str) and entry[key] for key in ("name", "group")):
+            raise ValueError(f"{path}: {where}: name and group must be non-empty strings")
+        if entry["ask"] is not None and entry["ask"] not in _PLACEHOLDERS:
+            raise ValueError(f"{path}: {where}: ask {entry['ask']!r} is no placeholder")
+        for key in ("user", "held_out", "acknowledge", "answer"):
+            _check_texts(name, f"{where}.{key}", entry[key])
+        specs.append(IntentSpec(**entry))
+    return tuple(specs)
 
+
+_INTENT_SPECS = _read_intents("intents.json")
 INTENT_SPECS: dict[str, IntentSpec] = {spec.name: spec for spec in _INTENT_SPECS}
 MAIN_INTENTS: tuple[str, ...] = tuple(INTENT_SPECS)
 INTENT_GROUPS: dict[str, tuple[str, ...]] = {
@@ -932,65 +231,20 @@ INTENT_GROUPS: dict[str, tuple[str, ...]] = {
     for group in dict.fromkeys(spec.group for spec in _INTENT_SPECS)
 }
 
-# The agent's questions for a missing detail and the user's replies, by slot type.
-_ASK = {
-    "order_number": ("Could you give me the order number?", "What's the order number, please?",
-                     "Can you share the order number so I can look it up?",
-                     "Which order is this about? The number is in your confirmation email."),
-    "email": ("Which email address is the account registered with?", "Could you tell me the email on your account?",
-              "What's the email address you signed up with?"),
-    "product": ("Which product are you asking about?", "Could you tell me which item you mean?",
-                "What's the name of the product?"),
-    "city": ("Which city is it going to?", "Where should it be delivered?", "What city are you in?"),
-    "country": ("Which country would it be shipped to?", "Where are you ordering from?"),
-    "payment_method": ("Which payment method did you use?", "How were you trying to pay?"),
-    "coupon_code": ("Which code are you using?", "Could you tell me the coupon code?"),
-}
-_INFORM = {
-    "order_number": ("It's {order_number}.", "The order number is {order_number}.", "Sure, it's order {order_number}.",
-                     "{order_number}", "Order {order_number}.", "Let me check... it's {order_number}.",
-                     "I think it's {order_number}."),
-    "email": ("It's {email}.", "My email is {email}.", "{email}", "The account is registered under {email}.",
-              "I use {email}."),
-    "product": ("It's the {product}.", "The {product}.", "I mean the {product}.", "I'm asking about the {product}."),
-    "city": ("{city}.", "I'm in {city}.", "It's going to {city}.", "The address is in {city}."),
-    "country": ("{country}.", "I live in {country}.", "It would go to {country}."),
-    "payment_method": ("I used {payment_method}.", "{payment_method}.", "With {payment_method}.",
-                       "I tried {payment_method}."),
-    "coupon_code": ("The code is {coupon_code}.", "{coupon_code}.", "It's {coupon_code}.", "I typed {coupon_code}."),
-}
-# The agent's first words after the user supplied the detail; "" answers straight away.
-_AFTER_INFORM = ("", "Thanks.", "Thank you.", "Got it.", "Thanks, I've found it.")
-
-_DIALOGUE_ACTS = {
-    "greeting": {
-        USER: ("Hi.", "Hello!", "Hi there.", "Good morning.", "Good afternoon.", "Hey, is anyone there?",
-               "Hello, I need some help.", "Hi, can you help me?"),
-        AGENT: ("Hello! How can I help you today?", "Hi, thanks for contacting ShopLane. What can I do for you?",
-                "Good day! What can I help you with?", "Welcome to ShopLane customer service. How may I help?",
-                "Hi! Tell me what's going on and I'll take a look."),
-    },
-    "thanks": {
-        USER: ("Thanks a lot!", "Great, thank you.", "Perfect, thanks for your help.", "Thank you so much.",
-               "That's helpful, thanks.", "Okay, thanks.", "Brilliant, cheers.", "Thanks, that solves it."),
-        AGENT: ("You're welcome! Is there anything else I can help with?", "My pleasure. Anything else?",
-                "Happy to help! Do you need anything else today?",
-                "No problem at all. Is there something else I can do for you?"),
-    },
-    "goodbye": {
-        USER: ("No, that's all. Bye!", "That's everything, goodbye.", "Nothing else, have a nice day.",
-               "All good, bye.", "That's it for now, bye."),
-        AGENT: ("Have a great day!", "Thanks for shopping with us. Goodbye!", "Take care, and enjoy your purchase!",
-                "Glad I could help. Bye!"),
-    },
-}
-# Words a request may start with: a greeting when there is no greeting pair, a transition for
-# the second intent. The request's first letter is lower-cased after them.
-_GREETING_OPENERS = ("Hi, ", "Hello, ", "Hey, ", "Good morning, ", "Hi there, ", "Good evening, ", "Hello there, ")
-_SWITCH_OPENERS = ("Also, ", "One more thing: ", "Oh, and ", "While I have you, ", "Another question: ",
-                   "By the way, ", "Actually, ")
-# Sign-offs a request sometimes ends with.
-_CLOSERS = (" Thanks!", " Thanks in advance.", " Cheers.", " Any help is appreciated.")
+# The agent's questions for a missing detail and the user's replies, by slot type; the agent's
+# first words after the user supplied the detail ("" answers straight away); the turns of the
+# dialogue acts, by act and speaker; words a request may start with (a greeting when there is
+# no greeting pair, a transition for the second intent; the request's first letter is
+# lower-cased after them); sign-offs a request sometimes ends with.
+_TURNS = _read_table("dialogue_turns.json", ("ask", "inform", "after_inform", "dialogue_acts", "greeting_openers",
+                                             "switch_openers", "closers"))
+_ASK: dict[str, tuple[str, ...]] = _TURNS["ask"]
+_INFORM: dict[str, tuple[str, ...]] = _TURNS["inform"]
+_AFTER_INFORM: tuple[str, ...] = _TURNS["after_inform"]
+_DIALOGUE_ACTS: dict[str, dict[str, tuple[str, ...]]] = _TURNS["dialogue_acts"]
+_GREETING_OPENERS: tuple[str, ...] = _TURNS["greeting_openers"]
+_SWITCH_OPENERS: tuple[str, ...] = _TURNS["switch_openers"]
+_CLOSERS: tuple[str, ...] = _TURNS["closers"]
 
 INFORM_INTENTS: tuple[str, ...] = tuple(f"inform_{slot_type}" for slot_type in _INFORM)
 DIALOGUE_ACT_INTENTS: tuple[str, ...] = tuple(_DIALOGUE_ACTS)

@@ -132,25 +132,6 @@ class MlmDataConfig:
     num_shards: int = 1
 
 
-def run_create_mlm_data(config: MlmDataConfig, log=print) -> PrepStats:
-    check_outputs(config.output_dir, config.vocab_file)
-    stats = PrepStats()
-    dialogues = load_dialogues(config.corpus, stats, log)
-    from dialoguecse_tf import schema
-    from dialoguecse_tf.data.mlm_records import write_mlm_records
-    from dialoguecse_tf.tokenization import Tokenizer
-
-    start = time.perf_counter()
-    tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-    spec = schema.MlmRecordSpec(config.max_seq_length, config.max_predictions_per_seq)
-    write_mlm_records(
-        dialogues, tokenizer, config.output_dir, spec, config.masked_lm_prob, config.dupe_factor,
-        config.short_seq_prob, config.random_seed, config.num_shards, stats, log,
-    )
-    _finish(config, stats, start, log)
-    return stats
-
-
 @dataclasses.dataclass(frozen=True)
 class ContrastiveDataConfig:
     corpus: CorpusConfig
@@ -167,26 +148,6 @@ class ContrastiveDataConfig:
     num_shards: int = 1
 
 
-def run_create_contrastive_data(config: ContrastiveDataConfig, log=print) -> PrepStats:
-    check_outputs(config.output_dir, config.vocab_file)
-    stats = PrepStats()
-    dialogues = load_dialogues(config.corpus, stats, log)
-    from dialoguecse_tf import schema
-    from dialoguecse_tf.data.contrastive_records import write_contrastive_records
-    from dialoguecse_tf.tokenization import Tokenizer
-
-    start = time.perf_counter()
-    tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-    spec = schema.ContrastiveRecordSpec(config.max_seq_length, config.num_context_turns, config.num_negatives,
-                                        config.context_layout)
-    write_contrastive_records(
-        dialogues, tokenizer, config.output_dir, spec, config.random_seed,
-        config.max_responses_per_dialogue, config.num_shards, stats, log, config.use_given_candidates,
-    )
-    _finish(config, stats, start, log)
-    return stats
-
-
 @dataclasses.dataclass(frozen=True)
 class PairDataConfig:
     corpus: CorpusConfig
@@ -198,22 +159,6 @@ class PairDataConfig:
     min_words: int = 3
     random_seed: int = 24
     num_shards: int = 1
-
-
-def run_create_pair_data(config: PairDataConfig, log=print) -> PrepStats:
-    check_outputs(config.output_dir, config.vocab_file)
-    stats = PrepStats()
-    dialogues = load_dialogues(config.corpus, stats, log)
-    from dialoguecse_tf import schema
-    from dialoguecse_tf.data.pair_records import write_pair_records
-    from dialoguecse_tf.tokenization import Tokenizer
-
-    start = time.perf_counter()
-    tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-    write_pair_records(dialogues, tokenizer, config.output_dir, schema.PairRecordSpec(config.max_seq_length,
-                       config.pairing), config.min_words, config.num_shards, stats, log, config.random_seed)
-    _finish(config, stats, start, log)
-    return stats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,21 +178,40 @@ class DialogueDataConfig:
     num_shards: int = 1
 
 
-def run_create_dialogue_data(config: DialogueDataConfig, log=print) -> PrepStats:
+def _record_writers() -> dict:
+    """{config class: (spec class, writer)} of every record type; the records import TensorFlow,
+    so this is called once a corpus has been read."""
+    from dialoguecse_tf.records import contrastive, dialogues, mlm, pairs
+
+    return {
+        MlmDataConfig: (mlm.MlmRecordSpec, mlm.write_mlm_records),
+        ContrastiveDataConfig: (contrastive.ContrastiveRecordSpec, contrastive.write_contrastive_records),
+        PairDataConfig: (pairs.PairRecordSpec, pairs.write_pair_records),
+        DialogueDataConfig: (dialogues.DialogueRecordSpec, dialogues.write_dialogue_records),
+    }
+
+
+# Fields every record config has; each of the others is a field of the record type's spec or
+# an argument of its writer, by name.
+_SHARED_RECORD_FIELDS = ("corpus", "output_dir", "vocab_file", "do_lower_case")
+
+
+def run_create_records(config, log=print) -> PrepStats:
+    """Writes the records one of the record configs above describes, with its config and stats."""
     check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     dialogues = load_dialogues(config.corpus, stats, log)
-    from dialoguecse_tf import schema
-    from dialoguecse_tf.data.dialogue_records import write_dialogue_records
     from dialoguecse_tf.tokenization import Tokenizer
 
+    spec_class, write_records = _record_writers()[type(config)]
     start = time.perf_counter()
     tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-    write_dialogue_records(dialogues, tokenizer, config.output_dir,
-                           schema.DialogueRecordSpec(config.max_seq_length, config.num_negatives, config.truncation),
-                           config.keep_role,
-                           config.min_dialogue_turns, config.random_seed, config.num_shards, stats, log,
-                           config.max_dialogues, config.samples_per_dialogue)
+    settings = {field.name: getattr(config, field.name) for field in dataclasses.fields(config)
+                if field.name not in _SHARED_RECORD_FIELDS}
+    spec_fields = {field.name for field in dataclasses.fields(spec_class)}
+    spec = spec_class(**{name: value for name, value in settings.items() if name in spec_fields})
+    write_records(dialogues, tokenizer, config.output_dir, spec, stats=stats, log=log,
+                  **{name: value for name, value in settings.items() if name not in spec_fields})
     _finish(config, stats, start, log)
     return stats
 

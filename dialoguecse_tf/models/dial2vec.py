@@ -28,9 +28,10 @@ its negatives'. The dialogue embedding is self_0 + self_1 (`pooling.interlocutor
 import keras
 import tensorflow as tf
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.encoder import backbone_config, backbone_from_config, run_backbone
 from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK, DIALOGUE_ROLE_IDS,
+                                              DIALOGUE_TURN_IDS)
 
 DEFAULT_WINDOW = 10
 
@@ -66,13 +67,13 @@ class Dial2vecModel(keras.Model):
         self.role_segment_ids = bool(role_segment_ids)
 
     def call(self, inputs, training=False):
-        ids = tf.cast(inputs[schema.DIALOGUE_INPUT_IDS], tf.int32)
+        ids = tf.cast(inputs[DIALOGUE_INPUT_IDS], tf.int32)
         samples, length = ids.shape[1], ids.shape[2]
 
         def flat(name):
             return tf.reshape(tf.cast(inputs[name], tf.int32), (-1, length))
 
-        mask, roles, turns = flat(schema.DIALOGUE_INPUT_MASK), flat(schema.DIALOGUE_ROLE_IDS), flat(schema.DIALOGUE_TURN_IDS)
+        mask, roles, turns = flat(DIALOGUE_INPUT_MASK), flat(DIALOGUE_ROLE_IDS), flat(DIALOGUE_TURN_IDS)
         outputs = run_backbone(self.backbone, tf.reshape(ids, (-1, length)), mask, training,
                                segment_ids=roles if self.role_segment_ids else None)
         pooled = cross_representations(tf.cast(outputs["sequence_output"], tf.float32), mask, roles, turns,

@@ -12,7 +12,7 @@ from dialoguecse_tf.models.layers import (
     TurnAggregation,
 )
 from dialoguecse_tf.pooling import masked_mean
-from dialoguecse_tf.schema import (
+from dialoguecse_tf.records.contrastive import (
     CANDIDATE_INPUT_IDS,
     CANDIDATE_INPUT_MASK,
     CONTEXT_INPUT_IDS,

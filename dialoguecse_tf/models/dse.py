@@ -23,9 +23,9 @@ independent mask per sequence either way, so this is the release's two calls (l.
 import keras
 from keras import ops
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_pairs
 from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.records.pairs import PAIR_INPUT_IDS, PAIR_INPUT_MASK
 
 DEFAULT_PROJECTION_SIZE = 128
 HEAD_NAME = "dse_head"
@@ -63,7 +63,7 @@ class DSEModel(keras.Model):
         self.head.build((None, backbone.hidden_dim))
 
     def call(self, inputs, training=False):
-        outputs, flat_mask = encode_pairs(self.backbone, inputs[schema.PAIR_INPUT_IDS], inputs[schema.PAIR_INPUT_MASK],
+        outputs, flat_mask = encode_pairs(self.backbone, inputs[PAIR_INPUT_IDS], inputs[PAIR_INPUT_MASK],
                                           training, self.num_length_buckets)
         embeddings = masked_mean(outputs, flat_mask)
         projections = self.head(embeddings)

@@ -4,9 +4,9 @@ import keras
 import keras_hub
 import numpy as np
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.encoder import activation_fn, backbone_config, backbone_from_config, run_backbone
+from dialoguecse_tf.records.mlm import INPUT_IDS, INPUT_MASK, MASKED_LM_POSITIONS, SEGMENT_IDS
 
 # Google's names for the MLM head, as `save_checkpoint` writes them and loaders return them.
 _HEAD_NAMES = {
@@ -42,9 +42,9 @@ class BertPretrainer(keras.Model):
         self.mlm_head.build((None, None, bert_config.hidden_size))
 
     def call(self, inputs, training=False):
-        outputs = run_backbone(self.backbone, inputs[schema.INPUT_IDS], inputs[schema.INPUT_MASK], training,
-                               segment_ids=inputs[schema.SEGMENT_IDS])
-        return self.mlm_head(outputs["sequence_output"], mask_positions=inputs[schema.MASKED_LM_POSITIONS])
+        outputs = run_backbone(self.backbone, inputs[INPUT_IDS], inputs[INPUT_MASK], training,
+                               segment_ids=inputs[SEGMENT_IDS])
+        return self.mlm_head(outputs["sequence_output"], mask_positions=inputs[MASKED_LM_POSITIONS])
 
     def get_config(self):
         return {**super().get_config(), "backbone": backbone_config(self.backbone),

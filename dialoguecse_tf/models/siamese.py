@@ -14,9 +14,10 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
 from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
+                                                CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK)
 
 
 def flatten_context(context_ids, context_mask, turn_mask, cls_id: int, max_length: int):
@@ -64,15 +65,15 @@ class SiameseBertModel(keras.Model):
         return masked_mean(outputs, padding_mask)
 
     def call(self, inputs, training=False):
-        context_ids = ops.cast(inputs[schema.CONTEXT_INPUT_IDS], "int32")
+        context_ids = ops.cast(inputs[CONTEXT_INPUT_IDS], "int32")
         num_turns, seq_length = context_ids.shape[1], context_ids.shape[2]
         flat_length = min(num_turns * seq_length, self.backbone.max_sequence_length)
         flat_ids, flat_mask = flatten_context(
-            context_ids, ops.cast(inputs[schema.CONTEXT_INPUT_MASK], "int32"),
-            inputs[schema.CONTEXT_TURN_MASK], self.cls_id, flat_length,
+            context_ids, ops.cast(inputs[CONTEXT_INPUT_MASK], "int32"),
+            inputs[CONTEXT_TURN_MASK], self.cls_id, flat_length,
         )
-        candidate_ids = ops.cast(inputs[schema.CANDIDATE_INPUT_IDS], "int32")
-        candidate_mask = ops.cast(inputs[schema.CANDIDATE_INPUT_MASK], "int32")
+        candidate_ids = ops.cast(inputs[CANDIDATE_INPUT_IDS], "int32")
+        candidate_mask = ops.cast(inputs[CANDIDATE_INPUT_MASK], "int32")
         num_candidates = candidate_ids.shape[1]
         context = self.embed(flat_ids, flat_mask, training)
         responses = self.embed(ops.reshape(candidate_ids, (-1, seq_length)),

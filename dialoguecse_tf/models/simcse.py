@@ -16,9 +16,9 @@ mask per sequence, so the two views of one sentence differ only through dropout.
 import keras
 from keras import ops
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_pairs
 from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.records.pairs import PAIR_INPUT_IDS, PAIR_INPUT_MASK
 
 # The release's `Pooler` types that pool the last layer; `avg_top2` and `avg_first_last` (l.72-81)
 # read other layers, which the project's inference path does not.
@@ -48,7 +48,7 @@ class SimCSEModel(keras.Model):
         return self.backbone.pooled_dense
 
     def call(self, inputs, training=False):
-        outputs, flat_mask = encode_pairs(self.backbone, inputs[schema.PAIR_INPUT_IDS], inputs[schema.PAIR_INPUT_MASK],
+        outputs, flat_mask = encode_pairs(self.backbone, inputs[PAIR_INPUT_IDS], inputs[PAIR_INPUT_MASK],
                                           training, self.num_length_buckets)
         pooled = masked_mean(outputs, flat_mask) if self.pooler == "avg" else outputs[:, 0]
         if self.pooler == "cls":

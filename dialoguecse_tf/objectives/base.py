@@ -28,7 +28,7 @@ class Objective:
     Attributes:
       name: registry key, the `--objective` value.
       summary: one line for `--objective`'s help.
-      record_type: the `schema.RECORD_TYPE_*` of the records it trains on.
+      record_type: the type of the records it trains on (a `records.<type>.RECORD_TYPE_*`).
       options_class: a frozen dataclass of its own settings (fields made with
         `config_fields.field`, so flags and help come from it).
       training_defaults: defaults of shared training settings that differ by objective
@@ -55,7 +55,7 @@ class Objective:
         check_values(self.options)
 
     def record_requirements(self) -> dict:
-        """Keyword arguments of `schema.check_compatible` beyond max_seq_length."""
+        """Keyword arguments of `records.common.check_compatible` beyond max_seq_length."""
         return {}
 
     def check_records(self, spec, records_dir: str) -> None:

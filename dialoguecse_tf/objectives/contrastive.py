@@ -6,9 +6,12 @@ import os
 
 import tensorflow as tf
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.objectives.base import Objective
+from dialoguecse_tf.records.common import RECORDS_INFO_FILE
+from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
+                                                CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET,
+                                                RECORD_TYPE_CONTRASTIVE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,15 +31,15 @@ def select_context_turns(batch: dict, num_context_turns: int) -> dict:
     serve every smaller setting: turns are ranked by distance from the response, the turn
     before winning a tie, and the kept ones stay in dialogue order.
     """
-    offsets = batch[schema.CONTEXT_TURN_OFFSET]
+    offsets = batch[CONTEXT_TURN_OFFSET]
     if offsets.shape[1] == num_context_turns:
         return batch
     distance = tf.abs(offsets) * 2 + tf.cast(offsets > 0, offsets.dtype)
-    distance = tf.where(batch[schema.CONTEXT_TURN_MASK] > 0, distance, tf.reduce_max(distance) + 1000)
+    distance = tf.where(batch[CONTEXT_TURN_MASK] > 0, distance, tf.reduce_max(distance) + 1000)
     _, nearest = tf.math.top_k(-distance, k=num_context_turns)
     nearest = tf.sort(nearest, axis=-1)
-    turn_features = (schema.CONTEXT_INPUT_IDS, schema.CONTEXT_INPUT_MASK, schema.CONTEXT_TURN_MASK,
-                     schema.CONTEXT_TURN_OFFSET)
+    turn_features = (CONTEXT_INPUT_IDS, CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK,
+                     CONTEXT_TURN_OFFSET)
     return {**batch, **{name: tf.gather(batch[name], nearest, batch_dims=1) for name in turn_features}}
 
 
@@ -46,8 +49,8 @@ def select_side_turns(batch: dict, num_turns: int, records_turns: int) -> dict:
     if num_turns == records_turns:
         return batch
     keep = tf.range(records_turns - num_turns, records_turns + num_turns)
-    turn_features = (schema.CONTEXT_INPUT_IDS, schema.CONTEXT_INPUT_MASK, schema.CONTEXT_TURN_MASK,
-                     schema.CONTEXT_TURN_OFFSET)
+    turn_features = (CONTEXT_INPUT_IDS, CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK,
+                     CONTEXT_TURN_OFFSET)
     return {**batch, **{name: tf.gather(batch[name], keep, axis=1) for name in turn_features}}
 
 
@@ -60,8 +63,8 @@ def select_negatives(batch: dict, num_negatives: int) -> dict:
     keep = num_negatives + 1
     return {
         **batch,
-        schema.CANDIDATE_INPUT_IDS: batch[schema.CANDIDATE_INPUT_IDS][:, :keep],
-        schema.CANDIDATE_INPUT_MASK: batch[schema.CANDIDATE_INPUT_MASK][:, :keep],
+        CANDIDATE_INPUT_IDS: batch[CANDIDATE_INPUT_IDS][:, :keep],
+        CANDIDATE_INPUT_MASK: batch[CANDIDATE_INPUT_MASK][:, :keep],
     }
 
 
@@ -87,7 +90,7 @@ def candidate_metrics(scores, cosines) -> dict:
 class ContrastiveObjective(Objective):
     """Base of the objectives that rank a response against negatives given its context."""
 
-    record_type = schema.RECORD_TYPE_CONTRASTIVE
+    record_type = RECORD_TYPE_CONTRASTIVE
     options_class = ContrastiveOptions
     training_defaults = {"train_batch_size": 20, "learning_rate": 5e-5}
 
@@ -99,7 +102,7 @@ class ContrastiveObjective(Objective):
         return self.options.num_context_turns
 
     def check_records(self, spec, records_dir: str) -> None:
-        info = os.path.join(records_dir, schema.RECORDS_INFO_FILE)
+        info = os.path.join(records_dir, RECORDS_INFO_FILE)
         if self.context_selection == "sides" and spec.context_layout != "sides":
             raise ValueError(
                 f"{self.name} ({self.describe()}) reads left and right contexts apart, but the records in "

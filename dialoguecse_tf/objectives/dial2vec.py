@@ -40,13 +40,15 @@ import dataclasses
 
 import tensorflow as tf
 
-from dialoguecse_tf import losses, schema
+from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.dialogue_packing import TRUNCATIONS
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
 from dialoguecse_tf.models.dial2vec import DEFAULT_WINDOW, Dial2vecModel
 from dialoguecse_tf.objectives.base import Objective, register
 from dialoguecse_tf.objectives.contrastive import candidate_metrics
+from dialoguecse_tf.records.common import RECORDS_INFO_FILE
+from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +87,7 @@ class Dial2vecObjective(Objective):
 
     name = "dial2vec"
     summary = "dial2vec: whole dialogues, interlocutor-aware self-guided contrastive loss"
-    record_type = schema.RECORD_TYPE_DIALOGUES
+    record_type = RECORD_TYPE_DIALOGUES
     options_class = Dial2vecOptions
     training_defaults = {"train_batch_size": 5, "learning_rate": 1e-5}
 
@@ -95,7 +97,7 @@ class Dial2vecObjective(Objective):
     def check_records(self, spec, records_dir: str) -> None:
         if self.options.num_negatives > spec.num_negatives:
             raise ValueError(f"num_negatives={self.options.num_negatives} but the records in {records_dir} carry only "
-                             f"{spec.num_negatives} (see {records_dir}/{schema.RECORDS_INFO_FILE})")
+                             f"{spec.num_negatives} (see {records_dir}/{RECORDS_INFO_FILE})")
 
     def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
         freeze_bottom_layers(backbone, self.options.num_frozen_layers)

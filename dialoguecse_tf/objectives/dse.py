@@ -2,7 +2,7 @@
 Utterances") as a registered objective, as the authors' released PyTorch code computes it
 (amazon-research/dse; the code index holds it as amazon-science/dse):
 
-* records: positive pairs (`schema.PairRecordSpec`): consecutive utterances, or an utterance
+* records: positive pairs (`records.pairs.PairRecordSpec`): consecutive utterances, or an utterance
   with itself (`data_prep/create_pair_data.py`), which makes this objective the DSE paper's
   DSE-dropout (L363-364). That is not the paper's SimCSE-unsup row, Gao et al.'s released
   model trained on Wikipedia (L355-356, L900-901), whose own recipe pools [CLS] through an
@@ -34,11 +34,12 @@ import tensorflow as tf
 from absl import logging
 from keras import ops
 
-from dialoguecse_tf import losses, schema
+from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
 from dialoguecse_tf.models.dse import DEFAULT_PROJECTION_SIZE, HEAD_INITS, DSEModel
 from dialoguecse_tf.objectives.base import Objective, register
+from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +123,7 @@ class DSEObjective(Objective):
 
     name = "dse"
     summary = "DSE: consecutive-utterance pairs, in-batch (hard-negative) contrastive loss"
-    record_type = schema.RECORD_TYPE_PAIRS
+    record_type = RECORD_TYPE_PAIRS
     options_class = DSEOptions
     # The paper's: batch 1,024 pairs, encoder lr 3e-6 (App. A.2).
     training_defaults = {"train_batch_size": 1024, "learning_rate": 3e-6}

@@ -5,10 +5,11 @@ import dataclasses
 import tensorflow as tf
 from absl import logging
 
-from dialoguecse_tf import losses, schema
+from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.models.mlm import BertPretrainer
 from dialoguecse_tf.objectives.base import Objective, register
+from dialoguecse_tf.records.mlm import MASKED_LM_IDS, MASKED_LM_WEIGHTS, RECORD_TYPE_MLM
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +29,7 @@ class MlmObjective(Objective):
 
     name = "mlm"
     summary = "masked-LM continued pretraining"
-    record_type = schema.RECORD_TYPE_MLM
+    record_type = RECORD_TYPE_MLM
     options_class = MlmOptions
     training_defaults = {"train_batch_size": 50, "learning_rate": 2e-5}
     stage_name = "pretrain"
@@ -50,8 +51,8 @@ class MlmObjective(Objective):
     def compute_loss(self, model, batch, training, global_batch_size):
         # float32 for the softmax even when the model computes in float16 (mixed precision).
         logits = tf.cast(model(batch, training=training), tf.float32)
-        labels = batch[schema.MASKED_LM_IDS]
-        weights = batch[schema.MASKED_LM_WEIGHTS]
+        labels = batch[MASKED_LM_IDS]
+        weights = batch[MASKED_LM_WEIGHTS]
         loss = losses.global_weighted_mean(losses.masked_lm_per_token_loss(labels, logits), weights)
         correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=labels.dtype), labels), tf.float32)
         accuracy = tf.reduce_sum(correct * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)

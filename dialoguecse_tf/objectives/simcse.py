@@ -2,7 +2,7 @@
 Sentence Embeddings", section 3) as a registered objective, as the authors' released code
 computes it (princeton-nlp/SimCSE: `simcse/models.py`, `train.py`, `run_unsup_example.sh`):
 
-* records: positive pairs (`schema.PairRecordSpec`). Unsupervised SimCSE takes each sentence as
+* records: positive pairs (`records.pairs.PairRecordSpec`). Unsupervised SimCSE takes each sentence as
   its own positive: `data_prep/create_pair_data.py --pairing=self` writes each distinct
   utterance of a dialogue corpus with itself, as `train.py` (l.395-398) duplicates the single
   column of a one-sentence-per-line file. The release trains on 1M sentences sampled from English
@@ -51,11 +51,12 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from dialoguecse_tf import losses, schema
+from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.encoder import freeze_pooler
 from dialoguecse_tf.models.simcse import POOLERS, SimCSEModel
 from dialoguecse_tf.objectives.base import Objective, register
+from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS
 from dialoguecse_tf.training import optimizers
 
 
@@ -98,7 +99,7 @@ class SimCSEObjective(Objective):
 
     name = "simcse"
     summary = "SimCSE (unsupervised): each utterance twice through dropout, [CLS] + MLP, in-batch loss"
-    record_type = schema.RECORD_TYPE_PAIRS
+    record_type = RECORD_TYPE_PAIRS
     options_class = SimCSEOptions
     # The release's unsupervised BERT-base settings (README, run_unsup_example.sh:12-13).
     training_defaults = {"train_batch_size": 64, "learning_rate": 3e-5}

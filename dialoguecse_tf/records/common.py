@@ -1,26 +1,13 @@
-"""The TFRecord schema of every record type the project writes.
+"""What every record type shares: the spec base class, the sharded writer, the reader,
+``records_info.json`` and the checks of record files against a spec.
 
-Every writer and reader imports its feature names, shapes, serializer and
-parser from here, so the two sides cannot drift apart.
-
-Four record types:
-
-* ``MlmRecordSpec`` ("mlm"): masked-LM pretraining examples in Google BERT's
-  exact schema, so the shards are also readable by Google's
-  ``run_pretraining.py`` and the TF Model Garden BERT pretraining loader.
-* ``ContrastiveRecordSpec`` ("contrastive"): one response with its
-  bidirectional context and its candidates (true response first, then the
-  negatives) for the DialogueCSE stage.
-* ``PairRecordSpec`` ("pairs"): two utterances that form a positive pair (DSE's
-  consecutive utterances, or an utterance with itself for the dropout baseline).
-* ``DialogueRecordSpec`` ("dialogues"): a whole dialogue and its negatives as token
-  sequences with each token's role and turn (dial2vec).
-
-Multi-dimensional features are stored flattened in row-major order (as
-TFRecord int64 lists are 1-D) and come back from ``parse`` in their real
-shapes. A ``records_info.json`` written beside the shards records the record
-type, the spec and counts, so readers take shapes from the data instead of
-from flags that may disagree with it.
+A record type is one module of this package holding its spec (a ``RecordSpec`` subclass:
+feature names, shapes, serializer and parser) beside its writer, so the two sides cannot
+drift apart; ``registry`` names them all. Multi-dimensional features are stored flattened in
+row-major order (as TFRecord int64 lists are 1-D) and come back from ``parse`` in their real
+shapes. A ``records_info.json`` written beside the shards records the record type, the spec
+and counts, so readers take shapes from the data instead of from flags that may disagree with
+it.
 """
 
 from __future__ import annotations
@@ -35,42 +22,6 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from dialoguecse_tf.dialogue_packing import TRUNCATIONS
-from dialoguecse_tf.io_utils import parse_json_object
-
-# Google BERT pretraining features (names and types must not change).
-INPUT_IDS = "input_ids"
-INPUT_MASK = "input_mask"
-SEGMENT_IDS = "segment_ids"
-MASKED_LM_POSITIONS = "masked_lm_positions"
-MASKED_LM_IDS = "masked_lm_ids"
-MASKED_LM_WEIGHTS = "masked_lm_weights"
-NEXT_SENTENCE_LABELS = "next_sentence_labels"
-
-# Contrastive (DialogueCSE) features.
-CONTEXT_INPUT_IDS = "context_input_ids"
-CONTEXT_INPUT_MASK = "context_input_mask"
-CONTEXT_TURN_MASK = "context_turn_mask"
-CONTEXT_TURN_OFFSET = "context_turn_offset"
-CANDIDATE_INPUT_IDS = "candidate_input_ids"
-CANDIDATE_INPUT_MASK = "candidate_input_mask"
-
-# Pair (DSE) features: [2, max_seq_length], the anchor in row 0 and its positive in row 1.
-PAIR_INPUT_IDS = "pair_input_ids"
-PAIR_INPUT_MASK = "pair_input_mask"
-
-# Dialogue (dial2vec) features: [1 + num_negatives, max_seq_length], the dialogue itself in
-# row 0; `dialogue_packing` says what each holds.
-DIALOGUE_INPUT_IDS = "dialogue_input_ids"
-DIALOGUE_INPUT_MASK = "dialogue_input_mask"
-DIALOGUE_ROLE_IDS = "dialogue_role_ids"
-DIALOGUE_TURN_IDS = "dialogue_turn_ids"
-
-RECORD_TYPE_MLM = "mlm"
-RECORD_TYPE_CONTRASTIVE = "contrastive"
-RECORD_TYPE_PAIRS = "pairs"
-RECORD_TYPE_DIALOGUES = "dialogues"
-
 RECORDS_INFO_FILE = "records_info.json"
 
 _INT32_MIN = np.iinfo(np.int32).min
@@ -81,13 +32,15 @@ _MAX_PARALLEL_FILES = 16
 
 
 @dataclasses.dataclass(frozen=True)
-class _Feature:
+class FixedFeature:
+    """One feature of a record type: its name, wire dtype and real (unflattened) shape."""
+
     name: str
     dtype: tf.DType  # wire dtype: tf.int64 or tf.float32
     shape: tuple[int, ...]
 
 
-def _check_positive_int(owner: str, name: str, value: Any, minimum: int) -> None:
+def check_positive_int(owner: str, name: str, value: Any, minimum: int) -> None:
     # bool is an int subclass and JSON/flag parsing can hand over floats or
     # strings; any of them would silently produce wrong shapes.
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -96,12 +49,16 @@ def _check_positive_int(owner: str, name: str, value: Any, minimum: int) -> None
         raise ValueError(f"{owner}.{name} must be >= {minimum}, got {value}")
 
 
-class _RecordSpec:
-    """Serialization, parsing and JSON round trip shared by the record specs."""
+class RecordSpec:
+    """Serialization, parsing and JSON round trip shared by the record specs.
+
+    A record type subclasses it as a frozen dataclass of its shape parameters, with its
+    ``record_type`` name and its ``_features``.
+    """
 
     record_type: ClassVar[str]
 
-    def _features(self) -> tuple[_Feature, ...]:
+    def _features(self) -> tuple[FixedFeature, ...]:
         raise NotImplementedError
 
     def _constant_features(self) -> dict[str, tf.train.Feature]:
@@ -152,7 +109,7 @@ class _RecordSpec:
                 array = _as_array(name, example[name])
                 if array.shape != (1,):
                     raise ValueError(f"feature {name!r}: expected shape [1], got {list(array.shape)}")
-                tf_features[name] = _to_tf_feature(_Feature(name, tf.int64, (1,)), array)
+                tf_features[name] = _to_tf_feature(FixedFeature(name, tf.int64, (1,)), array)
         proto = tf.train.Example(features=tf.train.Features(feature=tf_features))
         # Features are a protobuf map, whose wire order otherwise varies between processes:
         # deterministic output makes equal records equal files (run_cache hashes them).
@@ -195,7 +152,7 @@ def _as_array(name: str, value: Any) -> np.ndarray:
         raise ValueError(f"feature {name!r}: not a rectangular array ({err})") from err
 
 
-def _to_tf_feature(feature: _Feature, array: np.ndarray) -> tf.train.Feature:
+def _to_tf_feature(feature: FixedFeature, array: np.ndarray) -> tf.train.Feature:
     kind = array.dtype.kind
     if feature.dtype == tf.float32:
         if kind not in "fiub":
@@ -210,179 +167,6 @@ def _to_tf_feature(feature: _Feature, array: np.ndarray) -> tf.train.Feature:
             f"feature {feature.name!r}: values [{array.min()}, {array.max()}] do not fit in int32"
         )
     return tf.train.Feature(int64_list=tf.train.Int64List(value=array.astype(np.int64).reshape(-1).tolist()))
-
-
-@dataclasses.dataclass(frozen=True)
-class MlmRecordSpec(_RecordSpec):
-    """Masked-LM pretraining records in Google BERT's schema.
-
-    ``next_sentence_labels`` is always written as ``[0]`` so BERT's readers,
-    which require it, accept the records; ``parse`` ignores it.
-    """
-
-    record_type: ClassVar[str] = RECORD_TYPE_MLM
-
-    max_seq_length: int
-    max_predictions_per_seq: int
-
-    def __post_init__(self):
-        _check_positive_int("MlmRecordSpec", "max_seq_length", self.max_seq_length, 1)
-        _check_positive_int("MlmRecordSpec", "max_predictions_per_seq", self.max_predictions_per_seq, 1)
-
-    def _features(self) -> tuple[_Feature, ...]:
-        seq = (self.max_seq_length,)
-        preds = (self.max_predictions_per_seq,)
-        return (
-            _Feature(INPUT_IDS, tf.int64, seq),
-            _Feature(INPUT_MASK, tf.int64, seq),
-            _Feature(SEGMENT_IDS, tf.int64, seq),
-            _Feature(MASKED_LM_POSITIONS, tf.int64, preds),
-            _Feature(MASKED_LM_IDS, tf.int64, preds),
-            _Feature(MASKED_LM_WEIGHTS, tf.float32, preds),
-        )
-
-    def _constant_features(self) -> dict[str, tf.train.Feature]:
-        return {NEXT_SENTENCE_LABELS: tf.train.Feature(int64_list=tf.train.Int64List(value=[0]))}
-
-
-CONTEXT_LAYOUTS = ("nearest", "sides")
-
-
-@dataclasses.dataclass(frozen=True)
-class ContrastiveRecordSpec(_RecordSpec):
-    """DialogueCSE records: a response's context turns and its candidates.
-
-    ``context_*`` are ``[num_context_slots, max_seq_length]``, with ``context_turn_mask``
-    ``[num_context_slots]`` marking real turns (1) versus padding turns (0) of short contexts
-    and ``context_turn_offset`` each turn's signed distance from the response (-1 just
-    before it, +1 just after, 0 for padding), so a reader can keep fewer, nearest turns or
-    find the single nearest one. ``context_layout`` says how the slots are filled:
-
-    * ``"nearest"``: the ``num_context_turns`` turns nearest to the response on either side
-      (ties to the earlier turn), in dialogue order, padding last; ``num_context_slots`` =
-      ``num_context_turns``.
-    * ``"sides"``: up to ``num_context_turns`` turns on EACH side, kept apart as the
-      authors' released code reads them (``context`` and ``next_context``): slots
-      ``[0, N)`` hold the left context in dialogue order, right-aligned (its padding
-      first), slots ``[N, 2N)`` the right context in dialogue order, left-aligned (its
-      padding last). All slots are then in dialogue order, the N nearest turns of either
-      side sit next to the response, and ``num_context_slots`` = 2N. Such records also
-      serve every "nearest" setting up to N turns.
-
-    ``candidate_*`` are ``[num_candidates, max_seq_length]`` with the true response in row 0.
-    Segment ids are all zero and are not stored.
-    """
-
-    record_type: ClassVar[str] = RECORD_TYPE_CONTRASTIVE
-
-    max_seq_length: int
-    num_context_turns: int
-    num_negatives: int
-    context_layout: str = "nearest"
-
-    def __post_init__(self):
-        _check_positive_int("ContrastiveRecordSpec", "max_seq_length", self.max_seq_length, 1)
-        _check_positive_int("ContrastiveRecordSpec", "num_context_turns", self.num_context_turns, 1)
-        _check_positive_int("ContrastiveRecordSpec", "num_negatives", self.num_negatives, 0)
-        if self.context_layout not in CONTEXT_LAYOUTS:
-            raise ValueError(f"ContrastiveRecordSpec.context_layout must be one of {CONTEXT_LAYOUTS}, "
-                             f"got {self.context_layout!r}")
-
-    @property
-    def num_candidates(self) -> int:
-        return 1 + self.num_negatives
-
-    @property
-    def num_context_slots(self) -> int:
-        return 2 * self.num_context_turns if self.context_layout == "sides" else self.num_context_turns
-
-    def _features(self) -> tuple[_Feature, ...]:
-        context = (self.num_context_slots, self.max_seq_length)
-        candidates = (self.num_candidates, self.max_seq_length)
-        return (
-            _Feature(CONTEXT_INPUT_IDS, tf.int64, context),
-            _Feature(CONTEXT_INPUT_MASK, tf.int64, context),
-            _Feature(CONTEXT_TURN_MASK, tf.int64, (self.num_context_slots,)),
-            _Feature(CONTEXT_TURN_OFFSET, tf.int64, (self.num_context_slots,)),
-            _Feature(CANDIDATE_INPUT_IDS, tf.int64, candidates),
-            _Feature(CANDIDATE_INPUT_MASK, tf.int64, candidates),
-        )
-
-
-PAIRINGS = ("consecutive", "self")
-
-
-@dataclasses.dataclass(frozen=True)
-class PairRecordSpec(_RecordSpec):
-    """Positive pairs of utterances: ``pair_*`` are ``[2, max_seq_length]``, row 0 the earlier
-    utterance and row 1 its positive. ``pairing`` says how the pairs were made:
-
-    * ``"consecutive"``: two adjacent turns of one dialogue (DSE);
-    * ``"self"``: an utterance with itself, the two views differing only by dropout (DSE-dropout,
-      i.e. unsupervised SimCSE).
-
-    Segment ids are all zero and are not stored.
-    """
-
-    record_type: ClassVar[str] = RECORD_TYPE_PAIRS
-
-    max_seq_length: int
-    pairing: str = "consecutive"
-
-    def __post_init__(self):
-        _check_positive_int("PairRecordSpec", "max_seq_length", self.max_seq_length, 1)
-        if self.pairing not in PAIRINGS:
-            raise ValueError(f"PairRecordSpec.pairing must be one of {PAIRINGS}, got {self.pairing!r}")
-
-    def _features(self) -> tuple[_Feature, ...]:
-        pair = (2, self.max_seq_length)
-        return (_Feature(PAIR_INPUT_IDS, tf.int64, pair), _Feature(PAIR_INPUT_MASK, tf.int64, pair))
-
-
-@dataclasses.dataclass(frozen=True)
-class DialogueRecordSpec(_RecordSpec):
-    """A dialogue (row 0) and its ``num_negatives`` negatives, each one packed sequence
-    (``dialogue_packing``): ``dialogue_input_ids``/``_mask``, ``dialogue_role_ids`` (0/1 per
-    token, the token's interlocutor) and ``dialogue_turn_ids`` (the token's turn), all
-    ``[1 + num_negatives, max_seq_length]``. ``truncation`` is the packing's rule for too long
-    a dialogue (``dialogue_packing.TRUNCATIONS``)."""
-
-    record_type: ClassVar[str] = RECORD_TYPE_DIALOGUES
-
-    max_seq_length: int
-    num_negatives: int
-    truncation: str = "head"
-
-    def __post_init__(self):
-        _check_positive_int("DialogueRecordSpec", "max_seq_length", self.max_seq_length, 4)
-        _check_positive_int("DialogueRecordSpec", "num_negatives", self.num_negatives, 1)
-        if self.truncation not in TRUNCATIONS:
-            raise ValueError(f"DialogueRecordSpec.truncation must be one of {TRUNCATIONS}, got {self.truncation!r}")
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]):
-        # Records written before the spec named its truncation kept the most recent turns, the
-        # only rule there was then.
-        return super().from_dict({"truncation": "recent_turns", **values})
-
-    @property
-    def num_samples(self) -> int:
-        return 1 + self.num_negatives
-
-    def _features(self) -> tuple[_Feature, ...]:
-        shape = (self.num_samples, self.max_seq_length)
-        return tuple(_Feature(name, tf.int64, shape) for name in (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK,
-                                                                   DIALOGUE_ROLE_IDS, DIALOGUE_TURN_IDS))
-
-
-RecordSpec = MlmRecordSpec | ContrastiveRecordSpec | PairRecordSpec | DialogueRecordSpec
-
-_SPEC_TYPES: dict[str, type] = {
-    RECORD_TYPE_MLM: MlmRecordSpec,
-    RECORD_TYPE_CONTRASTIVE: ContrastiveRecordSpec,
-    RECORD_TYPE_PAIRS: PairRecordSpec,
-    RECORD_TYPE_DIALOGUES: DialogueRecordSpec,
-}
 
 
 def _json_default(value: Any) -> Any:
@@ -411,33 +195,6 @@ def write_records_info(output_dir: str, spec: RecordSpec, stats: Mapping[str, An
         f.write(text + "\n")
     tf.io.gfile.rename(tmp_path, path, overwrite=True)
     return path
-
-
-def read_records_info(path_or_dir: str, record_type: str | None = None) -> tuple[RecordSpec, dict[str, Any]]:
-    """Reads a records info file (or ``dir/records_info.json``) into ``(spec, stats)``.
-
-    With ``record_type`` set, raises ValueError unless the file holds that type.
-    """
-    path = path_or_dir
-    if tf.io.gfile.isdir(path_or_dir):
-        path = os.path.join(path_or_dir, RECORDS_INFO_FILE)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"records info file {path} not found (written beside the record shards)")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        info = parse_json_object(f.read(), path, "a records info file")
-    file_type = info.get("record_type")
-    if not isinstance(file_type, str) or file_type not in _SPEC_TYPES:
-        raise ValueError(f"{path}: unknown record_type {file_type!r}; expected one of {sorted(_SPEC_TYPES)}")
-    if record_type is not None and file_type != record_type:
-        raise ValueError(f"{path}: holds {file_type!r} records but {record_type!r} records were expected")
-    spec_values, stats = info.get("spec"), info.get("stats", {})
-    if not isinstance(spec_values, dict) or not isinstance(stats, dict):
-        raise ValueError(f"{path}: 'spec' and 'stats' must be JSON objects")
-    try:
-        spec = _SPEC_TYPES[file_type].from_dict(spec_values)
-    except ValueError as error:
-        raise ValueError(f"{path}: {error}") from None
-    return spec, stats
 
 
 def check_compatible(spec: RecordSpec, **expected: Any) -> None:
@@ -483,7 +240,7 @@ class ShardedRecordWriter:
     """
 
     def __init__(self, output_prefix: str, num_shards: int):
-        _check_positive_int("ShardedRecordWriter", "num_shards", num_shards, 1)
+        check_positive_int("ShardedRecordWriter", "num_shards", num_shards, 1)
         if not os.path.basename(output_prefix):
             raise ValueError(f"output_prefix {output_prefix!r} must end in a file name prefix, not a directory")
         self._paths = [
@@ -624,33 +381,6 @@ def read_dataset(
     )
     return dataset.map(spec.parse, num_parallel_calls=tf.data.AUTOTUNE if parallel else None,
                        deterministic=deterministic)
-
-
-def resolve_records(file_patterns: Sequence[str], record_type: str) -> tuple[list[str], RecordSpec, dict[str, Any]]:
-    """The files matching `file_patterns` and the spec and stats of their `records_info.json`.
-
-    The info file is read from the first file's folder: a training stage reads the records
-    of one data-prep run. Every file is read through once (`check_record_files`), so a
-    damaged file fails here, named, rather than as an anonymous error mid-training.
-    """
-    files = sorted({path for pattern in file_patterns for path in tf.io.gfile.glob(pattern)})
-    if not files:
-        raise FileNotFoundError(f"{list(file_patterns)} matches no TFRecord file")
-    folder = os.path.dirname(files[0])
-    spec, stats = read_records_info(folder, record_type)
-    num_records = check_record_files(files, spec)
-    written = stats.get("samples_written")
-    # Only comparable when the files are the folder's whole shard set.
-    if isinstance(written, int) and files == sorted(tf.io.gfile.glob(os.path.join(folder, "*.tfrecord"))):
-        if num_records != written:
-            cause = ("more records than written: extra or stale shards (e.g. of an earlier data-prep run into this "
-                     "folder)" if num_records > written else "fewer records than written: a shard is truncated or "
-                     "missing")
-            raise ValueError(
-                f"{folder}: the record files hold {num_records} records but {RECORDS_INFO_FILE} says "
-                f"{written} were written; {cause}"
-            )
-    return files, spec, stats
 
 
 def canonicalize_record_file(path: str) -> bool:

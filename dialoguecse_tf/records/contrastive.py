@@ -1,20 +1,99 @@
-"""Contrastive records for the DialogueCSE stage (paper, section 3).
+"""Contrastive records ("contrastive") for the DialogueCSE stage (paper, section 3).
 
 One record per response r of a dialogue: its context turns in the spec's `context_layout`
 (the `num_context_turns` utterances nearest to r on either side, or up to that many on each
-side kept apart; see `schema.ContrastiveRecordSpec`), a turn mask for dialogues too short to
+side kept apart; see `ContrastiveRecordSpec`), a turn mask for dialogues too short to
 fill them, and the candidates: r first, then `num_negatives` utterances sampled with a seed
 from other dialogues. Dialogues that arrive with their own candidate list (the authors'
 training format) keep it: the first `num_negatives` of its negatives are used.
 """
 
+from __future__ import annotations
+
+import dataclasses
 import os
 import random
+from typing import ClassVar
 
 import numpy as np
+import tensorflow as tf
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances
+from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, ShardedRecordWriter, check_positive_int,
+                                           write_records_info)
+
+RECORD_TYPE_CONTRASTIVE = "contrastive"
+
+CONTEXT_INPUT_IDS = "context_input_ids"
+CONTEXT_INPUT_MASK = "context_input_mask"
+CONTEXT_TURN_MASK = "context_turn_mask"
+CONTEXT_TURN_OFFSET = "context_turn_offset"
+CANDIDATE_INPUT_IDS = "candidate_input_ids"
+CANDIDATE_INPUT_MASK = "candidate_input_mask"
+
+CONTEXT_LAYOUTS = ("nearest", "sides")
+
+
+@dataclasses.dataclass(frozen=True)
+class ContrastiveRecordSpec(RecordSpec):
+    """DialogueCSE records: a response's context turns and its candidates.
+
+    ``context_*`` are ``[num_context_slots, max_seq_length]``, with ``context_turn_mask``
+    ``[num_context_slots]`` marking real turns (1) versus padding turns (0) of short contexts
+    and ``context_turn_offset`` each turn's signed distance from the response (-1 just
+    before it, +1 just after, 0 for padding), so a reader can keep fewer, nearest turns or
+    find the single nearest one. ``context_layout`` says how the slots are filled:
+
+    * ``"nearest"``: the ``num_context_turns`` turns nearest to the response on either side
+      (ties to the earlier turn), in dialogue order, padding last; ``num_context_slots`` =
+      ``num_context_turns``.
+    * ``"sides"``: up to ``num_context_turns`` turns on EACH side, kept apart as the
+      authors' released code reads them (``context`` and ``next_context``): slots
+      ``[0, N)`` hold the left context in dialogue order, right-aligned (its padding
+      first), slots ``[N, 2N)`` the right context in dialogue order, left-aligned (its
+      padding last). All slots are then in dialogue order, the N nearest turns of either
+      side sit next to the response, and ``num_context_slots`` = 2N. Such records also
+      serve every "nearest" setting up to N turns.
+
+    ``candidate_*`` are ``[num_candidates, max_seq_length]`` with the true response in row 0.
+    Segment ids are all zero and are not stored.
+    """
+
+    record_type: ClassVar[str] = RECORD_TYPE_CONTRASTIVE
+
+    max_seq_length: int
+    num_context_turns: int
+    num_negatives: int
+    context_layout: str = "nearest"
+
+    def __post_init__(self):
+        check_positive_int("ContrastiveRecordSpec", "max_seq_length", self.max_seq_length, 1)
+        check_positive_int("ContrastiveRecordSpec", "num_context_turns", self.num_context_turns, 1)
+        check_positive_int("ContrastiveRecordSpec", "num_negatives", self.num_negatives, 0)
+        if self.context_layout not in CONTEXT_LAYOUTS:
+            raise ValueError(f"ContrastiveRecordSpec.context_layout must be one of {CONTEXT_LAYOUTS}, "
+                             f"got {self.context_layout!r}")
+
+    @property
+    def num_candidates(self) -> int:
+        return 1 + self.num_negatives
+
+    @property
+    def num_context_slots(self) -> int:
+        return 2 * self.num_context_turns if self.context_layout == "sides" else self.num_context_turns
+
+    def _features(self) -> tuple[FixedFeature, ...]:
+        context = (self.num_context_slots, self.max_seq_length)
+        candidates = (self.num_candidates, self.max_seq_length)
+        return (
+            FixedFeature(CONTEXT_INPUT_IDS, tf.int64, context),
+            FixedFeature(CONTEXT_INPUT_MASK, tf.int64, context),
+            FixedFeature(CONTEXT_TURN_MASK, tf.int64, (self.num_context_slots,)),
+            FixedFeature(CONTEXT_TURN_OFFSET, tf.int64, (self.num_context_slots,)),
+            FixedFeature(CANDIDATE_INPUT_IDS, tf.int64, candidates),
+            FixedFeature(CANDIDATE_INPUT_MASK, tf.int64, candidates),
+        )
+
 
 _CHUNK = 256
 _PROGRESS_EVERY = 10000
@@ -36,7 +115,7 @@ def nearest_context(num_turns: int, response_index: int, num_context_turns: int)
     return sorted(picked)
 
 
-def context_slots(num_turns: int, response_index: int, spec: schema.ContrastiveRecordSpec) -> list:
+def context_slots(num_turns: int, response_index: int, spec: ContrastiveRecordSpec) -> list:
     """The dialogue turn index held by each context slot of `spec`'s layout, None for padding."""
     if spec.context_layout == "nearest":
         picked = nearest_context(num_turns, response_index, spec.num_context_turns)
@@ -70,7 +149,7 @@ class _NegativeSampler:
         return negatives
 
 
-def iter_samples(dialogues, spec: schema.ContrastiveRecordSpec, random_seed: int,
+def iter_samples(dialogues, spec: ContrastiveRecordSpec, random_seed: int,
                  max_responses_per_dialogue: int, stats: PrepStats, use_given_candidates: bool = True):
     """Yields (context texts per slot, None for padding; context offsets; candidate texts)."""
     rng = random.Random(random_seed)
@@ -111,7 +190,7 @@ def _slot_texts(texts, slots, response_index):
             [0 if i is None else i - response_index for i in slots])
 
 
-def encode_samples(samples, tokenizer, spec: schema.ContrastiveRecordSpec, stats: PrepStats) -> list:
+def encode_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepStats) -> list:
     """Tokenizes a chunk of samples, each distinct text once; returns feature dicts."""
     t, k, length = spec.num_context_slots, spec.num_candidates, spec.max_seq_length
     texts = []
@@ -136,12 +215,12 @@ def encode_samples(samples, tokenizer, spec: schema.ContrastiveRecordSpec, stats
         real = np.concatenate([word_pieces[row, :t][turn_mask == 1], word_pieces[row, t:]])
         stats.increment("tokens_truncated", int(np.maximum(real - (length - 2), 0).sum()))
         examples.append({
-            schema.CONTEXT_INPUT_IDS: ids[row, :t],
-            schema.CONTEXT_INPUT_MASK: mask[row, :t],
-            schema.CONTEXT_TURN_MASK: turn_mask,
-            schema.CONTEXT_TURN_OFFSET: turn_offset,
-            schema.CANDIDATE_INPUT_IDS: ids[row, t:],
-            schema.CANDIDATE_INPUT_MASK: mask[row, t:],
+            CONTEXT_INPUT_IDS: ids[row, :t],
+            CONTEXT_INPUT_MASK: mask[row, :t],
+            CONTEXT_TURN_MASK: turn_mask,
+            CONTEXT_TURN_OFFSET: turn_offset,
+            CANDIDATE_INPUT_IDS: ids[row, t:],
+            CANDIDATE_INPUT_MASK: mask[row, t:],
         })
     return examples
 
@@ -150,7 +229,7 @@ def write_contrastive_records(
     dialogues,
     tokenizer,
     output_dir: str,
-    spec: schema.ContrastiveRecordSpec,
+    spec: ContrastiveRecordSpec,
     random_seed: int = 12345,
     max_responses_per_dialogue: int = 0,
     num_shards: int = 1,
@@ -170,7 +249,7 @@ def write_contrastive_records(
     stats = stats if stats is not None else PrepStats()
     dialogues = cap_utterances(dialogues, spec.max_seq_length, stats)
     samples = iter_samples(dialogues, spec, random_seed, max_responses_per_dialogue, stats, use_given_candidates)
-    with schema.ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
+    with ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
         chunk = []
         for sample in samples:
             chunk.append(sample)
@@ -182,7 +261,7 @@ def write_contrastive_records(
         if writer.num_written == 0:
             raise ValueError("no contrastive sample could be built from the input dialogues")
     stats.increment("samples_written", writer.num_written)
-    schema.write_records_info(output_dir, spec, stats.to_dict())
+    write_records_info(output_dir, spec, stats.to_dict())
     log(f"[contrastive] {writer.num_written} records -> {output_dir}")
     return stats
 

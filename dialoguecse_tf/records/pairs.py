@@ -1,4 +1,4 @@
-"""Positive-pair records for DSE (Zhou et al., NAACL 2022, section 3).
+"""Positive-pair records ("pairs") for DSE (Zhou et al., NAACL 2022, section 3).
 
 `pairing="consecutive"` (DSE): every two adjacent turns (u_i, u_i+1) of a dialogue, the
 earlier one first, as the authors' `data/process_pretrain.py` makes them (l.25-29): the
@@ -26,16 +26,56 @@ rule, for Chinese a character count (our choice; the paper has no Chinese corpus
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import random
 import re
+from typing import ClassVar
 
 import numpy as np
+import tensorflow as tf
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_text
+from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, ShardedRecordWriter, check_positive_int,
+                                           write_records_info)
+
+RECORD_TYPE_PAIRS = "pairs"
+
+# Pair (DSE) features: [2, max_seq_length], the anchor in row 0 and its positive in row 1.
+PAIR_INPUT_IDS = "pair_input_ids"
+PAIR_INPUT_MASK = "pair_input_mask"
+
+PAIRINGS = ("consecutive", "self")
+
+
+@dataclasses.dataclass(frozen=True)
+class PairRecordSpec(RecordSpec):
+    """Positive pairs of utterances: ``pair_*`` are ``[2, max_seq_length]``, row 0 the earlier
+    utterance and row 1 its positive. ``pairing`` says how the pairs were made:
+
+    * ``"consecutive"``: two adjacent turns of one dialogue (DSE);
+    * ``"self"``: an utterance with itself, the two views differing only by dropout (DSE-dropout,
+      i.e. unsupervised SimCSE).
+
+    Segment ids are all zero and are not stored.
+    """
+
+    record_type: ClassVar[str] = RECORD_TYPE_PAIRS
+
+    max_seq_length: int
+    pairing: str = "consecutive"
+
+    def __post_init__(self):
+        check_positive_int("PairRecordSpec", "max_seq_length", self.max_seq_length, 1)
+        if self.pairing not in PAIRINGS:
+            raise ValueError(f"PairRecordSpec.pairing must be one of {PAIRINGS}, got {self.pairing!r}")
+
+    def _features(self) -> tuple[FixedFeature, ...]:
+        pair = (2, self.max_seq_length)
+        return (FixedFeature(PAIR_INPUT_IDS, tf.int64, pair), FixedFeature(PAIR_INPUT_MASK, tf.int64, pair))
+
 
 DEFAULT_MIN_WORDS = 3
 DEFAULT_SHUFFLE_SEED = 24  # the release's
@@ -60,8 +100,8 @@ def iter_pairs(dialogues, pairing: str, min_words: int, stats: PrepStats, max_se
     cut by `cap_text` for `max_seq_length`, which a record never notices (it keeps the first
     max_seq_length - 2 pieces).
     """
-    if pairing not in schema.PAIRINGS:
-        raise ValueError(f"pairing must be one of {schema.PAIRINGS}, got {pairing!r}")
+    if pairing not in PAIRINGS:
+        raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
     seen = set()
     for dialogue in dialogues:
         texts = [turn.text for turn in dialogue.turns]
@@ -85,7 +125,7 @@ def iter_pairs(dialogues, pairing: str, min_words: int, stats: PrepStats, max_se
                 yield text, text
 
 
-def encode_pairs(pairs, tokenizer, spec: schema.PairRecordSpec, stats: PrepStats) -> list:
+def encode_pairs(pairs, tokenizer, spec: PairRecordSpec, stats: PrepStats) -> list:
     """Tokenizes a chunk of pairs in one tokenizer call; returns feature dicts."""
     texts = [text for pair in pairs for text in pair]
     length = spec.max_seq_length
@@ -94,10 +134,10 @@ def encode_pairs(pairs, tokenizer, spec: schema.PairRecordSpec, stats: PrepStats
     mask = packed["padding_mask"].numpy().reshape(len(pairs), 2, length).astype(np.int64)
     word_pieces = tokenizer.tokenize(texts).row_lengths().numpy()
     stats.increment("tokens_truncated", int(np.maximum(word_pieces - (length - 2), 0).sum()))
-    return [{schema.PAIR_INPUT_IDS: ids[row], schema.PAIR_INPUT_MASK: mask[row]} for row in range(len(pairs))]
+    return [{PAIR_INPUT_IDS: ids[row], PAIR_INPUT_MASK: mask[row]} for row in range(len(pairs))]
 
 
-def write_pair_records(dialogues, tokenizer, output_dir: str, spec: schema.PairRecordSpec,
+def write_pair_records(dialogues, tokenizer, output_dir: str, spec: PairRecordSpec,
                        min_words: int = DEFAULT_MIN_WORDS, num_shards: int = 1, stats: PrepStats | None = None,
                        log=print, random_seed: int = DEFAULT_SHUFFLE_SEED) -> PrepStats:
     """Writes the pairs, shuffled with `random_seed`, as sharded records (`pairs-*.tfrecord`)
@@ -107,12 +147,12 @@ def write_pair_records(dialogues, tokenizer, output_dir: str, spec: schema.PairR
     if not pairs:
         raise ValueError(f"no {spec.pairing} pair with more than {min_words} words per side in the input dialogues")
     random.Random(random_seed).shuffle(pairs)
-    with schema.ShardedRecordWriter(os.path.join(output_dir, "pairs"), num_shards) as writer:
+    with ShardedRecordWriter(os.path.join(output_dir, "pairs"), num_shards) as writer:
         for start in range(0, len(pairs), _CHUNK):
             _write_chunk(writer, pairs[start:start + _CHUNK], tokenizer, spec, stats, log)
     stats.increment("samples_written", writer.num_written)
-    schema.write_records_info(output_dir, spec, {**stats.to_dict(), "min_words": min_words,
-                                                 "shuffle_seed": random_seed})
+    write_records_info(output_dir, spec, {**stats.to_dict(), "min_words": min_words,
+                                          "shuffle_seed": random_seed})
     log(f"[pairs] {writer.num_written} {spec.pairing} pairs -> {output_dir}")
     return stats
 

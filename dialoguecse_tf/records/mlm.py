@@ -1,4 +1,7 @@
-"""MLM continued-pretraining records: dialogues are documents, utterances are sentences.
+"""MLM continued-pretraining records ("mlm"): dialogues are documents, utterances are sentences.
+
+``MlmRecordSpec`` is Google BERT's exact pretraining schema, so the shards are also readable
+by Google's ``run_pretraining.py`` and the TF Model Garden BERT pretraining loader.
 
 Candidate utterances that are no dialogue's turn become documents too (`document_texts`), so
 the records cover every distinct utterance of the input.
@@ -9,28 +12,81 @@ Instance packing and masking are Google's own, taken from tf-models-official's
 the later stages use in-graph.
 """
 
+from __future__ import annotations
+
+import dataclasses
 import functools
 import importlib
 import os
 import random
 import sys
+from typing import ClassVar
 
 import numpy as np
+import tensorflow as tf
 from absl import flags
 
-from dialoguecse_tf import schema
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_text
+from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, ShardedRecordWriter, check_positive_int,
+                                           write_records_info)
+
+RECORD_TYPE_MLM = "mlm"
+
+# Google BERT pretraining features (names and types must not change).
+INPUT_IDS = "input_ids"
+INPUT_MASK = "input_mask"
+SEGMENT_IDS = "segment_ids"
+MASKED_LM_POSITIONS = "masked_lm_positions"
+MASKED_LM_IDS = "masked_lm_ids"
+MASKED_LM_WEIGHTS = "masked_lm_weights"
+NEXT_SENTENCE_LABELS = "next_sentence_labels"
+
+
+@dataclasses.dataclass(frozen=True)
+class MlmRecordSpec(RecordSpec):
+    """Masked-LM pretraining records in Google BERT's schema.
+
+    ``next_sentence_labels`` is always written as ``[0]`` so BERT's readers,
+    which require it, accept the records; ``parse`` ignores it.
+    """
+
+    record_type: ClassVar[str] = RECORD_TYPE_MLM
+
+    max_seq_length: int
+    max_predictions_per_seq: int
+
+    def __post_init__(self):
+        check_positive_int("MlmRecordSpec", "max_seq_length", self.max_seq_length, 1)
+        check_positive_int("MlmRecordSpec", "max_predictions_per_seq", self.max_predictions_per_seq, 1)
+
+    def _features(self) -> tuple[FixedFeature, ...]:
+        seq = (self.max_seq_length,)
+        preds = (self.max_predictions_per_seq,)
+        return (
+            FixedFeature(INPUT_IDS, tf.int64, seq),
+            FixedFeature(INPUT_MASK, tf.int64, seq),
+            FixedFeature(SEGMENT_IDS, tf.int64, seq),
+            FixedFeature(MASKED_LM_POSITIONS, tf.int64, preds),
+            FixedFeature(MASKED_LM_IDS, tf.int64, preds),
+            FixedFeature(MASKED_LM_WEIGHTS, tf.float32, preds),
+        )
+
+    def _constant_features(self) -> dict[str, tf.train.Feature]:
+        return {NEXT_SENTENCE_LABELS: tf.train.Feature(int64_list=tf.train.Int64List(value=[0]))}
+
 
 _TOKENIZE_BATCH = 1024
 _PROGRESS_EVERY = 10000
 
 
-def _bert_instance_tools():
+@functools.cache
+def _bert_tools():
     """Imports Google's instance builder without letting it touch our command-line flags.
 
     The module defines absl flags (`max_seq_length`, `input_file`, ...) at import time,
     which would collide with the entry points' flags of the same names; its definitions
-    are sent to a scratch registry instead, whatever the import order.
+    are sent to a scratch registry instead, whatever the import order. It is imported on first
+    use: the models and objectives import this module for the spec alone.
     """
     name = "official.nlp.data.create_pretraining_data"
     if name in sys.modules:
@@ -44,9 +100,6 @@ def _bert_instance_tools():
     finally:
         for attr, define in originals.items():
             setattr(flags, attr, define)
-
-
-_bert_tools = _bert_instance_tools()
 
 
 def tokenize_texts(tokenizer, texts) -> list:
@@ -130,7 +183,7 @@ def build_documents(dialogues, tokenizer, max_seq_length: int, stats: PrepStats)
 def create_mlm_examples(
     documents,
     tokenizer,
-    spec: schema.MlmRecordSpec,
+    spec: MlmRecordSpec,
     masked_lm_prob: float,
     dupe_factor: int,
     short_seq_prob: float,
@@ -153,7 +206,7 @@ def create_mlm_examples(
     length, predictions = spec.max_seq_length, spec.max_predictions_per_seq
     for _ in range(dupe_factor):
         for index in range(len(documents)):
-            instances = _bert_tools.create_instances_from_document(
+            instances = _bert_tools().create_instances_from_document(
                 documents, index, length, short_seq_prob, masked_lm_prob,
                 predictions, vocab_words, rng,
             )
@@ -177,13 +230,13 @@ def _to_features(instance, tokenizer, length: int, predictions: int) -> dict:
     label_ids[:count] = tokenizer.tokens_to_ids(instance.masked_lm_labels)
     weights[:count] = 1.0
     return {
-        schema.INPUT_IDS: input_ids,
-        schema.INPUT_MASK: input_mask,
-        schema.SEGMENT_IDS: segment_ids,
-        schema.MASKED_LM_POSITIONS: positions,
-        schema.MASKED_LM_IDS: label_ids,
-        schema.MASKED_LM_WEIGHTS: weights,
-        schema.NEXT_SENTENCE_LABELS: np.array([int(instance.is_random_next)], np.int64),
+        INPUT_IDS: input_ids,
+        INPUT_MASK: input_mask,
+        SEGMENT_IDS: segment_ids,
+        MASKED_LM_POSITIONS: positions,
+        MASKED_LM_IDS: label_ids,
+        MASKED_LM_WEIGHTS: weights,
+        NEXT_SENTENCE_LABELS: np.array([int(instance.is_random_next)], np.int64),
     }
 
 
@@ -191,7 +244,7 @@ def write_mlm_records(
     dialogues,
     tokenizer,
     output_dir: str,
-    spec: schema.MlmRecordSpec,
+    spec: MlmRecordSpec,
     masked_lm_prob: float = 0.15,
     dupe_factor: int = 1,
     short_seq_prob: float = 0.1,
@@ -207,14 +260,14 @@ def write_mlm_records(
         documents, tokenizer, spec, masked_lm_prob, dupe_factor, short_seq_prob, random_seed
     )
     masked = 0
-    with schema.ShardedRecordWriter(os.path.join(output_dir, "mlm"), num_shards) as writer:
+    with ShardedRecordWriter(os.path.join(output_dir, "mlm"), num_shards) as writer:
         for example in examples:
             writer.write(spec.serialize(example))
-            masked += int(example[schema.MASKED_LM_WEIGHTS].sum())
+            masked += int(example[MASKED_LM_WEIGHTS].sum())
             if writer.num_written % _PROGRESS_EVERY == 0:
                 log(f"[mlm] {writer.num_written} records written")
     stats.increment("samples_written", writer.num_written)
     stats.increment("masked_tokens", masked)
-    schema.write_records_info(output_dir, spec, stats.to_dict())
+    write_records_info(output_dir, spec, stats.to_dict())
     log(f"[mlm] {writer.num_written} records, {masked} masked tokens -> {output_dir}")
     return stats
