@@ -2,8 +2,6 @@
 
 import json
 import resource
-import subprocess
-import sys
 import time
 
 import pytest
@@ -17,6 +15,7 @@ from dialoguecse_tf.data.pipeline import (
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.data.sr_builder import read_select_file
 from conftest import REPO_ROOT
+from forked_entry_points import run_python
 
 INTENTS = {
     "order_status": ["where is my order", "my order has not arrived", "track my package please"],
@@ -206,10 +205,10 @@ def test_malformed_line_stops_or_is_counted(tmp_path, corpus):
 
 
 def _run(script, *args):
-    return subprocess.run([sys.executable, str(REPO_ROOT / "data_prep" / script), *args],
-                          capture_output=True, text=True, cwd=REPO_ROOT)
+    return run_python([REPO_ROOT / "data_prep" / script, *args], text=True, cwd=REPO_ROOT)
 
 
+@pytest.mark.slow
 def test_entry_points_end_to_end_and_errors(tmp_path, corpus):
     source = corpus.input_file[0]
     done = _run("build_vocab.py", f"--input_file={source}", f"--output_dir={tmp_path / 'vocab'}",
