@@ -24,6 +24,7 @@ def _run(tmp_path, *args, **env):
                           timeout=600)
 
 
+@pytest.mark.slow
 def test_unknown_track_is_refused_before_any_stage(tmp_path):
     done = _run(tmp_path, TRACKS="eng")
     assert done.returncode == 2
@@ -31,6 +32,7 @@ def test_unknown_track_is_refused_before_any_stage(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_tracks_none_merges_the_parts_present_without_training(tmp_path):
     part = tmp_path / "results" / "parts" / "zh-dial2vec"
     part.mkdir(parents=True)
@@ -44,6 +46,7 @@ def test_tracks_none_merges_the_parts_present_without_training(tmp_path):
     assert (tmp_path / "results" / "results.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_paper_preset_refuses_the_chinese_track_without_a_chinese_bert(tmp_path):
     done = _run(tmp_path, "--preset=paper", TRACKS="zh", ZH_INIT_CHECKPOINT="")
     assert done.returncode == 2

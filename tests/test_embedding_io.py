@@ -157,6 +157,7 @@ def test_settings_for_the_other_mode_are_refused():
         EmbedConfig("-", "v.npy", checkpoint="c", dialogue_max_seq_length=64)
 
 
+@pytest.mark.slow
 def test_an_export_refuses_other_settings_and_normalizes_on_request(tmp_path, tiny_bert_config, tiny_vocab_file):
     from dialoguecse_tf.checkpoints import save_checkpoint
     from dialoguecse_tf.embedding_io import EmbedConfig, check_export_request, embed

@@ -126,6 +126,7 @@ def test_the_dialogue_signature_gives_encode_dialogues_vectors(tmp_path, tiny_be
                       dialogue_lengths=tf.constant(lengths, tf.int32))
 
 
+@pytest.mark.slow
 def test_the_dialogue_signature_reads_dialogues_as_the_checkpoint_was_trained(tmp_path, tiny_bert_config,
                                                                               tiny_vocab_file):
     from dialoguecse_tf.dialogue_encoder import DialogueEncoder

@@ -93,6 +93,7 @@ def test_flatten_context_matches_python_reference():
 # tests/test_objectives.py runs loss-falls, frozen-weights, logged-metrics, config, mirrored and
 # resume checks on every objective and its defaults (released DialogueCSE aggregates by attention);
 # this case adds the one pairing no default has, paper_text with attention, and the metadata.
+@pytest.mark.slow
 @pytest.mark.parametrize("objective_name, options", [
     ("dialoguecse", {"variant": "paper_text", "aggregation": "attention", "temperature": 0.1}),
 ], ids=["paper_text-attention"])
