@@ -21,6 +21,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import traceback
 
 PRELOADED = ("numpy", "tensorflow", "keras", "keras_hub", "tensorflow_text")
@@ -139,14 +140,15 @@ class _Server:
             os.killpg(cls.process.pid, signal.SIGKILL)
             cls.process.wait()
             raise subprocess.TimeoutExpired(case["argv"], timeout)
-        return json.loads(cls.process.stdout.readline())["returncode"]
+        answer = cls.process.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the entry-point server exited with status {cls.process.wait()}")
+        return json.loads(answer)["returncode"]
 
 
 def run_python(args, *, text=False, input=None, env=None, cwd=None, timeout=None, check=False):
     """`subprocess.run([sys.executable, *args], capture_output=True, ...)` through the session's
     server. `args` starts with a script path, "-m" and a module, or "-c" and code."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as folder:
         streams = {name: os.path.join(folder, name) for name in ("stdin", "stdout", "stderr")}
         stdin = input.encode("utf-8") if isinstance(input, str) else input or b""
