@@ -66,5 +66,7 @@ def tiny_bert_config(tiny_vocab_file):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "slow: long tests that run entry points as subprocesses (deselect with -m 'not slow'; CI runs all)"
+        "markers", "slow: tests of seconds each: entry points doing real work (training, exporting, embedding, "
+        "evaluating) and checks that train two runs or more (deselect with -m 'not slow' for the fast tier; "
+        "CI runs all)"
     )

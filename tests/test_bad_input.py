@@ -1,8 +1,9 @@
 """Bad input on every entry point: one clear line on stderr, a failing exit code, no complete-looking output.
 
-Each case runs the real entry point as a subprocess. All cases are launched once, a few at a
-time, by the module-scoped `outcomes` fixture (each process pays seconds of TensorFlow import);
-the parametrized tests then check one case each.
+Each case runs the real entry point in a process of its own. All cases are launched once, a few
+at a time, by the module-scoped `outcomes` fixture, as children forked from one process that
+imported TensorFlow (tests/forked_entry_points.py: a fresh interpreter per case paid seconds of
+imports, minutes in all); the parametrized tests then check one case each.
 
 What counts as complete-looking output: anything in the case's output folder except a
 `config.json` at its top level. A stage that writes its config before loading a model (training,
@@ -10,28 +11,25 @@ evaluation) leaves the config of the attempted run; without results, records, an
 folder or a SavedModel beside it nothing suggests that the run finished.
 """
 
-import concurrent.futures
 import dataclasses
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
+from forked_entry_points import run_entry_points
 from test_data_prep import _write_corpus
 
 # Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
 pytestmark = pytest.mark.slow
 
 ENV = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
-# Run as `python -m dialoguecse_tf.cli.embed`, which calls `run()`, the console script's entry point.
 EMBED = "dialoguecse-embed"
 EXPERIMENT = "dialoguecse-experiment"
 _INSTALLED = {EMBED: "dialoguecse_tf.cli.embed", EXPERIMENT: "dialoguecse_tf.cli.experiment"}
-WORKERS = 3
+WORKERS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -396,13 +394,12 @@ def _build_inputs(root):
     return paths
 
 
-def _run_case(case, paths, out):
+def _command(case, paths, out) -> list:
     values = {**paths, "out": out}
     args = [arg.format(**values) for arg in case.args]
-    command = ([sys.executable, "-m", _INSTALLED[case.entry_point]] if case.entry_point in _INSTALLED
-               else [sys.executable, str(REPO_ROOT / case.entry_point)])
-    return subprocess.run(command + args, input=case.stdin, capture_output=True, env=ENV, cwd=REPO_ROOT,
-                          timeout=300)
+    # `-m dialoguecse_tf.cli.embed` calls `run()`, the console script's entry point.
+    return (["-m", _INSTALLED[case.entry_point]] if case.entry_point in _INSTALLED
+            else [str(REPO_ROOT / case.entry_point)]) + args
 
 
 @pytest.fixture(scope="module")
@@ -414,10 +411,9 @@ def inputs(tmp_path_factory):
 def outcomes(inputs, tmp_path_factory):
     """{case id: (CompletedProcess, output folder)} for every case, run WORKERS at a time."""
     out_root = tmp_path_factory.mktemp("outputs")
-    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        futures = {case.id: (pool.submit(_run_case, case, inputs, str(out_root / case.id)), str(out_root / case.id))
-                   for case in CASES}
-        return {case_id: (future.result(), out) for case_id, (future, out) in futures.items()}
+    commands = [(_command(case, inputs, str(out_root / case.id)), case.stdin) for case in CASES]
+    completed = run_entry_points(commands, tmp_path_factory.mktemp("streams"), WORKERS, ENV, REPO_ROOT)
+    return {case.id: (process, str(out_root / case.id)) for case, process in zip(CASES, completed)}
 
 
 def _complete_looking(out):

@@ -2,8 +2,6 @@
 
 import json
 import resource
-import subprocess
-import sys
 import time
 
 import pytest
@@ -20,6 +18,7 @@ from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES
 from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS
 from dialoguecse_tf.records.registry import read_records_info
 from conftest import REPO_ROOT
+from forked_entry_points import run_python
 
 INTENTS = {
     "order_status": ["where is my order", "my order has not arrived", "track my package please"],
@@ -221,10 +220,10 @@ def test_malformed_line_stops_or_is_counted(tmp_path, corpus):
 
 
 def _run(script, *args):
-    return subprocess.run([sys.executable, str(REPO_ROOT / "data_prep" / script), *args],
-                          capture_output=True, text=True, cwd=REPO_ROOT)
+    return run_python([REPO_ROOT / "data_prep" / script, *args], text=True, cwd=REPO_ROOT)
 
 
+@pytest.mark.slow
 def test_entry_points_end_to_end_and_errors(tmp_path, corpus):
     source = corpus.input_file[0]
     done = _run("build_vocab.py", f"--input_file={source}", f"--output_dir={tmp_path / 'vocab'}",

@@ -2,8 +2,6 @@
 
 import json
 import re
-import subprocess
-import sys
 import time
 
 import pytest
@@ -14,6 +12,7 @@ from dialoguecse_tf.data.readers import read_jsonl
 from dialoguecse_tf.data.sr_builder import read_select_file
 from dialoguecse_tf.evaluation.sts import read_sts_file
 from conftest import REPO_ROOT
+from forked_entry_points import run_python
 
 OUTPUT_FILES = ("train.jsonl", "train_sentences.txt", "sr/select.txt", "sts/sts.txt", "sts/sts_metadata.jsonl",
                 "intent/intent.json", "dialogues/eval_dialogues.jsonl", "config.json", "demo_stats.json")
@@ -246,8 +245,7 @@ def test_config_is_validated(tmp_path):
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, str(REPO_ROOT / "data_prep" / "generate_demo_corpus.py"), *args],
-                          capture_output=True, text=True, cwd=REPO_ROOT)
+    return run_python([REPO_ROOT / "data_prep" / "generate_demo_corpus.py", *args], text=True, cwd=REPO_ROOT)
 
 
 def test_entry_point(tmp_path):

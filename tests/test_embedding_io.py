@@ -1,11 +1,10 @@
 import dataclasses
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from forked_entry_points import run_python
 from dialoguecse_tf.embedding_io import nearest_neighbors, read_texts, write_embeddings
 
 
@@ -36,6 +35,7 @@ def test_nearest_neighbors_by_cosine():
     assert result[0][0][1] == pytest.approx(0.9 / np.hypot(0.9, 0.1))
 
 
+@pytest.mark.slow
 def test_embed_cli_end_to_end(tmp_path, tiny_bert_config, tiny_vocab_file):
     from dialoguecse_tf.checkpoints import save_checkpoint
     from dialoguecse_tf.encoder import build_backbone
@@ -48,11 +48,11 @@ def test_embed_cli_end_to_end(tmp_path, tiny_bert_config, tiny_vocab_file):
     texts = ["where is my order?", "i want a refund", ""]
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
     out = tmp_path / "out.npy"
-    done = subprocess.run(
-        [sys.executable, "-m", "dialoguecse_tf.cli.embed", f"--checkpoint={checkpoint}",
+    done = run_python(
+        ["-m", "dialoguecse_tf.cli.embed", f"--checkpoint={checkpoint}",
          f"--input_file={tmp_path / 'in.txt'}", f"--output_file={out}", "--max_seq_length=12",
          "--nearest_neighbors=2"],
-        check=True, capture_output=True, text=True,
+        check=True, text=True,
     )
     expected = SentenceEncoder(backbone, tokenizer).encode(texts)
     np.testing.assert_allclose(np.load(out), expected, atol=1e-5)
@@ -61,13 +61,11 @@ def test_embed_cli_end_to_end(tmp_path, tiny_bert_config, tiny_vocab_file):
     assert [lines[0], lines[2]] == texts[:2] and len(lines) == 4, done.stdout
     assert lines[1].endswith("  i want a refund") and lines[3].endswith("  where is my order?")
     assert "batch" in done.stderr
-    missing = subprocess.run(
-        [sys.executable, "-m", "dialoguecse_tf.cli.embed", f"--input_file={tmp_path / 'in.txt'}"],
-        capture_output=True, text=True,
-    )
+    missing = run_python(["-m", "dialoguecse_tf.cli.embed", f"--input_file={tmp_path / 'in.txt'}"], text=True)
     assert missing.returncode != 0 and "checkpoint" in missing.stderr
 
 
+@pytest.mark.slow
 def test_embed_cli_embeds_whole_dialogues(tmp_path, tiny_bert_config, tiny_vocab_file):
     import json
 
@@ -85,10 +83,10 @@ def test_embed_cli_embeds_whole_dialogues(tmp_path, tiny_bert_config, tiny_vocab
                  for i, text in enumerate(["thanks", "i want a refund please"])]
     write_jsonl(dialogues, tmp_path / "dialogues.jsonl")
     out = tmp_path / "out.jsonl"
-    completed = subprocess.run(
-        [sys.executable, "-m", "dialoguecse_tf.cli.embed", f"--checkpoint={checkpoint}",
+    completed = run_python(
+        ["-m", "dialoguecse_tf.cli.embed", f"--checkpoint={checkpoint}",
          f"--input_file={tmp_path / 'dialogues.jsonl'}", "--dialogue_format=jsonl", "--dialogue_max_seq_length=24",
-         f"--output_file={out}"], capture_output=True, text=True)
+         f"--output_file={out}"], text=True)
     assert completed.returncode == 0, completed.stderr[-2000:]
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [row["dialogue_id"] for row in rows] == ["d0", "d1"]
@@ -159,6 +157,7 @@ def test_settings_for_the_other_mode_are_refused():
         EmbedConfig("-", "v.npy", checkpoint="c", dialogue_max_seq_length=64)
 
 
+@pytest.mark.slow
 def test_an_export_refuses_other_settings_and_normalizes_on_request(tmp_path, tiny_bert_config, tiny_vocab_file):
     from dialoguecse_tf.checkpoints import save_checkpoint
     from dialoguecse_tf.embedding_io import EmbedConfig, check_export_request, embed

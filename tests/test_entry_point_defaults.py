@@ -3,12 +3,11 @@ default is decided in one place (the training and evaluation flags are generated
 configs, `cli/flag_utils.define_config_flags`)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from conftest import REPO_ROOT
+from forked_entry_points import run_python
 
 # entry point -> (module, config class) whose fields its flags fill
 ENTRY_POINTS = {
@@ -43,8 +42,8 @@ print(json.dumps(pairs))
 @pytest.mark.parametrize("script", sorted(ENTRY_POINTS))
 def test_flag_defaults_equal_config_defaults(script):
     module, name = ENTRY_POINTS[script]
-    completed = subprocess.run([sys.executable, "-c", PROBE, str(REPO_ROOT / "data_prep" / script), module, name],
-                               capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    completed = run_python(["-c", PROBE, REPO_ROOT / "data_prep" / script, module, name], text=True, cwd=REPO_ROOT,
+                           timeout=300)
     assert completed.returncode == 0, completed.stderr[-2000:]
     pairs = json.loads(completed.stdout.strip().splitlines()[-1])
     assert len(pairs) >= 3, pairs

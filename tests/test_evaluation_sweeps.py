@@ -1,9 +1,8 @@
 import json
-import subprocess
-import sys
 
 from conftest import REPO_ROOT
 from dialoguecse_tf.evaluation.results_io import model_record, new_results
+from forked_entry_points import run_python
 from dialoguecse_tf.evaluation.sweeps import collect_sweep, sweep_markdown, write_sweep
 from dialoguecse_tf.evaluation.tables import write_results
 
@@ -45,11 +44,10 @@ def test_sweep_puts_two_models_side_by_side_at_every_point(tmp_path):
 
 def test_plot_sweep_entry_point(tmp_path):
     path = _results(tmp_path, "a", 50.0, 60.0)
-    done = subprocess.run([sys.executable, str(REPO_ROOT / "evaluation" / "plot_sweep.py"), "--parameter=negatives",
-                           f"--point=9={path}", f"--output_dir={tmp_path / 'o'}", "--noplot"],
-                          capture_output=True, text=True)
+    done = run_python([REPO_ROOT / "evaluation" / "plot_sweep.py", "--parameter=negatives", f"--point=9={path}",
+                       f"--output_dir={tmp_path / 'o'}", "--noplot"], text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "o" / "negatives.md").exists() and not (tmp_path / "o" / "negatives.png").exists()
-    bad = subprocess.run([sys.executable, str(REPO_ROOT / "evaluation" / "plot_sweep.py"), "--parameter=x",
-                          f"--point={path}", f"--output_dir={tmp_path / 'o'}"], capture_output=True, text=True)
+    bad = run_python([REPO_ROOT / "evaluation" / "plot_sweep.py", "--parameter=x", f"--point={path}",
+                      f"--output_dir={tmp_path / 'o'}"], text=True)
     assert bad.returncode != 0 and "VALUE=PATH" in bad.stderr

@@ -1,10 +1,9 @@
 import json
-import subprocess
-import sys
 
 import pytest
 
 from conftest import REPO_ROOT
+from forked_entry_points import run_python
 from dialoguecse_tf.evaluation.train_curves import load_curves, summarize, write_curves
 
 
@@ -42,11 +41,10 @@ def test_a_log_without_training_entries_is_refused(tmp_path):
 
 def test_plot_train_logs_entry_point(tmp_path):
     log = _log(tmp_path / "a.jsonl", [2.0, 1.0])
-    bad = subprocess.run([sys.executable, str(REPO_ROOT / "evaluation" / "plot_train_logs.py"),
-                          f"--log={log}", f"--output_dir={tmp_path / 'o'}"], capture_output=True, text=True)
+    bad = run_python([REPO_ROOT / "evaluation" / "plot_train_logs.py", f"--log={log}", f"--output_dir={tmp_path / 'o'}"],
+                     text=True)
     assert bad.returncode != 0 and "VALUE=PATH" in bad.stderr
-    done = subprocess.run([sys.executable, str(REPO_ROOT / "evaluation" / "plot_train_logs.py"),
-                           f"--log=DialogueCSE_I2={log}", f"--output_dir={tmp_path / 'o'}", "--noplot"],
-                          capture_output=True, text=True)
+    done = run_python([REPO_ROOT / "evaluation" / "plot_train_logs.py", f"--log=DialogueCSE_I2={log}",
+                       f"--output_dir={tmp_path / 'o'}", "--noplot"], text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "o" / "train_curves.md").exists() and not (tmp_path / "o" / "train_curves.png").exists()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO_ROOT
+from forked_entry_points import run_python
 from dialoguecse_tf.checkpoints import save_checkpoint
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.export import export_savedmodel, next_version
@@ -47,6 +48,7 @@ def encoder(tiny_bert_config, tiny_vocab_file):
     return SentenceEncoder(build_backbone(tiny_bert_config), tokenizer)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("normalize", [False, True])
 def test_export_serves_the_same_vectors_as_encode_in_a_fresh_process(tmp_path, encoder, normalize):
     path = export_savedmodel(encoder, str(tmp_path / "export"), normalize=normalize)
@@ -65,6 +67,7 @@ def test_export_serves_the_same_vectors_as_encode_in_a_fresh_process(tmp_path, e
     assert "TOKENS_OK (1, 32)" in done.stdout
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_both_signatures_and_versions_increase(tmp_path, encoder):
     first = export_savedmodel(encoder, str(tmp_path / "export"))
     assert next_version(str(tmp_path / "export")) == 2
@@ -79,21 +82,16 @@ def test_saved_model_cli_lists_both_signatures_and_versions_increase(tmp_path, e
         export_savedmodel(encoder, str(tmp_path / "export"), version=1)
 
 
+@pytest.mark.slow
 def test_export_entry_point_and_embed_cli_from_export(tmp_path, encoder, tiny_bert_config):
     checkpoint = save_checkpoint(str(tmp_path / "ckpt"), encoder.backbone, tiny_bert_config, encoder.tokenizer)
-    done = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "finetune" / "export_savedmodel.py"), f"--checkpoint={checkpoint}",
-         f"--export_dir={tmp_path / 'export'}", "--max_seq_length=16"],
-        capture_output=True, text=True,
-    )
+    done = run_python([REPO_ROOT / "finetune" / "export_savedmodel.py", f"--checkpoint={checkpoint}",
+                       f"--export_dir={tmp_path / 'export'}", "--max_seq_length=16"], text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "export" / "1" / "export_config.json").exists()
     (tmp_path / "in.txt").write_text("where is my order\n退货\n", encoding="utf-8")
-    embedded = subprocess.run(
-        [sys.executable, "-m", "dialoguecse_tf.cli.embed", f"--export_dir={tmp_path / 'export'}",
-         f"--input_file={tmp_path / 'in.txt'}", f"--output_file={tmp_path / 'out.jsonl'}"],
-        capture_output=True, text=True,
-    )
+    embedded = run_python(["-m", "dialoguecse_tf.cli.embed", f"--export_dir={tmp_path / 'export'}",
+                           f"--input_file={tmp_path / 'in.txt'}", f"--output_file={tmp_path / 'out.jsonl'}"], text=True)
     assert embedded.returncode == 0, embedded.stderr[-2000:]
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     expected = encoder.encode(["where is my order", "退货"])
@@ -128,6 +126,7 @@ def test_the_dialogue_signature_gives_encode_dialogues_vectors(tmp_path, tiny_be
                       dialogue_lengths=tf.constant(lengths, tf.int32))
 
 
+@pytest.mark.slow
 def test_the_dialogue_signature_reads_dialogues_as_the_checkpoint_was_trained(tmp_path, tiny_bert_config,
                                                                               tiny_vocab_file):
     from dialoguecse_tf.dialogue_encoder import DialogueEncoder

@@ -91,13 +91,13 @@ def test_flatten_context_matches_python_reference():
     assert short_mask.numpy().sum() == 6
 
 
-# tests/test_objectives.py runs loss-falls, frozen-weights, mirrored and resume checks on every
-# objective and variant; these cases add the logged metrics, metadata and config.json.
+# tests/test_objectives.py runs loss-falls, frozen-weights, logged-metrics, config, mirrored and
+# resume checks on every objective and its defaults (released DialogueCSE aggregates by attention);
+# this case adds the one pairing no default has, paper_text with attention, and the metadata.
+@pytest.mark.slow
 @pytest.mark.parametrize("objective_name, options", [
     ("dialoguecse", {"variant": "paper_text", "aggregation": "attention", "temperature": 0.1}),
-    ("dialoguecse", {"variant": "released", "aggregation": "attention", "temperature": 0.1}),
-    ("siamese_m", {}),
-], ids=["paper_text-attention", "released-attention", "siamese_m"])
+], ids=["paper_text-attention"])
 def test_loss_falls_and_frozen_layers_stay_bit_identical(setup, objective_name, options):
     run_name = "-".join([objective_name, *map(str, options.values())])
     objective, config = stage(setup, objective_name, **options, output_dir=setup["output_dir"] + run_name)

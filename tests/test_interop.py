@@ -2,14 +2,13 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 
 from conftest import REPO_ROOT, tiny_bert_config_for
+from forked_entry_points import run_python
 from dialoguecse_tf.checkpoints import FORMAT_HF, FORMAT_KERAS_HUB, load_checkpoint, save_checkpoint
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.interop import EncoderExportConfig, export_encoder, tf1_name_to_hf
@@ -194,13 +193,14 @@ def test_minilm_export_reloads_in_sentence_transformers(tmp_path):
     assert np.abs(SentenceTransformer(folder, device="cpu").encode(texts) - expected).max() < 1e-5
 
 
+@pytest.mark.slow
 def test_entry_point_writes_both_formats(tmp_path, tiny_bert_config, tiny_vocab_file):
     checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
     for export_format in ("huggingface", "keras_hub"):
-        done = subprocess.run(
-            [sys.executable, str(REPO_ROOT / "finetune" / "export_encoder.py"), f"--checkpoint={checkpoint}",
+        done = run_python(
+            [REPO_ROOT / "finetune" / "export_encoder.py", f"--checkpoint={checkpoint}",
              f"--output_dir={tmp_path / export_format}", f"--format={export_format}", f"--max_seq_length={MAX_LEN}"],
-            capture_output=True, text=True, timeout=300)
+            text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         info = json.loads((tmp_path / export_format / "dialoguecse_export.json").read_text())
         assert info["format"] == export_format and info["source"] == "ckpt" and info["max_seq_length"] == MAX_LEN

@@ -9,14 +9,13 @@ import dataclasses
 import itertools
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 
 from conftest import REPO_ROOT
+from forked_entry_points import run_entry_points
 from stage_runs import assert_best_is_the_first_argmax
 from dialoguecse_tf import stage
 from dialoguecse_tf.bert_config import BertConfig
@@ -37,6 +36,20 @@ STEPS = 24
 CASES = {name: (name, {}) for name in objective_names()}
 CASES["dialoguecse-paper_text"] = ("dialoguecse", {"variant": "paper_text"})
 CASES["dse-Orig"] = ("dse", {"contrast_type": "Orig"})
+
+
+def _one_case_per_family() -> list:
+    """The first case of each objective family (a module of dialoguecse_tf/objectives)."""
+    families = {}
+    for case, (name, _) in CASES.items():
+        families.setdefault(get_objective_class(name).__module__, case)
+    return list(families.values())
+
+
+# The distributed and resume checks train each family once: its objectives and variants share
+# the code those checks exercise (siamese_m and siamese_s differ only in how many context turns they read).
+FAMILY_CASES = _one_case_per_family()
+CONTRASTIVE_METRICS = ("positive_ranked_first", "positive_cosine", "negative_cosine", "cosine_gap")
 
 
 def _write_mlm(dialogues, tokenizer, folder):
@@ -138,13 +151,23 @@ def _encoder_weights(output_dir):
 
 
 @pytest.fixture(scope="module")
-def reference_runs(real_inputs, tmp_path_factory):
-    """One uninterrupted one-device run per objective, shared by the checks below."""
+def reference_logs(real_inputs, tmp_path_factory):
+    """{case: (output folder, {step: logs})}: one uninterrupted one-device run per objective,
+    shared by the checks below."""
     runs = {}
     for case in CASES:
         output_dir = tmp_path_factory.mktemp(f"reference_{case}")
-        runs[case] = (output_dir, _run(real_inputs, case, output_dir))
+        logs = {}
+        _run(real_inputs, case, output_dir, on_log=lambda step, entry, logs=logs: logs.update({step: dict(entry)}))
+        runs[case] = (output_dir, logs)
     return runs
+
+
+@pytest.fixture(scope="module")
+def reference_runs(reference_logs):
+    """{case: (output folder, {step: loss})} of the reference runs."""
+    return {case: (output_dir, {step: entry["loss"] for step, entry in logs.items()})
+            for case, (output_dir, logs) in reference_logs.items()}
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -154,6 +177,20 @@ def test_loss_falls_on_real_records(reference_runs, name):
     assert all(np.isfinite(list(losses.values())))
     first, last = np.mean([losses[s] for s in range(1, 5)]), np.mean([losses[s] for s in range(STEPS - 3, STEPS + 1)])
     assert last < 0.9 * first, f"{name}: loss {first:.4f} -> {last:.4f}"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_cosine_metrics_are_logged_on_one_scale(reference_logs, name):
+    _, logs = reference_logs[name]
+    # Every objective reading contrastive records logs the same metrics; the others' cosines share their scale.
+    if get_objective_class(CASES[name][0]).record_type == RECORD_TYPE_CONTRASTIVE:
+        assert all(set(CONTRASTIVE_METRICS) <= set(entry) for entry in logs.values()), sorted(logs[1])
+    for entry in logs.values():
+        if "positive_cosine" in entry:
+            assert -1.0 - 1e-5 <= entry["positive_cosine"] <= 1.0 + 1e-5, entry
+            assert entry["cosine_gap"] == pytest.approx(entry["positive_cosine"] - entry["negative_cosine"], abs=1e-5)
+        if "positive_ranked_first" in entry:
+            assert 0.0 <= entry["positive_ranked_first"] <= 1.0, entry
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -199,7 +236,8 @@ def _largest_gaps(output_dir, losses, reference_dir, reference_losses) -> tuple:
     return loss_gap, weight_gap
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILY_CASES)
 def test_mirrored_equals_one_device(real_inputs, reference_runs, tmp_path, name):
     """Two replicas on two logical CPUs (conftest) train the same model as one device."""
     losses = _run(real_inputs, name, tmp_path / "mirrored", strategy=create_strategy("mirrored"))
@@ -232,7 +270,8 @@ class _Crash(Exception):
     pass
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILY_CASES)
 def test_resume_after_a_crash_equals_an_uninterrupted_run(real_inputs, reference_runs, tmp_path, name):
     def crash(step, _):
         if step == 11:  # after the checkpoint at step 8, mid-way to the next
@@ -249,25 +288,46 @@ def test_resume_after_a_crash_equals_an_uninterrupted_run(real_inputs, reference
         np.testing.assert_array_equal(a, b)
 
 
+def _wrong_records(name) -> str:
+    """The records of another objective's type than case `name`'s."""
+    record_type = get_objective_class(CASES[name][0]).record_type
+    return next(other for other in RECORD_WRITERS if other != record_type)
+
+
+@pytest.fixture(scope="module")
+def bad_records_outcomes(real_inputs, tmp_path_factory):
+    """{case: (CompletedProcess, its output folder)}: train/run_training.py on another objective's
+    records, every case forked from one process (tests/forked_entry_points.py)."""
+    folder, _ = real_inputs
+    runs = {}
+    for name in CASES:
+        wrong = _wrong_records(name)
+        output_dir = tmp_path_factory.mktemp(f"bad_records_{name}")
+        settings = _settings(real_inputs, name, output_dir / "run",
+                             train_file=(os.path.join(folder, wrong, RECORD_GLOBS[wrong]),))
+        args = [str(REPO_ROOT / "train" / "run_training.py"), f"--objective={CASES[name][0]}"]
+        for key, value in settings.items():
+            for item in value if isinstance(value, tuple) else (value,):
+                args.append(f"--{key}={item}")
+        runs[name] = (args, output_dir)
+    completed = run_entry_points([(args, b"") for args, _ in runs.values()], tmp_path_factory.mktemp("streams"),
+                                 2, {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, REPO_ROOT)
+    return {name: (process, output_dir) for (name, (_, output_dir)), process in zip(runs.items(), completed)}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
-def test_bad_records_end_in_one_error_line(real_inputs, tmp_path, name):
+def test_bad_records_end_in_one_error_line(real_inputs, bad_records_outcomes, name):
     """Records of another objective's type: one `error:` line naming the records, exit 1."""
     folder, _ = real_inputs
-    record_type = get_objective_class(CASES[name][0]).record_type
-    wrong = next(other for other in RECORD_WRITERS if other != record_type)
-    settings = _settings(real_inputs, name, tmp_path / "run", train_file=(os.path.join(folder, wrong, RECORD_GLOBS[wrong]),))
-    args = [sys.executable, str(REPO_ROOT / "train" / "run_training.py"), f"--objective={CASES[name][0]}"]
-    for key, value in settings.items():
-        for item in value if isinstance(value, tuple) else (value,):
-            args.append(f"--{key}={item}")
-    completed = subprocess.run(args, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
-                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert completed.returncode == 1, completed.stderr[-2000:]
-    errors = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in completed.stderr, completed.stderr[-2000:]
+    wrong = _wrong_records(name)
+    completed, output_dir = bad_records_outcomes[name]
+    stderr = completed.stderr.decode("utf-8", errors="replace")
+    assert completed.returncode == 1, stderr[-2000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in stderr, stderr[-2000:]
     assert wrong in errors[0] or os.path.join(folder, wrong) in errors[0], errors[0]
-    assert not os.path.exists(tmp_path / "run" / stage.ENCODER_DIR)
+    assert not os.path.exists(output_dir / "run" / stage.ENCODER_DIR)
 
 
 def test_dial2vec_keeps_the_encoder_best_by_dev_purity_and_derives_its_warmup(real_inputs, shared_data, tmp_path):

@@ -1,8 +1,6 @@
 import json
 import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -10,6 +8,7 @@ import pytest
 from conftest import TINY_WORDS
 from dialoguecse_tf.evaluation.config import EvaluationConfig
 from dialoguecse_tf.evaluation.suite import SuiteEntry, write_suite
+from forked_entry_points import run_python
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
@@ -24,7 +23,7 @@ SENTENCES = [
 
 def run(script, *args):
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env, cwd=REPO_ROOT)
+    return run_python([script, *args], text=True, env=env, cwd=REPO_ROOT)
 
 
 @pytest.fixture
@@ -55,6 +54,7 @@ def tiny_setup(tmp_path, tiny_bert_config, tiny_vocab_file):
     return tmp_path, checkpoint
 
 
+@pytest.mark.slow
 def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     from dialoguecse_tf.data.sr_builder import read_select_file
     from dialoguecse_tf.evaluation.evaluate import evaluate_sr, evaluate_sts, sr_query_counts
