@@ -214,3 +214,10 @@ def test_the_benchmark_merge_alone_folds_the_parts_present(tmp_path):
     assert (tmp_path / "results" / "results.png").stat().st_size > 0
     assert "--only=results" in (tmp_path / "results" / "command.txt").read_text()
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_run_that_declares_no_results_leaves_the_results_folder_records_alone(tmp_path):
+    planner = Planner(_tiny(tmp_path), str(tmp_path / "runs"), str(tmp_path / "results"), DATA, only=["rows"])
+    run_experiment(planner, "rows only")
+    assert (tmp_path / "runs" / "rows" / "results.json").exists()
+    assert not (tmp_path / "results" / "command.txt").exists()

@@ -81,7 +81,9 @@ def run_experiment(planner: Planner, invocation: str, suffix: str = "") -> list[
         records.append({"run": run.name, "tool": run.step.tool, "key": run.key, "status": run.status,
                         "seconds": seconds, "command": _portable_command(run)})
         _collect(planner, run, records, invocation, suffix)
-    _write_records(planner, records, invocation, round(time.time() - started))
+    # A run that only evaluated parts leaves the folder's own records (those of its last merge) alone.
+    if any(run.tool.writes_results or run.step.results.as_dict() or run.step.keep_train_log for run in planner.order):
+        _write_records(planner, records, invocation, round(time.time() - started))
     logging.info("runs under %s; results in %s: %s", portable_path(planner.run_dir), portable_path(results_dir),
                  ", ".join(sorted(os.listdir(results_dir))))
     return records
