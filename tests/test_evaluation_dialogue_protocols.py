@@ -68,6 +68,7 @@ def test_plain_mean_is_the_mean_over_the_first_tokens_without_separators(model):
     assert lengths[1] > length > lengths[2]  # d1 is cut, d2 is not
 
 
+@pytest.mark.slow
 def test_interlocutor_reads_dialogues_as_the_checkpoint_was_trained(model):
     _, backbone, tokenizer = model
     trained = {"objective": "dial2vec", "truncation": "recent_turns", "role_segment_ids": True}

@@ -91,6 +91,7 @@ def test_relatedness_is_the_per_dialogue_spearman_averaged_and_the_all_pairs_one
         {"spearman": 100 * np.mean(rows), "spearman_pairs": 100 * pairs})
 
 
+@pytest.mark.slow
 def test_a_whole_run_on_a_tiny_checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file):
     from dialoguecse_tf.checkpoints import save_checkpoint
     from dialoguecse_tf.dialogue_encoder import DialogueEncoder

@@ -99,6 +99,7 @@ def test_export_entry_point_and_embed_cli_from_export(tmp_path, encoder, tiny_be
     assert np.abs(np.array([r["embedding"] for r in rows]) - expected).max() < 1e-5
 
 
+@pytest.mark.slow
 def test_the_dialogue_signature_gives_encode_dialogues_vectors(tmp_path, tiny_bert_config, tiny_vocab_file):
     from dialoguecse_tf.dialogue_encoder import DialogueEncoder
     from dialoguecse_tf.export import ExportedEncoder
@@ -147,6 +148,7 @@ def test_the_dialogue_signature_reads_dialogues_as_the_checkpoint_was_trained(tm
     assert not np.allclose(served, DialogueEncoder(backbone, tokenizer, 12).encode_dialogues(dialogues), atol=1e-3)
 
 
+@pytest.mark.slow
 def test_the_token_and_dialogue_signatures_refuse_what_the_library_refuses(tmp_path, encoder):
     import tensorflow as tf
 

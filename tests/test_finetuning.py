@@ -137,6 +137,7 @@ def test_records_with_too_few_negatives_or_turns_are_rejected(setup, objective_n
         run_stage(*stage(setup, objective_name, num_context_turns=5), verbose=False)
 
 
+@pytest.mark.slow
 def test_rerunning_a_finished_run_keeps_its_encoder(setup):
     objective, config = stage(setup, num_train_steps=3)
     logs = run_stage(objective, config, verbose=False)

@@ -63,6 +63,7 @@ def _model_batch(packed):
             DIALOGUE_TURN_IDS: packed["turn_ids"][:, None]}
 
 
+@pytest.mark.slow
 def test_encoder_embeds_as_the_training_model_and_by_either_pooling(shared_data, tiny_vocab_file, tiny_bert_config):
     keras.utils.set_random_seed(0)
     backbone = build_backbone(tiny_bert_config.replace(max_position_embeddings=64))

@@ -170,6 +170,7 @@ def reference_runs(reference_logs):
             for case, (output_dir, logs) in reference_logs.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_loss_falls_on_real_records(reference_runs, name):
     _, losses = reference_runs[name]
@@ -179,6 +180,7 @@ def test_loss_falls_on_real_records(reference_runs, name):
     assert last < 0.9 * first, f"{name}: loss {first:.4f} -> {last:.4f}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_cosine_metrics_are_logged_on_one_scale(reference_logs, name):
     _, logs = reference_logs[name]
@@ -193,6 +195,7 @@ def test_cosine_metrics_are_logged_on_one_scale(reference_logs, name):
             assert 0.0 <= entry["positive_ranked_first"] <= 1.0, entry
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_frozen_weights_stay_fixed_and_the_rest_train(real_inputs, tmp_path, name):
     folder, _ = real_inputs
@@ -217,6 +220,7 @@ def test_frozen_weights_stay_fixed_and_the_rest_train(real_inputs, tmp_path, nam
     assert sum(changed) >= len(changed) - 2, f"{name}: only {sum(changed)} of {len(changed)} trainable weights moved"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_config_round_trip(reference_runs, name):
     output_dir, _ = reference_runs[name]
@@ -330,6 +334,7 @@ def test_bad_records_end_in_one_error_line(real_inputs, bad_records_outcomes, na
     assert not os.path.exists(output_dir / "run" / stage.ENCODER_DIR)
 
 
+@pytest.mark.slow
 def test_dial2vec_keeps_the_encoder_best_by_dev_purity_and_derives_its_warmup(real_inputs, shared_data, tmp_path):
     from dialoguecse_tf.data.readers import write_jsonl
 
@@ -347,6 +352,7 @@ def test_dial2vec_keeps_the_encoder_best_by_dev_purity_and_derives_its_warmup(re
     assert set(best["eval"]) == {"purity", "nmi", "ari", "spearman", "spearman_pairs", "dialogue_map", "dialogue_mrr"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_same_configuration_elsewhere_reuses_the_finished_run(real_inputs, reference_runs, tmp_path, case):
     import shutil

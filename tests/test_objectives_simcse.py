@@ -200,6 +200,7 @@ def trained_run(tmp_path_factory):
     return folder, logs, poolings
 
 
+@pytest.mark.slow
 def test_the_written_encoder_embeds_by_cls_without_the_trained_mlp(trained_run):
     folder, logs, _ = trained_run
     encoder_dir = str(folder / "run" / stage.ENCODER_DIR)
@@ -217,6 +218,7 @@ def test_the_written_encoder_embeds_by_cls_without_the_trained_mlp(trained_run):
     assert np.isfinite(logs["loss"]) and 0 <= logs["positive_ranked_first"] <= 1
 
 
+@pytest.mark.slow
 def test_evaluation_during_training_and_after_it_pools_with_cls(trained_run):
     from dialoguecse_tf.evaluation.baselines import CheckpointEmbedders, build_checkpoint_model
     from dialoguecse_tf.evaluation.suite import EvaluationSuite, SuiteEntry
@@ -234,6 +236,7 @@ def test_evaluation_during_training_and_after_it_pools_with_cls(trained_run):
     assert dataset(built.embed_fn, None)["corr"] == pytest.approx(best["eval"]["corr"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_exports_embed_by_cls(trained_run, tmp_path):
     from sentence_transformers import SentenceTransformer
 

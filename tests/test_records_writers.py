@@ -45,6 +45,7 @@ def test_nearest_context_is_bidirectional_and_ordered():
     assert nearest_context(1, 0, 3) == []
 
 
+@pytest.mark.slow
 def test_contrastive_records_round_trip_real_ecd(ecd, tmp_path):
     dialogues, tokenizer = ecd
     spec = ContrastiveRecordSpec(max_seq_length=128, num_context_turns=3, num_negatives=9)
@@ -103,6 +104,7 @@ def test_contrastive_missing_turns_are_pure_padding(tiny_vocab_file, tmp_path):
         np.testing.assert_array_equal(x["candidate_input_ids"], y["candidate_input_ids"])
 
 
+@pytest.mark.slow
 def test_contrastive_records_hold_exactly_the_tokenizer_ids(ecd, tmp_path):
     # Each distinct text is tokenized once per chunk and cut to CHARS_PER_TOKEN * max_seq_length
     # characters first: neither may change a record of real text.
@@ -183,6 +185,7 @@ def test_huge_utterance_costs_seconds_and_megabytes(write, tiny_vocab_file, tmp_
             np.testing.assert_array_equal(huge_record[key], short_record[key])
 
 
+@pytest.mark.slow
 def test_mlm_records_real_ecd(ecd, tmp_path):
     dialogues, tokenizer = ecd
     spec = MlmRecordSpec(max_seq_length=50, max_predictions_per_seq=10)
@@ -212,6 +215,7 @@ def test_mlm_records_real_ecd(ecd, tmp_path):
     assert 0.1 < np.mean(fractions) < 0.2  # masked_lm_prob 0.15, capped at 10 predictions
 
 
+@pytest.mark.slow
 def test_mlm_documents_hold_every_distinct_utterance_of_the_real_sample(ecd, shared_data):
     dialogues, _ = ecd
     # Counted from the raw fields, not through the reader: context, response and candidates.
@@ -256,6 +260,7 @@ def test_mlm_masking_is_deterministic_and_needs_two_dialogues(tiny_vocab_file, t
         write_mlm_records(dialogues[:1], tokenizer, str(tmp_path / "d"), spec, log=lambda _: None)
 
 
+@pytest.mark.slow
 def test_given_candidates_can_be_replaced_by_sampled_ones(ecd, tmp_path):
     dialogues, tokenizer = ecd
     spec = ContrastiveRecordSpec(max_seq_length=32, num_context_turns=2, num_negatives=3)

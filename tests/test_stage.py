@@ -38,6 +38,7 @@ def contrastive_run(tmp_path, tiny_vocab_file, tiny_bert_config):
                 log_steps=1, save_checkpoints_steps=2)
 
 
+@pytest.mark.slow
 def test_periodic_evaluation_keeps_the_best_encoder(tmp_path, contrastive_run):
     files = stage_runs.write_evaluation_files(tmp_path)
     seen = {}
@@ -61,6 +62,7 @@ def test_periodic_evaluation_keeps_the_best_encoder(tmp_path, contrastive_run):
     assert np.isfinite([values["loss"] for values in seen.values()]).all()
 
 
+@pytest.mark.slow
 def test_periodic_evaluation_reads_an_evaluation_suite(tmp_path, contrastive_run):
     from dialoguecse_tf.evaluation.suite import SuiteEntry, write_suite
 
@@ -77,6 +79,7 @@ def test_periodic_evaluation_reads_an_evaluation_suite(tmp_path, contrastive_run
     assert {"eval_B/map", "eval_B/mrr", "eval_A/corr"} <= set(logs)
 
 
+@pytest.mark.slow
 def test_a_config_file_reruns_its_run_exactly(contrastive_run, tmp_path):
     stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
     config_file = os.path.join(contrastive_run["output_dir"], stage.CONFIG_FILE)
@@ -87,6 +90,7 @@ def test_a_config_file_reruns_its_run_exactly(contrastive_run, tmp_path):
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
 
 
+@pytest.mark.slow
 def test_a_run_resumes_only_with_the_settings_it_started_with(contrastive_run):
     run_dir = contrastive_run["output_dir"]
     logs = stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
@@ -105,6 +109,7 @@ def test_a_run_resumes_only_with_the_settings_it_started_with(contrastive_run):
     assert open(os.path.join(run_dir, stage.CONFIG_FILE), "rb").read() == written
 
 
+@pytest.mark.slow
 def test_overwrite_output_dir_trains_the_changed_settings_from_scratch(contrastive_run):
     run_dir = contrastive_run["output_dir"]
     stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
