@@ -104,7 +104,7 @@ CASES = (
     Case(EXPORT_ENCODER, "missing_checkpoint", ("--checkpoint={missing}", "--output_dir={out}"), "{missing}"),
     Case(EXPORT_ENCODER, "truncated_weights", ("--checkpoint={ckpt_truncated}", "--output_dir={out}"),
          "{ckpt_truncated}"),
-    Case(EXPERIMENT, "missing_command", (), "usage: dialoguecse-experiment"),
+    Case(EXPERIMENT, "missing_flag", (), "usage: dialoguecse-experiment"),
     Case(EXPERIMENT, "unknown_experiment", ("run", "ecd_cpus", "--dry_run"), "unknown experiment 'ecd_cpus'"),
     Case(EXPERIMENT, "unknown_parameter", ("run", "demo", "--dry_run", "--set=steps=3"), "has no parameter steps"),
     Case(EXPERIMENT, "missing_experiment_file", ("run", "{missing}.yaml", "--dry_run"), "{missing}.yaml"),
