@@ -102,9 +102,6 @@ DECLARED = {
                 "DSE (SGD train, seed 12345)": "DSE (SGD train)",
                 "dial2vec (3 seeds, dev-selected)": "dial2vec (3 seeds)",
                 "dial2vec, tau 0.05 (1 seed, dev-selected)": "dial2vec tau 0.05 (1 seed)"}),
-    ("README.md", "## Performance and reliability", 0): Source(
-        "measurements", ("benchmarks/results/encode_throughput.json", "benchmarks/results/train_step_ecd.json",
-                         "benchmarks/results/flops.json"), skip_columns=("ratio",)),
     ("docs/reliability.md", "# Reliability: what was tried and what held", 0): Source(
         "tests", why="each row names the test whose assertions and tolerances it states"),
     ("docs/reliability.md", "## A new user's first runs (the 2026-11 probes)", 0): Source(
