@@ -18,10 +18,11 @@ RUNS = ["corpus", "contrastive_records", "pair_records", "dialogue_records", "di
 def test_demo_trains_the_three_objectives_evaluates_every_task_and_exports(tmp_path):
     command = ["bash", str(REPO_ROOT / "run_scripts" / "demo.sh"), f"--run_dir={tmp_path / 'demo'}",
                f"--results_dir={tmp_path / 'results'}", "--set=dcse_steps=2", "--set=dse_steps=2",
-               "--set=dial2vec_steps=2"]
+               "--set=dial2vec_steps=2", "--reuse_under="]
     done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert all(f"--- {run} done in" in done.stderr for run in RUNS), done.stderr[-3000:]
+    missing = [run for run in RUNS if f"--- {run} done in" not in done.stderr]
+    assert not missing, (missing, done.stderr[:3000])
 
     table = json.loads((tmp_path / "results" / "results_table.json").read_text())
     assert [row["model"] for row in table["rows"]] == MODELS
@@ -41,7 +42,8 @@ def test_demo_trains_the_three_objectives_evaluates_every_task_and_exports(tmp_p
     assert drift["min_cosine"] > 0.999
     assert "dialoguecse-experiment run demo" in (tmp_path / "results" / "command.txt").read_text()
 
-    # A second run reuses every finished run and trains nothing.
+    # A second run reuses every finished run and trains nothing (--reuse_under= keeps both runs to
+    # this test's folder: finished runs of the same keys elsewhere under runs/ would be linked).
     again = subprocess.run(command + ["--dry_run"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "12 runs (11 reused)" in again.stdout, again.stdout
