@@ -217,9 +217,8 @@ class Planner:
             if run.step.tool == "evaluate" and not run.models:
                 return
             run.needs = list(dict.fromkeys(needs))
-            by_name = {r.name: r for runs in self.runs.values() for r in runs}
             for upstream in run.needs:
-                visit(by_name[upstream], stack + (run.name,))
+                visit(self._run_names[upstream], stack + (run.name,))
             seen.add(run.name)
             ordered.append(run)
 
