@@ -31,7 +31,7 @@ setuptools.setup(
     extras_require={
         # torch, transformers and sentence-transformers reload the HuggingFace export in its
         # tests (torch 2.13.0 is the CPU build this machine class keeps on disk).
-        "test": ["pytest", "matplotlib", "hypothesis", "torch==2.13.0", "transformers==5.23.0",
+        "test": ["pytest", "pytest-xdist==3.8.0", "matplotlib", "hypothesis", "torch==2.13.0", "transformers==5.23.0",
                  "sentence-transformers==6.2.0"],
         "plot": ["matplotlib"],
         # Only the benchmarks' PyTorch peer needs these (benchmarks/README.md).

@@ -70,3 +70,15 @@ def pytest_configure(config):
         "evaluating) and checks that train two runs or more (deselect with -m 'not slow' for the fast tier; "
         "CI runs all)"
     )
+
+
+# The files of a minute or more of tests, longest first. run_scripts/test.sh hands whole files to
+# two pytest-xdist workers in collection order (`--dist loadfile --no-loadscope-reorder`): started
+# first, they leave no worker alone with one of them at the end of the run.
+LONGEST_FILES = ("test_demo_script.py", "test_objectives.py", "test_crash_safety.py", "test_determinism.py",
+                 "test_export.py", "test_multi_worker.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: position for position, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
