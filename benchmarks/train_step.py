@@ -124,10 +124,8 @@ def torch_step(folder, batch):
     for module in bert.modules():
         if module.__class__.__name__ == "Dropout":
             module.p = 0.0
-    model = torch_peer.TorchDialogueCSE(bert.train(), FLAGS.num_frozen_layers, FLAGS.temperature)
-    optimizer = torch_peer.create_optimizer(model, 5e-5)
-    inputs = torch_peer.to_torch_batch(batch)
-    return lambda: torch_peer.train_step(model, optimizer, inputs)
+    model = torch_peer.TorchDialogueCSE(bert, FLAGS.num_frozen_layers, FLAGS.temperature)
+    return torch_peer.TrainStep(model, torch_peer.create_optimizer(model, 5e-5), batch, clip_norm=1.0)
 
 
 def main(argv):

@@ -3,7 +3,7 @@
 # HuggingFace/PyTorch peer, FLOP/s, scaling, input pipeline) and writes their JSON to
 # benchmarks/results/. Installs the `bench` extra (CPU torch, transformers) into .venv first.
 # TRAIN_FILE (default: the ECD records `dialoguecse-experiment run ecd_cpu` writes) adds the runs on real
-# dialogue lengths. Run it on an idle machine; about 25 minutes on 2 CPU cores.
+# dialogue lengths. Run it on an idle machine; about 45 minutes on 2 CPU cores.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
 cd "${REPO_ROOT}"
@@ -22,5 +22,6 @@ else
 fi
 python benchmarks/dse_step.py --output_json="${OUT}/dse_step.json"
 python benchmarks/dial2vec_step.py --output_json="${OUT}/dial2vec_step.json"
+python benchmarks/objective_steps.py --output_json="${OUT}/objective_steps.json"
 python benchmarks/flops.py --output_json="${OUT}/flops.json"
 python benchmarks/scaling.py --output_json="${OUT}/scaling.json"

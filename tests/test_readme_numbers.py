@@ -128,6 +128,8 @@ DECLARED = {
      "20.3; every layer trained; 5 x 3 steps)", 0): Source("measurements", ("benchmarks/results/dse_step.json",)),
     ("benchmarks/README.md", "### 7. dial2vec training step (MiniLM, 4 dialogues x 5 sequences, window 10, bottom "
      "3 of 6 layers frozen; 3 x 2 steps)", 0): Source("measurements", ("benchmarks/results/dial2vec_step.json",)),
+    ("benchmarks/README.md", "### 8. Every objective against PyTorch", 0): Source(
+        "measurements", ("benchmarks/results/objective_steps.json",)),
     ("benchmarks/README.md", "## What the fast path is, and its flags", 0): Source(
         "tests", why="the effects are the benchmarks above and the equality tests named in each row"),
 }

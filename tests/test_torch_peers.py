@@ -1,0 +1,65 @@
+"""The PyTorch peers of `benchmarks/torch_peer.py` compute each objective's loss as the library does:
+the ratios of `benchmarks/objective_steps.py` compare the same maths.
+
+On a tiny random BERT exported as a HuggingFace folder, each objective's TensorFlow step (built by
+`benchmarks/objective_pairs.py` as `stage.run_stage` builds it) and its peer take the same batch;
+their first-step losses must agree within 1e-4. (After an update they part by more: Keras's Adam
+adds epsilon before the bias correction, PyTorch's after, which moves weights of near-zero gradient
+differently; the cost of the update is the same.)
+"""
+
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
+
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+
+# The tiny BERT has 2 layers and 24 positions: shapes shrunk to fit, one layer frozen where the preset freezes.
+TINY = {
+    "dialoguecse": {"max_seq_length": 8, "num_context_turns": 2, "num_negatives": 2, "train_batch_size": 4,
+                    "num_frozen_layers": 1},
+    "siamese_m": {"max_seq_length": 8, "num_context_turns": 2, "num_negatives": 2, "train_batch_size": 4,
+                  "num_frozen_layers": 1},
+    "dse": {"max_seq_length": 8, "train_batch_size": 4},
+    "dial2vec": {"max_seq_length": 24, "num_negatives": 2, "train_batch_size": 2, "num_frozen_layers": 1,
+                 "window": 1},
+    "simcse": {"max_seq_length": 8, "train_batch_size": 4},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_hf_folder(tmp_path_factory):
+    from dialoguecse_tf.checkpoints import save_checkpoint
+    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.interop import EncoderExportConfig, export_encoder
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    root = tmp_path_factory.mktemp("tiny_peer")
+    vocab = write_tiny_vocab(root / "vocab.txt")
+    config = tiny_bert_config_for(vocab)
+    backbone = build_backbone(config)
+    # Weights well away from their initial values, so a transposed or misplaced tensor shows in the loss.
+    rng = np.random.default_rng(0)
+    for variable in backbone.weights:
+        variable.assign(variable.numpy() + rng.normal(0, 0.2, variable.shape).astype(np.float32))
+    checkpoint = save_checkpoint(str(root / "ckpt"), backbone, config, Tokenizer(vocab, max_seq_length=24))
+    return export_encoder(EncoderExportConfig(checkpoint, str(root / "hf"), format="huggingface", max_seq_length=24))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_peer_loss_equals_the_objectives(tiny_hf_folder, name):
+    import objective_pairs
+    from dialoguecse_tf.checkpoints import load_checkpoint
+
+    overrides = TINY[name]
+    loaded = load_checkpoint(tiny_hf_folder, max_seq_length=overrides["max_seq_length"])
+    steps = objective_pairs.build_steps(name, tiny_hf_folder, loaded, num_length_buckets=2, dropout=0.0,
+                                        **overrides)
+    tf_loss, torch_loss = steps["tf"](), steps["torch"]()
+    assert abs(tf_loss - torch_loss) < 1e-4, (tf_loss, torch_loss)
+    # Each side stepped: the loss after the update is another (the first is not a constant of the batch).
+    assert steps["tf"]() != tf_loss and steps["torch"]() != torch_loss
