@@ -28,6 +28,7 @@ from dialoguecse_tf.sentence_encoder import SentenceEncoder
 # The settings live apart so run_cache can key runs without the stage; callers take them here too.
 from dialoguecse_tf.stage_config import CONFIG_FILE, TrainConfig, configure, load_stage_config, stage_record  # noqa: F401
 from dialoguecse_tf.training import loop
+from dialoguecse_tf.training.grad_cache import EmbeddingChunks
 from dialoguecse_tf.training.optimizers import resolve_num_train_steps
 from dialoguecse_tf.training.strategy import create_strategy, enable_mixed_precision, make_dataset
 from dialoguecse_tf.training.train_log import TENSORBOARD_DIR, TRAIN_LOG_FILE
@@ -151,6 +152,11 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
         raise ValueError("output_dir is required")
     check_output_dir(config.output_dir)
     config.eval_entries()  # a bad evaluation suite fails now, not once the model is built
+    if config.embedding_chunk_size and not objective.supports_embedding_chunks():
+        raise ValueError(f"embedding_chunk_size={config.embedding_chunk_size}: {objective.name}'s loss is not a "
+                         f"function of per-example embeddings, so its batch cannot be embedded in chunks (only "
+                         f"objectives with in-batch negatives can: dse, simcse); a smaller train_batch_size is "
+                         f"exact for it")
     if not config.overwrite_output_dir:
         check_resumable(objective, config)
     if config.reuse_runs_under:
@@ -216,11 +222,15 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     def step_fn(model, batch, is_training):
         return objective.compute_loss(model, batch, is_training, config.train_batch_size)
 
+    embedding_chunks = None
+    if config.embedding_chunk_size:
+        embedding_chunks = EmbeddingChunks(objective.embed, lambda embeddings: objective.loss_of_embeddings(
+            embeddings, config.train_batch_size), config.embedding_chunk_size)
     loop_config = loop.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps,
                                   eval_steps=config.eval_steps, jit_compile=config.jit_compile)
     evaluate = _evaluation_hook(config, backbone, start.tokenizer, start.config, objective, num_train_steps)
     logs = loop.run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, loop_config, verbose, on_log,
-                                  evaluate)
+                                  evaluate, embedding_chunks)
     encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
     if loop.writes_final_encoder(strategy, logs, encoder_dir):
         save_checkpoint(

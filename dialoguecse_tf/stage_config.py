@@ -64,6 +64,10 @@ class TrainConfig:
         "(same result, less padding); 1 encodes all at max_seq_length.", minimum=1)
     jit_compile: bool = field(False, "Compile each replica's forward and backward pass with XLA "
                               "(slower on CPU, see benchmarks/README.md).")
+    embedding_chunk_size: int = field(
+        0, "GradCache: embed each replica's batch this many examples at a time, keeping one chunk's activations, "
+        "with the loss and its negatives still the whole batch's (training/grad_cache.py); for a paper batch that "
+        "does not fit in memory. Objectives with in-batch negatives only (dse, simcse). 0: off.", minimum=0)
     mixed_precision: bool = field(False, "float16 compute, float32 weights and dynamic loss scaling; GPU only.")
     eval_select_file: str | None = field(None, "SR set (select.txt) to evaluate on every eval_steps and at the end.")
     eval_sts_file: str | None = field(None, "D-STS set (sts.txt) to evaluate on every eval_steps and at the end.")

@@ -82,7 +82,23 @@ class Objective:
 
     def compute_loss(self, model, batch: dict, training: bool, global_batch_size: int):
         """(this replica's share of the global-batch loss, {name: replica-local mean})."""
+        return self.loss_of_embeddings(self.embed(model, batch, training), global_batch_size)
+
+    def embed(self, model, batch: dict, training: bool):
+        """The embeddings [b, ...] of this replica's b examples, all the loss reads of the model.
+
+        Objectives whose loss compares the whole batch's embeddings define this and
+        `loss_of_embeddings` instead of `compute_loss`; the stage can then compute their
+        gradient chunk by chunk (`training.grad_cache`, `--embedding_chunk_size`)."""
         raise NotImplementedError
+
+    def loss_of_embeddings(self, embeddings, global_batch_size: int):
+        """`compute_loss`'s result from `embed`'s output."""
+        raise NotImplementedError
+
+    def supports_embedding_chunks(self) -> bool:
+        """Whether the loss is a function of per-example embeddings (`embed`)."""
+        return type(self).embed is not Objective.embed
 
     def encoder_extras(self, model) -> dict:
         """Extra keyword arguments of `checkpoints.save_checkpoint` (e.g. the MLM head)."""
