@@ -155,8 +155,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     if config.embedding_chunk_size and not objective.supports_embedding_chunks():
         raise ValueError(f"embedding_chunk_size={config.embedding_chunk_size}: {objective.name}'s loss is not a "
                          f"function of per-example embeddings, so its batch cannot be embedded in chunks (only "
-                         f"objectives with in-batch negatives can: dse, simcse); a smaller train_batch_size is "
-                         f"exact for it")
+                         f"objectives with in-batch negatives can: dse, simcse)")
     if not config.overwrite_output_dir:
         check_resumable(objective, config)
     if config.reuse_runs_under:
