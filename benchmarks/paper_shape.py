@@ -51,7 +51,7 @@ flags.DEFINE_integer("intermediate_size", 3072, "Feed-forward width (BERT-base: 
 flags.DEFINE_integer("steps", 3, "Training steps per preset; the first (graph tracing) is not timed.")
 flags.DEFINE_list("embedding_chunk_size", ["paper_dse=128"],
                   "PRESET=N: run PRESET with GradCache in chunks of N examples (its paper batch does not fit in "
-                  "memory whole: DSE's 1,024 pairs at BERT-base need about 40 GiB of activations).")
+                  "memory whole: DSE's 1,024 pairs at BERT-base need 40 GiB of activations or more).")
 flags.DEFINE_string("work_dir", "/tmp/paper_shape", "Scratch folder: the checkpoint, records and runs.")
 flags.DEFINE_string("ecd_file", os.path.join(SHARED_DATA, "ecd", "train", "train_data.txt.sample"),
                     "ECD training sample (the authors' format).")
