@@ -1,8 +1,9 @@
 """GradCache (`training.grad_cache`): a batch embedded in chunks updates the weights as the whole
-batch does, its dropout masks replayed, on one device and on two replicas; objectives whose loss
-is not one of per-example embeddings are refused."""
+batch does, its dropout masks replayed, on one device and on two replicas; every objective splits
+its batch one way (this or `training.accumulation`), and one defining neither is refused."""
 
 import dataclasses
+import functools
 
 import keras
 import numpy as np
@@ -11,10 +12,11 @@ import tensorflow as tf
 
 from dialoguecse_tf import stage
 from dialoguecse_tf.encoder import build_backbone
-from dialoguecse_tf.objectives.base import get_objective_class, objective_names
+from dialoguecse_tf.objectives.base import Objective, get_objective_class, objective_names
 from dialoguecse_tf.records.pairs import PAIR_INPUT_IDS, PAIR_INPUT_MASK
 from dialoguecse_tf.training import grad_cache
-from dialoguecse_tf.training.grad_cache import EmbeddingChunks, chunk_sizes, chunked_gradients
+from dialoguecse_tf.training.accumulation import pass_sizes
+from dialoguecse_tf.training.grad_cache import chunked_gradients
 from dialoguecse_tf.training.loop import build_train_step
 from dialoguecse_tf.training.strategy import create_strategy
 
@@ -40,21 +42,22 @@ def _model(objective, bert_config):
 
 
 def _chunks(objective, chunk_size):
-    return EmbeddingChunks(objective.embed, lambda e: objective.loss_of_embeddings(e, NUM_PAIRS), chunk_size)
+    return functools.partial(chunked_gradients, objective=objective, global_batch_size=NUM_PAIRS,
+                             max_examples=chunk_size)
 
 
-def test_chunk_sizes():
-    assert chunk_sizes(6, 2) == [2, 2, 2]
-    assert chunk_sizes(7, 3) == [3, 3, 1]
-    assert chunk_sizes(2, 5) == [2]
-    with pytest.raises(ValueError, match="chunk_size must be a positive int"):
-        EmbeddingChunks(None, None, 0)
+def test_pass_sizes():
+    assert pass_sizes(6, 2) == [2, 2, 2]
+    assert pass_sizes(7, 3) == [3, 3, 1]
+    assert pass_sizes(2, 5) == [2]
+    with pytest.raises(ValueError, match="max_examples_per_pass must be a positive int"):
+        pass_sizes(6, 0)
 
 
 def _gradients(objective, model, batch, chunk_size=0):
     """(loss, gradients) of one eager step: through the objective's loss, or in chunks."""
     if chunk_size:
-        loss, _, gradients = chunked_gradients(model, keras.optimizers.SGD(), _chunks(objective, chunk_size), batch)
+        loss, _, gradients = _chunks(objective, chunk_size)(model, keras.optimizers.SGD(), batch)
     else:
         with tf.GradientTape() as tape:
             loss, _ = objective.compute_loss(model, batch, True, NUM_PAIRS)
@@ -112,11 +115,10 @@ def test_dropout_masks_are_replayed(tiny_bert_config, monkeypatch):
 
     # Three chunks: the exact gradient of the loss of their masks, one tape over all three passes.
     from_start()
-    chunks = _chunks(objective, 2)
     with tf.GradientTape() as tape:
         views = tf.concat([objective.embed(model, {k: v[i:i + 2] for k, v in batch.items()}, True)
                            for i in range(0, NUM_PAIRS, 2)], axis=0)
-        reference_loss, _ = chunks.loss(views)
+        reference_loss, _ = objective.loss_of_embeddings(views, NUM_PAIRS)
     reference = [None if g is None else tf.convert_to_tensor(g).numpy()
                  for g in tape.gradient(reference_loss, model.trainable_variables)]
     from_start()
@@ -146,7 +148,7 @@ def _one_step(strategy, objective, bert_config, batch, chunk_size):
 
     chunks = _chunks(objective, chunk_size) if chunk_size else None
     iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat()))
-    loss, _ = build_train_step(strategy, model, optimizer, step_fn, step, embedding_chunks=chunks)(iterator)
+    loss, _ = build_train_step(strategy, model, optimizer, step_fn, step, replica_gradients=chunks)(iterator)
     return float(loss), before, [v.numpy() for v in model.trainable_variables]
 
 
@@ -166,9 +168,21 @@ def test_a_train_step_in_chunks_on_two_replicas_updates_as_the_whole_batch(tiny_
     _assert_equal_gradients([a - s for a, s in zip(chunked, start)], [b - t for b, t in zip(whole, start)])
 
 
-def test_objectives_without_per_example_embeddings_are_refused(tmp_path):
-    assert {name for name in objective_names() if _objective(name).supports_embedding_chunks()} == {"dse", "simcse"}
-    config = stage.TrainConfig(output_dir=str(tmp_path / "run"), embedding_chunk_size=4, num_train_steps=1)
-    with pytest.raises(ValueError, match="embedding_chunk_size=4: dialoguecse's loss is not a function of "
-                                         "per-example embeddings"):
-        stage.run_stage(_objective("dialoguecse"), config)
+def test_every_objective_splits_its_batch_one_way_and_others_are_refused(tmp_path):
+    embedded = {name for name in objective_names() if _objective(name).supports_embedding_chunks()}
+    accumulated = {name for name in objective_names() if _objective(name).supports_accumulation()}
+    assert embedded == {"dse", "simcse"}
+    assert accumulated == set(objective_names()) - embedded
+    for name in embedded:
+        assert _objective(name).in_batch_negatives
+
+    class WholeBatchOnly(Objective):
+        name = "whole_batch_only"
+
+        def compute_loss(self, model, batch, training, global_batch_size):
+            raise AssertionError("refused before any step")
+
+    config = stage.TrainConfig(output_dir=str(tmp_path / "run"), max_examples_per_pass=4, num_train_steps=1,
+                               train_batch_size=8, learning_rate=1e-5)
+    with pytest.raises(ValueError, match="max_examples_per_pass=4: whole_batch_only defines its loss neither"):
+        stage.run_stage(WholeBatchOnly(), config)

@@ -19,35 +19,15 @@ them. The update equals the full batch's exactly without dropout; with it, the m
 per chunk, so they differ from those of one unchunked pass, but the gradient is still the exact
 gradient of the loss step 2 computed (tests/test_grad_cache.py).
 
-The chunks run one after another (each waits for the previous one's outputs), since a graph
-would otherwise be free to run them side by side and hold their activations at once.
+The chunks run one after another, as the passes of `accumulation`, the other way of splitting
+a batch (for losses that are sums of per-example terms).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable
-
 import tensorflow as tf
 
-
-@dataclasses.dataclass(frozen=True)
-class EmbeddingChunks:
-    """How a step computes its gradient in chunks.
-
-    Attributes:
-      embed: `(model, batch, training) -> [b, ...]` the embeddings of a replica's b examples.
-      loss: `embeddings -> (this replica's share of the global loss, metrics)`.
-      chunk_size: examples embedded at a time on each replica.
-    """
-
-    embed: Callable
-    loss: Callable
-    chunk_size: int
-
-    def __post_init__(self):
-        if isinstance(self.chunk_size, bool) or not isinstance(self.chunk_size, int) or self.chunk_size < 1:
-            raise ValueError(f"chunk_size must be a positive int, got {self.chunk_size!r}")
+from dialoguecse_tf.training.accumulation import add_gradients, after, pass_sizes, split_batch, static_batch_size
 
 
 def random_state_variables(model) -> list:
@@ -57,59 +37,25 @@ def random_state_variables(model) -> list:
     return [v for v in model.variables if id(v) not in weight_ids]
 
 
-def chunk_sizes(batch_size: int, chunk_size: int) -> list:
-    """Sizes of the chunks of a batch: `chunk_size` each, the last one what remains."""
-    full, rest = divmod(batch_size, chunk_size)
-    return [chunk_size] * full + ([rest] if rest else [])
-
-
-def _split(batch, sizes: list) -> list:
-    starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    return [tf.nest.map_structure(lambda t, s=start, n=size: t[s:s + n], batch) for start, size in zip(starts, sizes)]
-
-
-def _after(tensors: list, batch):
-    """`batch`, computed only once `tensors` are: the next chunk starts after the previous one."""
-    if not tensors:
-        return batch
-    with tf.control_dependencies(tensors):
-        return tf.nest.map_structure(tf.identity, batch)
-
-
-def _add(total, gradient):
-    if gradient is None:
-        return total
-    if total is None:
-        return gradient
-    if isinstance(gradient, tf.IndexedSlices):
-        # An embedding table's rows, as the optimizer takes them from one pass over the batch:
-        # repeated ids are rows to add up.
-        return tf.IndexedSlices(tf.concat([total.values, gradient.values], axis=0),
-                                tf.concat([total.indices, gradient.indices], axis=0), gradient.dense_shape)
-    return total + gradient
-
-
-def chunked_gradients(model, optimizer, chunks: EmbeddingChunks, batch):
-    """(loss, metrics, gradients of `model.trainable_variables`) of one replica's `batch`, as
+def chunked_gradients(model, optimizer, batch, objective, global_batch_size: int, max_examples: int):
+    """(loss, metrics, gradients of `model.trainable_variables`) of one replica's `batch` under
+    `objective.embed` and `objective.loss_of_embeddings`, `max_examples` embedded at a time, as
     `tape.gradient(optimizer.scale_loss(loss))` over the whole batch gives them (see the module
     docstring); a weight the loss does not reach gets None."""
-    batch_size = tf.nest.flatten(batch)[0].shape[0]
-    if batch_size is None:
-        raise ValueError("embedding chunks need a static batch size (batch with drop_remainder=True)")
-    sizes = chunk_sizes(batch_size, chunks.chunk_size)
-    parts = _split(batch, sizes)
+    sizes = pass_sizes(static_batch_size(batch), max_examples)
+    parts = split_batch(batch, sizes)
     random_state = random_state_variables(model)
     saved_state = [tf.identity(v.value) for v in random_state]
 
     embeddings, previous = [], []
     for part in parts:
-        embedded = chunks.embed(model, _after(previous, part), True)
+        embedded = objective.embed(model, after(previous, part), True)
         embeddings.append(tf.stop_gradient(embedded))
         previous = [embedded]
     embeddings = tf.concat(embeddings, axis=0)
     with tf.GradientTape() as tape:
         tape.watch(embeddings)
-        loss, metrics = chunks.loss(embeddings)
+        loss, metrics = objective.loss_of_embeddings(embeddings, global_batch_size)
         scaled_loss = optimizer.scale_loss(loss)
     embedding_gradients = tf.split(tape.gradient(scaled_loss, embeddings), sizes, axis=0)
 
@@ -121,8 +67,8 @@ def chunked_gradients(model, optimizer, chunks: EmbeddingChunks, batch):
     previous = embedding_gradients
     for part, output_gradients in zip(parts, embedding_gradients):
         with tf.GradientTape() as tape:
-            embedded = chunks.embed(model, _after(previous, part), True)
+            embedded = objective.embed(model, after(previous, part), True)
         gradients = tape.gradient(embedded, variables, output_gradients=output_gradients)
-        totals = [_add(total, gradient) for total, gradient in zip(totals, gradients)]
+        totals = add_gradients(totals, gradients)
         previous = [gradient for gradient in gradients if gradient is not None]
     return loss, metrics, totals

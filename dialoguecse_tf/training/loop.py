@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from dialoguecse_tf.training.grad_cache import chunked_gradients, random_state_variables
+from dialoguecse_tf.training.grad_cache import random_state_variables
 from dialoguecse_tf.training.strategy import distribute_global_batches, worker_scratch_dir
 from dialoguecse_tf.training.train_log import append_log, open_logs
 
@@ -38,19 +38,19 @@ class NonFiniteLossError(FloatingPointError):
 
 
 def build_train_step(strategy, model, optimizer, step_fn, step: tf.Variable, jit_compile: bool = False,
-                     embedding_chunks=None):
+                     replica_gradients=None):
     """The graph function of one training step: `iterator -> (global loss, metrics)`.
 
     `jit_compile` compiles each replica's forward and backward pass with XLA; the
     optimizer update stays outside, because under MirroredStrategy it aggregates
-    gradients across replicas, which XLA cannot compile. `embedding_chunks`
-    (`grad_cache.EmbeddingChunks`) computes each replica's gradient in chunks instead of
-    through `step_fn`.
+    gradients across replicas, which XLA cannot compile. `replica_gradients`, `(model,
+    optimizer, batch) -> (loss, metrics, gradients)`, computes each replica's gradient instead
+    of one tape over `step_fn` (in several passes: `accumulation`, `grad_cache`).
     """
 
     def compute_gradients(batch):
-        if embedding_chunks is not None:
-            return chunked_gradients(model, optimizer, embedding_chunks, batch)
+        if replica_gradients is not None:
+            return replica_gradients(model, optimizer, batch)
         with tf.GradientTape() as tape:
             loss, metrics = step_fn(model, batch, True)
             # The identity unless the optimizer does loss scaling (mixed precision).
@@ -108,7 +108,7 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
 
 
 def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
-                      verbose: bool = True, on_log=None, evaluate=None, embedding_chunks=None) -> dict:
+                      verbose: bool = True, on_log=None, evaluate=None, replica_gradients=None) -> dict:
     """Trains `model` to `config.num_train_steps`, resuming from the latest checkpoint.
 
     Args:
@@ -121,8 +121,8 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         the end; its values go to TensorBoard under `eval/` and into the returned logs.
         Only the chief evaluates: it alone writes the results, and evaluation must not run
         collective ops, which the other workers would not join.
-      embedding_chunks: optional `grad_cache.EmbeddingChunks`: each replica's gradient is
-        computed chunk by chunk (GradCache) instead of through `step_fn`.
+      replica_gradients: optional `(model, optimizer, batch) -> (loss, metrics, gradients)`
+        computing each replica's gradient instead of one tape over `step_fn` (`build_train_step`).
     Returns the logs (loss, metrics, learning rate, evaluation) of the last step, or None
     when the checkpoints were already at `num_train_steps`.
     """
@@ -157,7 +157,7 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         return None
 
     iterator = iter(distribute_global_batches(strategy, lambda: dataset_fn(start_step)))
-    train_step = build_train_step(strategy, model, optimizer, step_fn, step, config.jit_compile, embedding_chunks)
+    train_step = build_train_step(strategy, model, optimizer, step_fn, step, config.jit_compile, replica_gradients)
 
     writer = text_log = None
     progbar = None
