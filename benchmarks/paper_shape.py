@@ -18,10 +18,11 @@ Records: the DialogueCSE presets (MLM, contrastive, SiameseBERT) and DSE and Sim
 training sample (the authors' format, ../shared/data/ecd/train/train_data.txt.sample) at their
 preset's max_seq_length (JDDC and MDC presets too: only their shape matters here); dial2vec reads
 SGD dialogues at 512 tokens. A step is the preset's full batch (1,024 pairs for DSE); where that
-does not fit in memory, `--embedding_chunk_size` runs it with GradCache and the result records
-the chunk size.
+does not fit in memory, `--max_examples_per_pass` runs it in passes (DSE: GradCache; dial2vec:
+gradient accumulation), one update per batch all the same, and the result records the value.
 
   python benchmarks/paper_shape.py                          # every paper preset, BERT-base shape
+  python benchmarks/paper_shape.py --presets=paper_simcse,paper_ecd_mlm   # a subset first
   python benchmarks/paper_shape.py --num_layers=2 --hidden_size=128 --num_heads=2 \
     --intermediate_size=512 --presets=paper_simcse --output_json=/tmp/paper_shape.json   # a check
 """
@@ -43,15 +44,17 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
 VOCAB_SIZE = 21128
 
-flags.DEFINE_list("presets", [], "Paper presets to run (default: every paper_* preset).")
+flags.DEFINE_list("presets", [], "Paper presets to run, in this order (default: every paper_* preset).")
 flags.DEFINE_integer("num_layers", 12, "Transformer layers (BERT-base: 12).")
 flags.DEFINE_integer("hidden_size", 768, "Hidden width (BERT-base: 768).")
 flags.DEFINE_integer("num_heads", 12, "Attention heads (BERT-base: 12).")
 flags.DEFINE_integer("intermediate_size", 3072, "Feed-forward width (BERT-base: 3,072).")
 flags.DEFINE_integer("steps", 3, "Training steps per preset; the first (graph tracing) is not timed.")
-flags.DEFINE_list("embedding_chunk_size", ["paper_dse=128"],
-                  "PRESET=N: run PRESET with GradCache in chunks of N examples (its paper batch does not fit in "
-                  "memory whole: DSE's 1,024 pairs at BERT-base need 40 GiB of activations or more).")
+flags.DEFINE_list("max_examples_per_pass", ["paper_dse=128", "paper_dial2vec=1", "paper_dial2vec_tau005=1"],
+                  "PRESET=N: train PRESET with --max_examples_per_pass=N, for a paper batch whose activations do "
+                  "not fit in this machine's memory whole (estimates at BERT-base: DSE's 1,024 pairs 40 GiB or "
+                  "more, 128 pairs a pass 9-10 GiB; dial2vec's 5 dialogues of 10 x 512 tokens about 23 GiB, one "
+                  "dialogue a pass about 5 GiB). An empty list runs every batch whole.")
 flags.DEFINE_string("work_dir", "/tmp/paper_shape", "Scratch folder: the checkpoint, records and runs.")
 flags.DEFINE_string("ecd_file", os.path.join(SHARED_DATA, "ecd", "train", "train_data.txt.sample"),
                     "ECD training sample (the authors' format).")
@@ -169,12 +172,12 @@ def main(argv):
     unknown = [name for name in presets if name not in PRESETS]
     if unknown:
         raise app.UsageError(f"--presets: unknown {unknown}")
-    chunking = {}
-    for item in FLAGS.embedding_chunk_size:
+    passes = {}
+    for item in FLAGS.max_examples_per_pass:
         preset, _, size = item.partition("=")
-        if not size.isdigit():
-            raise app.UsageError(f"--embedding_chunk_size: expected PRESET=N, got {item!r}")
-        chunking[preset] = int(size)
+        if not size.isdigit() or int(size) < 1 or preset not in PRESETS:
+            raise app.UsageError(f"--max_examples_per_pass: expected PRESET=N, a paper preset and N >= 1, got {item!r}")
+        passes[preset] = int(size)
 
     config = BertConfig(vocab_size=VOCAB_SIZE, hidden_size=FLAGS.hidden_size, num_hidden_layers=FLAGS.num_layers,
                         num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_size,
@@ -204,9 +207,9 @@ def main(argv):
         command = [sys.executable, "train/run_training.py", f"--preset={name}", f"--init_checkpoint={checkpoint}",
                    f"--train_file={train_glob}", f"--output_dir={output_dir}", f"--num_train_epochs={epochs!r}",
                    "--log_steps=1", f"--save_checkpoints_steps={FLAGS.steps}", "--overwrite_output_dir"]
-        chunk_size = chunking.get(name, 0)
-        if chunk_size:
-            command.append(f"--embedding_chunk_size={chunk_size}")
+        max_examples_per_pass = passes.get(name, 0)
+        if max_examples_per_pass:
+            command.append(f"--max_examples_per_pass={max_examples_per_pass}")
         print(f"\n{name}: {' '.join(shlex.quote(part) for part in command)}", flush=True)
         log_path = os.path.join(FLAGS.work_dir, f"{name}.log")
         started = time.perf_counter()
@@ -216,7 +219,7 @@ def main(argv):
             "command": " ".join(shlex.quote(part) for part in ["python"] + command[1:]).replace(
                 FLAGS.work_dir, "$WORK_DIR"),
             "max_seq_length": settings["max_seq_length"], "train_batch_size": batch_size,
-            "embedding_chunk_size": chunk_size, "steps": FLAGS.steps, "timed_steps": FLAGS.steps - 1,
+            "max_examples_per_pass": max_examples_per_pass, "steps": FLAGS.steps, "timed_steps": FLAGS.steps - 1,
             "records": f"{records_name} ({num_examples} examples)",
             "peak_rss_mib": round(peak_rss_mib, 1), "wall_s": round(time.perf_counter() - started, 1),
         }
@@ -228,8 +231,8 @@ def main(argv):
         rows.append(row)
 
     common.print_table("paper presets at the papers' model shape", [
-        "preset", "seq", "batch", "chunk", "s/step", "peak RSS MiB"], [
-        [row["preset"], row["max_seq_length"], row["train_batch_size"], row["embedding_chunk_size"] or "-",
+        "preset", "seq", "batch", "per pass", "s/step", "peak RSS MiB"], [
+        [row["preset"], row["max_seq_length"], row["train_batch_size"], row["max_examples_per_pass"] or "-",
          row.get("s_per_step", "failed"), row["peak_rss_mib"]] for row in rows])
     common.write_results(FLAGS.output_json, {
         "command": "python " + " ".join(shlex.quote(arg) for arg in sys.argv),

@@ -38,8 +38,6 @@ encoder's metadata): the sum of the two roles' token means.
 
 import dataclasses
 
-import tensorflow as tf
-
 from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.dialogue_packing import TRUNCATIONS
