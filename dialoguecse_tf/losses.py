@@ -1,6 +1,6 @@
 """Every training loss, as a function of embeddings or scores (never of a model).
 
-Each loss has a per-example form, reduced by `global_mean` (or `global_weighted_mean`) so
+Each loss has a per-example form, reduced by `example_means` over `mean_denominators` so
 that under a distribution strategy the replicas' losses add up to the global-batch mean and
 their summed gradients equal one device's. `gather_across_replicas` is the building block
 of in-batch losses whose negatives are the other examples of the whole global batch.
@@ -66,21 +66,32 @@ def masked_lm_per_token_loss(labels, logits):
     return keras.losses.sparse_categorical_crossentropy(labels, tf.cast(logits, tf.float32), from_logits=True)
 
 
-def global_mean(per_example, global_batch_size: int):
-    """This replica's share of the global-batch mean of `per_example` [b]."""
-    return tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)
+def mean_denominators(weights, batch_size, global_batch_size: int):
+    """(global, local) denominators of the means of per-example terms: the loss's over the
+    global batch, the metrics' over this replica's `batch_size` examples.
 
-
-def global_weighted_mean(values, weights):
-    """This replica's share of sum(values * weights) / sum(weights) over the global batch.
-
-    The denominator is the weights' sum over every replica (e.g. the number of masked
-    tokens of the whole global batch), so the replicas' terms add up to the global mean.
+    `weights` [b]: each example's weight (e.g. its masked tokens), the global sum gathered from
+    every replica; None: every example weighs 1, and the global batch size needs no
+    communication. Computed from a replica's whole batch, they stay fixed while its examples
+    pass through the model in parts, so the parts' terms add up to the whole batch's means.
     """
-    weights = tf.cast(weights, values.dtype)
-    local = tf.reduce_sum(weights)
+    if weights is None:
+        return tf.constant(float(global_batch_size)), tf.cast(batch_size, tf.float32)
+    local = tf.reduce_sum(tf.cast(weights, tf.float32))
     total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, local)
-    return tf.reduce_sum(values * weights) / tf.maximum(total, 1.0)
+    return tf.maximum(total, 1.0), tf.maximum(local, 1.0)
+
+
+def example_means(terms, metric_terms: dict, denominators) -> tuple:
+    """(this replica's share of the global loss, {name: its share of the replica-local mean}) of
+    per-example loss `terms` [b] and `metric_terms` {name: [b]}, over `mean_denominators`."""
+    total, local = denominators
+
+    def summed(values):
+        # float32 even when the model computes in float16 (mixed precision).
+        return tf.reduce_sum(tf.cast(values, tf.float32))
+
+    return summed(terms) / total, {name: summed(values) / local for name, values in metric_terms.items()}
 
 
 def gather_across_replicas(tensor):

@@ -10,6 +10,7 @@ Everything objective-specific sits behind `objectives.Objective`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import json
 import os
@@ -28,6 +29,8 @@ from dialoguecse_tf.sentence_encoder import SentenceEncoder
 # The settings live apart so run_cache can key runs without the stage; callers take them here too.
 from dialoguecse_tf.stage_config import CONFIG_FILE, TrainConfig, configure, load_stage_config, stage_record  # noqa: F401
 from dialoguecse_tf.training import loop
+from dialoguecse_tf.training.accumulation import accumulated_gradients
+from dialoguecse_tf.training.grad_cache import chunked_gradients
 from dialoguecse_tf.training.optimizers import resolve_num_train_steps
 from dialoguecse_tf.training.strategy import create_strategy, enable_mixed_precision, make_dataset
 from dialoguecse_tf.training.train_log import TENSORBOARD_DIR, TRAIN_LOG_FILE
@@ -140,6 +143,23 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
     return evaluate
 
 
+def _replica_gradients(objective, config: TrainConfig):
+    """How each replica computes its gradient with `max_examples_per_pass` (None: one tape over
+    the whole batch); the two ways are in `training/accumulation.py`'s docstring."""
+    if not config.max_examples_per_pass:
+        return None
+    if objective.supports_embedding_chunks():
+        split = chunked_gradients
+    elif objective.supports_accumulation():
+        split = accumulated_gradients
+    else:
+        raise ValueError(f"max_examples_per_pass={config.max_examples_per_pass}: {objective.name} defines its loss "
+                         f"neither from per-example embeddings (embed) nor as a sum of per-example terms "
+                         f"(example_losses), so its batch cannot be split into passes")
+    return functools.partial(split, objective=objective, global_batch_size=config.train_batch_size,
+                             max_examples=config.max_examples_per_pass)
+
+
 def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = True, on_log=None) -> dict:
     """Runs (or resumes) `objective`; writes the trained encoder to `output_dir/encoder`.
 
@@ -151,6 +171,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
         raise ValueError("output_dir is required")
     check_output_dir(config.output_dir)
     config.eval_entries()  # a bad evaluation suite fails now, not once the model is built
+    replica_gradients = _replica_gradients(objective, config)
     if not config.overwrite_output_dir:
         check_resumable(objective, config)
     if config.reuse_runs_under:
@@ -220,7 +241,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
                                   eval_steps=config.eval_steps, jit_compile=config.jit_compile)
     evaluate = _evaluation_hook(config, backbone, start.tokenizer, start.config, objective, num_train_steps)
     logs = loop.run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, loop_config, verbose, on_log,
-                                  evaluate)
+                                  evaluate, replica_gradients)
     encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
     if loop.writes_final_encoder(strategy, logs, encoder_dir):
         save_checkpoint(

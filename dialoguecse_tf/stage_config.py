@@ -64,6 +64,12 @@ class TrainConfig:
         "(same result, less padding); 1 encodes all at max_seq_length.", minimum=1)
     jit_compile: bool = field(False, "Compile each replica's forward and backward pass with XLA "
                               "(slower on CPU, see benchmarks/README.md).")
+    max_examples_per_pass: int = field(
+        0, "Run each replica's batch through the model this many examples at a time, for a paper batch whose "
+        "activations do not fit in memory; still one update per batch, the whole batch's (to float rounding, "
+        "without dropout). Losses summed over examples accumulate the passes' gradients; in-batch negatives (dse, "
+        "simcse) embed the passes, take the whole batch's loss, then embed each again to backpropagate it "
+        "(GradCache: one more forward pass). See training/accumulation.py. 0: the whole batch at once.", minimum=0)
     mixed_precision: bool = field(False, "float16 compute, float32 weights and dynamic loss scaling; GPU only.")
     eval_select_file: str | None = field(None, "SR set (select.txt) to evaluate on every eval_steps and at the end.")
     eval_sts_file: str | None = field(None, "D-STS set (sts.txt) to evaluate on every eval_steps and at the end.")

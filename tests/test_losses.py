@@ -6,10 +6,10 @@ import tensorflow as tf
 
 from dialoguecse_tf.losses import (
     dse_per_anchor_loss,
+    example_means,
     gather_across_replicas,
-    global_mean,
-    global_weighted_mean,
     masked_lm_per_token_loss,
+    mean_denominators,
     nt_xent_loss,
     nt_xent_per_example_loss,
     pair_similarities,
@@ -116,14 +116,21 @@ def _per_replica(strategy, halves):
         lambda context: tf.constant(halves[context.replica_id_in_sync_group]))
 
 
-def test_global_means_on_one_device_are_plain_means():
-    values = tf.constant([1.0, 2.0, 6.0, 3.0])
+def _means(terms, weights, global_batch_size):
+    loss, metrics = example_means(terms, {"metric": 2 * terms},
+                                  mean_denominators(weights, tf.shape(terms)[0], global_batch_size))
+    return float(loss), float(metrics["metric"])
+
+
+def test_example_means_on_one_device_are_plain_means():
+    terms = tf.constant([1.0, 2.0, 6.0, 3.0])
+    assert _means(terms, None, 4) == pytest.approx((3.0, 6.0))
+    # The loss is divided by the global batch size, not by the examples at hand; the metrics by these.
+    assert _means(terms[:2], None, 4) == pytest.approx((0.75, 3.0))
+    # Weighted: terms are weight x value, divided by the weights' sum (4).
     weights = tf.constant([1.0, 0.0, 1.0, 2.0])
-    assert float(global_mean(values, 4)) == pytest.approx(3.0)
-    # Divided by the global batch size, not by the examples at hand.
-    assert float(global_mean(values[:2], 4)) == pytest.approx(0.75)
-    assert float(global_weighted_mean(values, weights)) == pytest.approx((1.0 + 6.0 + 6.0) / 4.0)
-    assert float(global_weighted_mean(values, tf.zeros(4))) == 0.0
+    assert _means(terms * weights, weights, 4) == pytest.approx(((1.0 + 6.0 + 6.0) / 4.0, (2.0 + 12.0 + 12.0) / 4.0))
+    assert _means(tf.zeros(4), tf.zeros(4), 4) == (0.0, 0.0)
 
 
 def test_replica_shares_of_the_global_means_add_up_to_one_devices_mean():
@@ -134,9 +141,12 @@ def test_replica_shares_of_the_global_means_add_up_to_one_devices_mean():
     value_halves, weight_halves = (values[:2], values[2:4]), (weights[:2], weights[2:4])
 
     def shares(local_values, local_weights):
-        return global_mean(local_values, 4), global_weighted_mean(local_values, local_weights)
+        mean = example_means(local_values, {}, mean_denominators(None, 2, 4))[0]
+        weighted, metrics = example_means(local_values * local_weights, {"metric": local_values * local_weights},
+                                          mean_denominators(local_weights, 2, 4))
+        return mean, weighted, metrics["metric"]
 
-    mean_shares, weighted_shares = strategy.run(
+    mean_shares, weighted_shares, metric_shares = strategy.run(
         shares, args=(_per_replica(strategy, value_halves), _per_replica(strategy, weight_halves)))
     assert strategy.num_replicas_in_sync == 2
     assert float(strategy.reduce("SUM", mean_shares, axis=None)) == pytest.approx(values[:4].mean())
@@ -144,6 +154,9 @@ def test_replica_shares_of_the_global_means_add_up_to_one_devices_mean():
     assert float(strategy.reduce("SUM", weighted_shares, axis=None)) == pytest.approx(expected)
     local = [float(share) for share in strategy.experimental_local_results(weighted_shares)]
     assert local == pytest.approx([1.0 / 4.0, (6.0 + 6.0) / 4.0])
+    # Metrics are replica-local means: each replica's own weights.
+    local = [float(share) for share in strategy.experimental_local_results(metric_shares)]
+    assert local == pytest.approx([1.0, (6.0 + 6.0) / 3.0])
 
 
 def test_gather_across_replicas_puts_every_replica_in_order_and_keeps_local_gradients():

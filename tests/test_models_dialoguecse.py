@@ -247,7 +247,7 @@ def test_mirrored_step_matches_a_single_device_step(tiny_bert_config):
     def sgd_step(model, optimizer, inputs):
         with tf.GradientTape() as tape:
             similarities = _similarities(model(inputs, training=True))
-            loss = losses.global_mean(losses.nt_xent_per_example_loss(similarities, 0.1), global_batch_size=B)
+            loss = tf.nn.compute_average_loss(losses.nt_xent_per_example_loss(similarities, 0.1), global_batch_size=B)
         optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         return loss
 

@@ -270,6 +270,37 @@ def test_mirrored_equals_one_device(real_inputs, reference_runs, tmp_path, name)
     assert all(m <= 3 * r for m, r in zip(mirrored_gaps, reordered_gaps)), (mirrored_gaps, reordered_gaps)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dse", "dial2vec", "mlm"])
+def test_a_batch_in_passes_trains_as_the_whole_batch(real_inputs, tmp_path, monkeypatch, name):
+    """--max_examples_per_pass through the stage, each way of splitting a batch (DSE: GradCache;
+    dial2vec: accumulation; MLM: accumulation over masked-token weights): batches of 8 in
+    passes of 3, 3 and 2 train the weights the whole batches do (the harness's dropout is off)."""
+    settings = {"num_train_steps": 2, "num_warmup_steps": 0}
+    whole = _run(real_inputs, name, tmp_path / "whole", **settings)
+    traced = []
+    split = "chunked_gradients" if name == "dse" else "accumulated_gradients"
+    monkeypatch.setattr(stage, split, lambda *args, split_=getattr(stage, split), **kwargs: traced.append(
+        kwargs["max_examples"]) or split_(*args, **kwargs))
+    passes = _run(real_inputs, name, tmp_path / "passes", max_examples_per_pass=3, **settings)
+    assert traced and set(traced) == {3}
+    assert sorted(passes) == [1, 2]
+    for step, loss in whole.items():
+        assert passes[step] == pytest.approx(loss, abs=1e-5), step
+    start = load_checkpoint(str(real_inputs[0] / "init"), MAX_SEQ_LENGTH).backbone.weights
+    paths = [variable.path for variable in start]
+    moved = 0
+    for path, split, single, first in zip(paths, _encoder_weights(tmp_path / "passes"),
+                                          _encoder_weights(tmp_path / "whole"), [v.numpy() for v in start]):
+        # The attention key's bias has only rounding noise for a gradient (test_mirrored_equals_one_device).
+        if not path.endswith("key/bias"):
+            # Adam's steps are about the learning rate (5e-3) whatever a gradient's scale, so a
+            # small gradient's rounding can move a weight by 1e-5; a wrong gradient moves it by a step.
+            np.testing.assert_allclose(split, single, rtol=0, atol=1e-4, err_msg=path)
+            moved += np.abs(single - first).max() > 1e-3
+    assert moved > len(paths) / 4
+
+
 class _Crash(Exception):
     pass
 

@@ -82,7 +82,53 @@ class Objective:
 
     def compute_loss(self, model, batch: dict, training: bool, global_batch_size: int):
         """(this replica's share of the global-batch loss, {name: replica-local mean})."""
+        if self.supports_embedding_chunks():
+            return self.loss_of_embeddings(self.embed(model, batch, training), global_batch_size)
+        import tensorflow as tf
+
+        from dialoguecse_tf import losses
+
+        terms, metric_terms = self.example_losses(model, batch, training)
+        denominators = losses.mean_denominators(self.example_weights(batch), tf.shape(terms)[0], global_batch_size)
+        return losses.example_means(terms, metric_terms, denominators)
+
+    # An objective defines one of two forms of its loss, which say how a batch too large for one
+    # pass through the model (`--max_examples_per_pass`) is split without changing the update.
+
+    def embed(self, model, batch: dict, training: bool):
+        """The embeddings [b, ...] of this replica's b examples, all the loss reads of the model.
+
+        For a loss comparing the whole batch's embeddings (in-batch negatives), with
+        `loss_of_embeddings`: the stage can then embed the batch in parts (GradCache,
+        `training.grad_cache`)."""
         raise NotImplementedError
+
+    def loss_of_embeddings(self, embeddings, global_batch_size: int):
+        """`compute_loss`'s result from `embed`'s output."""
+        raise NotImplementedError
+
+    def example_losses(self, model, batch: dict, training: bool):
+        """(loss terms [b], {metric name: terms [b]}) of this replica's b examples, for a loss that
+        is a sum of per-example terms (no in-batch negatives).
+
+        The loss is the global batch's sum of the loss terms over the sum of `example_weights`,
+        each metric the replica batch's sum of its terms over the replica's sum of the weights;
+        an example's term is its weight times its own value (MLM: sums over its masked
+        positions). The stage can then accumulate a batch's gradient a part at a time
+        (`training.accumulation`)."""
+        raise NotImplementedError
+
+    def example_weights(self, batch: dict):
+        """[b] each example's weight in `example_losses`' means; None: every example weighs 1."""
+        return None
+
+    def supports_embedding_chunks(self) -> bool:
+        """Whether the loss is a function of per-example embeddings (`embed`)."""
+        return type(self).embed is not Objective.embed
+
+    def supports_accumulation(self) -> bool:
+        """Whether the loss is a sum of per-example terms (`example_losses`)."""
+        return type(self).example_losses is not Objective.example_losses
 
     def encoder_extras(self, model) -> dict:
         """Extra keyword arguments of `checkpoints.save_checkpoint` (e.g. the MLM head)."""

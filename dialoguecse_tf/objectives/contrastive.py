@@ -69,18 +69,18 @@ def select_negatives(batch: dict, num_negatives: int) -> dict:
 
 
 def candidate_metrics(scores, cosines) -> dict:
-    """Per-step logs of a [B, K] candidate layout, the positive at index 0.
+    """Per-example terms of the per-step logs of a [B, K] candidate layout, the positive at index 0
+    ({name: [B]}, `Objective.example_losses`' metric terms).
 
     `positive_ranked_first` uses the scores the loss ranks by; the cosine means (positive,
     negatives and their gap) use `cosines`, the cosine similarity of the two embeddings the
     objective compares, so models with different scorers are logged on one scale.
     """
-    positive = tf.reduce_mean(cosines[:, 0])
-    negative = tf.reduce_mean(cosines[:, 1:])
+    positive = cosines[:, 0]
+    negative = tf.reduce_mean(cosines[:, 1:], axis=-1)
     return {
         # Strictly first: a tie is no win, or a collapsed encoder (every score equal) would read 1.0.
-        "positive_ranked_first": tf.reduce_mean(
-            tf.cast(scores[:, 0] > tf.reduce_max(scores[:, 1:], axis=-1), tf.float32)),
+        "positive_ranked_first": tf.cast(scores[:, 0] > tf.reduce_max(scores[:, 1:], axis=-1), tf.float32),
         "positive_cosine": positive,
         "negative_cosine": negative,
         "cosine_gap": positive - negative,

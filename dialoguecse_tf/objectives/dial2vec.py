@@ -38,8 +38,6 @@ encoder's metadata): the sum of the two roles' token means.
 
 import dataclasses
 
-import tensorflow as tf
-
 from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.dialogue_packing import TRUNCATIONS
@@ -108,14 +106,15 @@ class Dial2vecObjective(Objective):
         keep = self.options.num_negatives + 1
         return {name: value[:, :keep] for name, value in batch.items()}
 
-    def compute_loss(self, model, batch, training, global_batch_size):
+    def example_losses(self, model, batch, training):
         outputs = model(batch, training=training)
         role_0 = losses.pair_similarities(outputs["self_0"], outputs["cross_0"])
         role_1 = losses.pair_similarities(outputs["self_1"], outputs["cross_1"])
         per_example = (losses.released_nt_xent_per_example_loss(role_0, self.options.temperature)
                        + losses.released_nt_xent_per_example_loss(role_1, self.options.temperature))
-        both = tf.concat([role_0, role_1], axis=0)
-        return losses.global_mean(per_example, global_batch_size), candidate_metrics(both, both)
+        # A dialogue's metrics: the mean of its two roles'.
+        metrics = [candidate_metrics(role, role) for role in (role_0, role_1)]
+        return per_example, {name: (metrics[0][name] + metrics[1][name]) / 2 for name in metrics[0]}
 
     def metadata(self) -> dict:
         return dataclasses.asdict(self.options)

@@ -158,11 +158,11 @@ class DialogueCSEObjective(ContrastiveObjective):
             config.learning_rate, self.options.lr_decay_rate, self.options.lr_decay_steps,
             self.options.min_learning_rate, self.options.clip_norm, loss_scaling=config.mixed_precision)
 
-    def compute_loss(self, model, batch, training, global_batch_size):
+    def example_losses(self, model, batch, training):
         outputs = model(batch, training=training)
         similarities = losses.pair_similarities(outputs["context_free"], outputs["context_aware"])
         if self.options.variant == "released":
             per_example = losses.released_nt_xent_per_example_loss(similarities, self.options.temperature)
         else:
             per_example = losses.nt_xent_per_example_loss(similarities, self.options.temperature)
-        return losses.global_mean(per_example, global_batch_size), candidate_metrics(similarities, similarities)
+        return per_example, candidate_metrics(similarities, similarities)

@@ -148,8 +148,10 @@ class DSEObjective(Objective):
         return TwoRateAdam(model.head_variables(), self.options.head_learning_rate_scale,
                            learning_rate=config.learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
 
-    def compute_loss(self, model, batch, training, global_batch_size):
-        projections = model(batch, training=training)["projections"]
+    def embed(self, model, batch, training):
+        return model(batch, training=training)["projections"]
+
+    def loss_of_embeddings(self, projections, global_batch_size):
         first, _ = losses.gather_across_replicas(losses.l2_normalize(projections[:, 0]))
         second, _ = losses.gather_across_replicas(losses.l2_normalize(projections[:, 1]))
         per_anchor = losses.dse_per_anchor_loss(first, second, self.options.temperature, self.options.contrast_type)

@@ -22,7 +22,8 @@ class MlmObjective(Objective):
     """Token-level mean cross-entropy over the masked positions of the global batch.
 
     Each replica divides its sum by the masked-token count of the whole global batch, so the
-    replicas' losses (and gradients) add up to the global mean, as on one device. The whole
+    replicas' losses (and gradients) add up to the global mean, as on one device (each
+    sequence's terms are sums over its masked positions, its weight their count). The whole
     encoder trains; the MLM head is initialised from the start checkpoint when it has one and
     is written with the encoder, so pretraining can continue from it.
     """
@@ -48,15 +49,19 @@ class MlmObjective(Objective):
         else:
             logging.warning("%s has no MLM head: a fresh one is initialised", start.path)
 
-    def compute_loss(self, model, batch, training, global_batch_size):
+    def example_losses(self, model, batch, training):
         # float32 for the softmax even when the model computes in float16 (mixed precision).
         logits = tf.cast(model(batch, training=training), tf.float32)
         labels = batch[MASKED_LM_IDS]
-        weights = batch[MASKED_LM_WEIGHTS]
-        loss = losses.global_weighted_mean(losses.masked_lm_per_token_loss(labels, logits), weights)
+        weights = tf.cast(batch[MASKED_LM_WEIGHTS], tf.float32)
+        token_losses = losses.masked_lm_per_token_loss(labels, logits)
         correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=labels.dtype), labels), tf.float32)
-        accuracy = tf.reduce_sum(correct * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
-        return loss, {"mlm_accuracy": accuracy}
+        return (tf.reduce_sum(token_losses * weights, axis=-1),
+                {"mlm_accuracy": tf.reduce_sum(correct * weights, axis=-1)})
+
+    def example_weights(self, batch):
+        # Each sequence weighs its masked positions: the loss is the mean over masked tokens.
+        return tf.reduce_sum(tf.cast(batch[MASKED_LM_WEIGHTS], tf.float32), axis=-1)
 
     def encoder_extras(self, model) -> dict:
         return {"mlm_head": model.head_variables()}

@@ -32,11 +32,11 @@ class _SiameseObjective(ContrastiveObjective):
         return SiameseBertModel(backbone, matching_hidden_size=self.options.matching_hidden_size,
                                 cls_id=tokenizer.cls_id, num_length_buckets=num_length_buckets)
 
-    def compute_loss(self, model, batch, training, global_batch_size):
+    def example_losses(self, model, batch, training):
         outputs = model(batch, training=training)
         per_example = losses.ranking_per_example_loss(outputs["scores"])
         cosines = losses.pair_similarities(outputs["context"], outputs["responses"])
-        return losses.global_mean(per_example, global_batch_size), candidate_metrics(outputs["scores"], cosines)
+        return per_example, candidate_metrics(outputs["scores"], cosines)
 
 
 @register

@@ -131,8 +131,10 @@ class SimCSEObjective(Objective):
                                            weight_decay=self.options.weight_decay, epsilon=1e-8,
                                            loss_scaling=config.mixed_precision)
 
-    def compute_loss(self, model, batch, training, global_batch_size):
-        views = model(batch, training=training)["embeddings"]
+    def embed(self, model, batch, training):
+        return model(batch, training=training)["embeddings"]
+
+    def loss_of_embeddings(self, views, global_batch_size):
         first, _ = losses.gather_across_replicas(views[:, 0])
         second, _ = losses.gather_across_replicas(views[:, 1])
         per_anchor = losses.simcse_per_anchor_loss(first, second, self.options.temperature)

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from dialoguecse_tf.training.grad_cache import random_state_variables
 from dialoguecse_tf.training.strategy import distribute_global_batches, worker_scratch_dir
 from dialoguecse_tf.training.train_log import append_log, open_logs
 
@@ -36,15 +37,20 @@ class NonFiniteLossError(FloatingPointError):
     pass
 
 
-def build_train_step(strategy, model, optimizer, step_fn, step: tf.Variable, jit_compile: bool = False):
+def build_train_step(strategy, model, optimizer, step_fn, step: tf.Variable, jit_compile: bool = False,
+                     replica_gradients=None):
     """The graph function of one training step: `iterator -> (global loss, metrics)`.
 
     `jit_compile` compiles each replica's forward and backward pass with XLA; the
     optimizer update stays outside, because under MirroredStrategy it aggregates
-    gradients across replicas, which XLA cannot compile.
+    gradients across replicas, which XLA cannot compile. `replica_gradients`, `(model,
+    optimizer, batch) -> (loss, metrics, gradients)`, computes each replica's gradient instead
+    of one tape over `step_fn` (in several passes: `accumulation`, `grad_cache`).
     """
 
     def compute_gradients(batch):
+        if replica_gradients is not None:
+            return replica_gradients(model, optimizer, batch)
         with tf.GradientTape() as tape:
             loss, metrics = step_fn(model, batch, True)
             # The identity unless the optimizer does loss scaling (mixed precision).
@@ -102,7 +108,7 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
 
 
 def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
-                      verbose: bool = True, on_log=None, evaluate=None) -> dict:
+                      verbose: bool = True, on_log=None, evaluate=None, replica_gradients=None) -> dict:
     """Trains `model` to `config.num_train_steps`, resuming from the latest checkpoint.
 
     Args:
@@ -115,6 +121,8 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         the end; its values go to TensorBoard under `eval/` and into the returned logs.
         Only the chief evaluates: it alone writes the results, and evaluation must not run
         collective ops, which the other workers would not join.
+      replica_gradients: optional `(model, optimizer, batch) -> (loss, metrics, gradients)`
+        computing each replica's gradient instead of one tape over `step_fn` (`build_train_step`).
     Returns the logs (loss, metrics, learning rate, evaluation) of the last step, or None
     when the checkpoints were already at `num_train_steps`.
     """
@@ -126,8 +134,7 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
     # Dropout masks come from Keras SeedGenerators, whose states are in `model.variables` but
     # not in `model.weights`, the part of a model its checkpoint holds: without them a resumed
     # run would replay the masks of the first steps instead of those of the steps it resumes.
-    weight_ids = {id(v) for v in model.weights}
-    random_state = [v for v in model.variables if id(v) not in weight_ids]
+    random_state = random_state_variables(model)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, random_state=random_state)
     checkpoint_dir = os.path.join(config.output_dir, CHECKPOINT_DIR)
     scratch_dir = worker_scratch_dir(strategy, config.output_dir)
@@ -150,7 +157,7 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         return None
 
     iterator = iter(distribute_global_batches(strategy, lambda: dataset_fn(start_step)))
-    train_step = build_train_step(strategy, model, optimizer, step_fn, step, config.jit_compile)
+    train_step = build_train_step(strategy, model, optimizer, step_fn, step, config.jit_compile, replica_gradients)
 
     writer = text_log = None
     progbar = None
