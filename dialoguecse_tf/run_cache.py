@@ -38,6 +38,9 @@ _EVAL_FILES = ("eval_select_file", "eval_sts_file", "eval_dialogue_file")
 _SUITE_SETTINGS = ("eval_suite", "eval_task")
 _EVAL_SETTINGS = _EVAL_FILES + _SUITE_SETTINGS
 _FILE_SETTINGS = ("init_checkpoint", "bert_config_file", "vocab_file") + _EVAL_FILES
+# Settings added after runs were keyed, with the value at which a run trains as before: left out
+# there, so that the runs keyed before keep their keys.
+_ADDED_SETTINGS = {"max_examples_per_pass": 0}
 # The folders a finished run leaves its encoders in (stage.ENCODER_DIR, stage.BEST_ENCODER_DIR).
 _ENCODER_DIRS = ("encoder", "best_encoder")
 _digests: dict = {}
@@ -99,6 +102,9 @@ def _settings(record: dict) -> dict:
         values.pop("eval_steps", None)
     for key in _SUITE_SETTINGS:
         if not values.get(key):
+            values.pop(key, None)
+    for key, default in _ADDED_SETTINGS.items():
+        if values.get(key, default) == default:
             values.pop(key, None)
     return values
 

@@ -92,14 +92,16 @@ def test_eval_steps_count_only_with_an_evaluation_set(tmp_path):
         run_cache.record_key(_record(tmp_path, eval_steps=0, eval_dialogue_file=str(dev)))
 
 
-def test_keys_of_runs_keyed_before_evaluation_suites_are_unchanged(tmp_path):
-    # Pinned before eval_suite and eval_task existed: run folders and reuse are found by the key,
-    # so a setting added with its default must not move it.
+def test_keys_of_runs_keyed_before_settings_were_added_are_unchanged(tmp_path):
+    # Pinned before eval_suite, eval_task and max_examples_per_pass existed: run folders and reuse
+    # are found by the key, so a setting added with its default must not move it.
     assert run_cache.run_key(*_stage(_record(tmp_path))) == "7eb0921565b8d9cb"
     dev = tmp_path / "dev.txt"
     dev.write_text("dev")
     assert run_cache.run_key(*_stage(_record(tmp_path, eval_steps=100, eval_dialogue_file=str(dev)))) == \
         "cec3c7e309a9d714"
+    # Passes draw their own dropout masks, so a batch split into passes is another run.
+    assert run_cache.run_key(*_stage(_record(tmp_path, max_examples_per_pass=4))) != "7eb0921565b8d9cb"
 
 
 def test_an_evaluation_suite_counts_by_its_entries_and_their_bytes(tmp_path):
