@@ -1,20 +1,21 @@
 """Tiny inputs and command lines for running the training entry points as subprocesses.
 
 Shared by the crash-safety and determinism tests, which restart or repeat the real
-commands. The BERT configs keep dropout on: resuming and repeating must be exact with it.
-The pretraining flags use `--input_file` (pretrain/run_pretraining.py's name for
-`--train_file`); the finetuning flags name their objective, so they serve both
+commands, each in a process of its own forked from a server that imported TensorFlow once
+(tests/forked_entry_points.py). The BERT configs keep dropout on: resuming and repeating
+must be exact with it. The pretraining flags use `--input_file` (pretrain/run_pretraining.py's
+name for `--train_file`); the finetuning flags name their objective, so they serve both
 finetune/run_finetuning.py and train/run_training.py; the contrastive records keep left and
 right contexts apart ("sides"), so they serve either DialogueCSE variant.
 """
 
 import os
-import subprocess
 import sys
 
 import numpy as np
 import tensorflow as tf
 
+import forked_entry_points
 from conftest import REPO_ROOT
 from dialoguecse_tf.checkpoints import save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
@@ -105,13 +106,13 @@ def environment() -> dict:
     return {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1"}
 
 
-def start(args: list, log_path) -> subprocess.Popen:
-    """Starts a command in the background, its output going to `log_path`."""
-    with open(log_path, "w", encoding="utf-8") as log:
-        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=environment(), cwd=REPO_ROOT)
+def start(args: list, log_path) -> forked_entry_points.Started:
+    """Starts a command (`command`'s list) in the background, its output going to `log_path`."""
+    assert args[0] == sys.executable, args
+    return forked_entry_points.start(args[1:], log_path, env=environment(), cwd=REPO_ROOT)
 
 
-def finish(process: subprocess.Popen, log_path) -> str:
+def finish(process: forked_entry_points.Started, log_path) -> str:
     """Waits for a command started by `start`; returns its output, failing with the output's tail."""
     process.wait()
     output = open(log_path, encoding="utf-8").read()

@@ -3,14 +3,13 @@
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import forked_entry_points
 from conftest import REPO_ROOT
 from dialoguecse_tf.checkpoints import load_checkpoint
 from dialoguecse_tf.stage import run_stage
@@ -77,16 +76,17 @@ def run_workers(settings, work_dir, num_workers: int = 2) -> tuple:
     os.makedirs(work_dir)
     flags = [*command_line(settings), "--distribution_strategy=multi_worker_mirrored"]
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(num_workers)]}
-    processes, logs = [], []
+    processes, logs = [], [os.path.join(work_dir, f"worker_{index}.log") for index in range(num_workers)]
     try:
         for index in range(num_workers):
             env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2",
                    "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})}
-            logs.append(open(os.path.join(work_dir, f"worker_{index}.log"), "w"))
-            processes.append(subprocess.Popen(
-                [sys.executable, "-c", LAUNCHER, os.path.join(work_dir, f"worker_{index}.npz"),
+            # Forked from a server that has imported TensorFlow and started none of its runtime
+            # (no devices, no gRPC): each worker sets up its own, from its own TF_CONFIG.
+            processes.append(forked_entry_points.start(
+                ["-c", LAUNCHER, os.path.join(work_dir, f"worker_{index}.npz"),
                  str(REPO_ROOT / "finetune" / "run_finetuning.py"), *flags],
-                cwd=REPO_ROOT, env=env, stdout=logs[-1], stderr=subprocess.STDOUT,
+                logs[index], env=env, cwd=REPO_ROOT,
             ))
         deadline = time.monotonic() + WORKER_TIMEOUT_S
         # A worker whose peer died waits in a collective forever: stop at the first failure.
@@ -100,11 +100,9 @@ def run_workers(settings, work_dir, num_workers: int = 2) -> tuple:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        for log in logs:
-            log.close()
     outputs = []
     for log in logs:
-        with open(log.name) as reader:
+        with open(log) as reader:
             outputs.append(reader.read())
     if codes != [0] * num_workers:
         pytest.fail(f"worker exit codes {codes} (None: killed at the {WORKER_TIMEOUT_S}s limit)\n"
