@@ -19,6 +19,7 @@ from dialoguecse_tf.records.dialogues import DialogueRecordSpec, write_dialogue_
 from dialoguecse_tf.records.mlm import RECORD_TYPE_MLM, MlmRecordSpec, document_texts, write_mlm_records
 from dialoguecse_tf.records.pairs import PairRecordSpec, write_pair_records
 from dialoguecse_tf.records.registry import read_records_info
+from dialoguecse_tf.records.streaming import shard_of
 from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 
 
@@ -56,10 +57,16 @@ def test_contrastive_records_round_trip_real_ecd(ecd, tmp_path):
     assert stats["samples_written"] == 1000
     info_spec, info_stats = read_records_info(str(tmp_path), RECORD_TYPE_CONTRASTIVE)
     assert info_spec == spec and info_stats["samples_written"] == 1000
-    records = list(read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
+    # A record goes to the shard its seeded hash names, in corpus order there.
+    shards = [shard_of(12345, RECORD_TYPE_CONTRASTIVE, (index, dialogue.response_index), 2)
+              for index, dialogue in enumerate(dialogues)]
+    assert 400 < shards.count(0) < 600
+    expected = [d for shard in (0, 1) for d, s in zip(dialogues, shards) if s == shard]
+    records = [record for shard in (0, 1) for record in
+               read_dataset(str(tmp_path / f"contrastive-{shard:05d}-of-00002.tfrecord"), spec).as_numpy_iterator()]
     assert len(records) == 1000
     unk = 0
-    for dialogue, record in zip(dialogues, records):
+    for dialogue, record in zip(expected, records, strict=True):
         texts = [t.text for t in dialogue.turns]
         context = [texts[i] for i in nearest_context(len(texts), dialogue.response_index, 3)]
         assert record["context_turn_mask"].tolist() == [1] * len(context) + [0] * (3 - len(context))

@@ -227,7 +227,8 @@ def _temporary_path(final_path: str) -> str:
 
 
 class ShardedRecordWriter:
-    """Writes serialized examples round-robin to ``{prefix}-{i:05d}-of-{n:05d}.tfrecord``.
+    """Writes serialized examples to ``{prefix}-{i:05d}-of-{n:05d}.tfrecord``, round-robin or
+    to the shard each ``write`` names.
 
     Use as a context manager. Shards are written under temporary names and
     renamed only when the ``with`` body completes; if it raises, the temporary
@@ -243,9 +244,7 @@ class ShardedRecordWriter:
         check_positive_int("ShardedRecordWriter", "num_shards", num_shards, 1)
         if not os.path.basename(output_prefix):
             raise ValueError(f"output_prefix {output_prefix!r} must end in a file name prefix, not a directory")
-        self._paths = [
-            f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)
-        ]
+        self._paths = shard_paths(output_prefix, num_shards)
         self._tmp_paths = [_temporary_path(p) for p in self._paths]
         self._writers: list[tf.io.TFRecordWriter] = []
         self._shard_counts = [0] * num_shards
@@ -257,6 +256,10 @@ class ShardedRecordWriter:
     def paths(self) -> list[str]:
         """Final shard paths (they exist only after a successful close)."""
         return list(self._paths)
+
+    @property
+    def num_shards(self) -> int:
+        return len(self._paths)
 
     @property
     def num_written(self) -> int:
@@ -286,14 +289,17 @@ class ShardedRecordWriter:
             raise
         return self
 
-    def write(self, serialized: bytes) -> None:
+    def write(self, serialized: bytes, shard: int | None = None) -> None:
+        """Appends one record to `shard`, or to the next shard in turn when None."""
         if not self._writers:
             raise RuntimeError("ShardedRecordWriter.write called outside its `with` block")
         if not isinstance(serialized, bytes):
             raise TypeError(f"write expects serialized bytes (spec.serialize(...)), got {type(serialized).__name__}")
-        self._writers[self._next_shard].write(serialized)
-        self._shard_counts[self._next_shard] += 1
-        self._next_shard = (self._next_shard + 1) % len(self._paths)
+        if shard is None:
+            shard = self._next_shard
+            self._next_shard = (self._next_shard + 1) % len(self._paths)
+        self._writers[shard].write(serialized)
+        self._shard_counts[shard] += 1
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
@@ -313,15 +319,7 @@ class ShardedRecordWriter:
         self._remove_stale_shards()
 
     def _remove_stale_shards(self) -> None:
-        directory = os.path.dirname(self._paths[0]) or "."
-        written = set(self._paths)
-        for path in sorted(tf.io.gfile.glob(os.path.join(directory, "*.tfrecord"))):
-            if path not in written and _SHARD_NAME.fullmatch(os.path.basename(path)):
-                tf.io.gfile.remove(path)
-                self._stale_removed.append(path)
-        if self._stale_removed:
-            logging.warning("%s: removed %d shard files of an earlier run: %s", directory, len(self._stale_removed),
-                            [os.path.basename(path) for path in self._stale_removed[:5]])
+        self._stale_removed = remove_stale_shards(self._paths)
 
     def _abort(self) -> None:
         for writer in self._writers:
@@ -337,6 +335,30 @@ class ShardedRecordWriter:
         directory = os.path.dirname(self._paths[0])
         if self._created_directory and not tf.io.gfile.listdir(directory):
             tf.io.gfile.rmtree(directory)
+
+
+def shard_paths(output_prefix: str, num_shards: int) -> list[str]:
+    return [f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
+
+
+def temporary_path(final_path: str) -> str:
+    """Where a shard is written before its rename to `final_path` (hidden, same folder)."""
+    return _temporary_path(final_path)
+
+
+def remove_stale_shards(paths: Sequence[str]) -> list[str]:
+    """Removes the shard files beside `paths` (one run's shards) that are not among them; returns them."""
+    directory = os.path.dirname(paths[0]) or "."
+    written = set(paths)
+    removed = []
+    for path in sorted(tf.io.gfile.glob(os.path.join(directory, "*.tfrecord"))):
+        if path not in written and _SHARD_NAME.fullmatch(os.path.basename(path)):
+            tf.io.gfile.remove(path)
+            removed.append(path)
+    if removed:
+        logging.warning("%s: removed %d shard files of an earlier run: %s", directory, len(removed),
+                        [os.path.basename(path) for path in removed[:5]])
+    return removed
 
 
 def _glob(file_pattern: str | Sequence[str]) -> list[str]:
