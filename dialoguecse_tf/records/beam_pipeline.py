@@ -1,0 +1,203 @@
+"""The record builders as Apache Beam pipelines (the `beam` extra): the same records as the
+single-process writers for a seed, built on any Beam runner.
+
+A pipeline reads the corpus files with the single-process reader (`pipeline.read_file_dialogues`,
+one file per element: the formats' parsers need line numbers and, for mdc, jddc and sgd, lines
+of one dialogue together, so a file is read by one worker and its dialogues are then
+redistributed; split a big corpus into several files to read it in parallel). The corpus-wide
+samples are Beam combines given to the per-dialogue step as side inputs (the negative pool:
+`Top.Smallest` over the same hashed items `streaming.BottomK` keeps), the per-dialogue step calls
+the record module's own functions (`contrastive.dialogue_samples`), tokenization runs on batches
+with one tokenizer per worker (`DoFn.setup`), and each record is written to the shard its
+seeded hash names (`streaming.shard_of`): the shard files hold the same multiset of records as
+the single-process path's. Only the order within a shard differs: the single-process writer
+keeps corpus order, a Beam shard is written in the order its GroupByKey hands the records over,
+which the runner chooses (sorting them would cost a sort of every record's bytes).
+
+The counts (`PrepStats`) are gathered per file (reading, kept in file order, so the examples of
+malformed lines are those the single-process path lists) and per bundle (records), merged by the
+launching process, which then renames the shards into place and writes `records_info.json` as
+the single-process writer does.
+
+Runner options pass through `PipelineOptions`: `--runner=DirectRunner --direct_num_workers=2
+--direct_running_mode=multi_processing` locally; Dataflow, Flink and Spark as
+docs/records_on_beam.md shows. The output folder must be reachable from every worker (a
+`gs://` folder on Dataflow).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import apache_beam as beam
+import tensorflow as tf
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.transforms.window import GlobalWindows
+
+from dialoguecse_tf.data.pipeline import no_dialogue_error, read_file_dialogues
+from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.records import contrastive
+from dialoguecse_tf.records.common import (remove_stale_shards, shard_paths, temporary_path,
+                                           write_records_info)
+from dialoguecse_tf.records.streaming import shard_of
+
+_STATS = "stats"
+_RESULTS_FILE = ".beam_results.pickle"
+_TOKENIZE_BATCH = 256
+
+
+class _ReadFile(beam.DoFn):
+    """(file index, path) -> (key, dialogue) of the file, and the file's reading counts."""
+
+    def __init__(self, corpus):
+        self._corpus = corpus
+
+    def process(self, element):
+        file_index, path = element
+        stats = PrepStats()
+        yield from read_file_dialogues(self._corpus, file_index, path, stats)
+        yield beam.pvalue.TaggedOutput(_STATS, ((0, file_index), stats))
+
+
+class _CountingDoFn(beam.DoFn):
+    """A DoFn counting into one PrepStats per bundle, emitted to the "stats" output at its end."""
+
+    def start_bundle(self):
+        self.stats = PrepStats()
+
+    def finish_bundle(self):
+        yield beam.pvalue.TaggedOutput(_STATS, GlobalWindows.windowed_value(((1, 0), self.stats)))
+
+
+class _ContrastiveSamples(_CountingDoFn):
+    def __init__(self, spec, arguments):
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, element, pool):
+        key, dialogue = element
+        yield from contrastive.dialogue_samples(
+            key, dialogue, self._spec, pool, self._arguments["random_seed"],
+            self._arguments["max_responses_per_dialogue"], self._arguments["use_given_candidates"], self.stats)
+
+
+class _ContrastiveEncode(_CountingDoFn):
+    """A batch of (example key, sample) -> (shard, serialized record), one tokenizer per worker."""
+
+    def __init__(self, config, spec, arguments):
+        self._config = config
+        self._spec = spec
+        self._arguments = arguments
+
+    def setup(self):
+        from dialoguecse_tf.tokenization import Tokenizer
+
+        self._tokenizer = Tokenizer(self._config.vocab_file, self._config.do_lower_case, self._config.max_seq_length)
+
+    def process(self, batch):
+        serialized = contrastive.serialize_samples([sample for _, sample in batch], self._tokenizer, self._spec,
+                                                   self.stats)
+        for (example_key, _), record in zip(batch, serialized):
+            yield shard_of(self._arguments["random_seed"], contrastive.RECORD_TYPE_CONTRASTIVE, example_key,
+                           self._arguments["num_shards"]), record
+
+
+def _contrastive_records(dialogues, config, spec, arguments):
+    """(shard, serialized) records and the per-bundle counts of the contrastive records."""
+    seed = arguments["random_seed"]
+    pool = (dialogues
+            | "PoolItems" >> beam.FlatMap(lambda item: contrastive.pool_items(item[0], item[1], spec, seed))
+            | "NegativePool" >> beam.combiners.Top.Smallest(arguments["negative_pool_size"])
+            | "PoolSampler" >> beam.Map(contrastive.NegativePool))
+    samples = dialogues | "Samples" >> beam.ParDo(
+        _ContrastiveSamples(spec, arguments), beam.pvalue.AsSingleton(pool)).with_outputs(_STATS, main="samples")
+    encoded = (samples.samples
+               | "Batch" >> beam.BatchElements(min_batch_size=_TOKENIZE_BATCH, max_batch_size=_TOKENIZE_BATCH)
+               | "Encode" >> beam.ParDo(_ContrastiveEncode(config, spec, arguments)).with_outputs(
+                   _STATS, main="records"))
+    return encoded.records, (samples[_STATS], encoded[_STATS])
+
+
+_BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: _contrastive_records}
+
+
+class _WriteShard(beam.DoFn):
+    """(shard, records) -> (shard, count), written under the shard's temporary name."""
+
+    def __init__(self, paths):
+        self._paths = paths
+
+    def process(self, element):
+        shard, records = element
+        count = 0
+        with tf.io.TFRecordWriter(temporary_path(self._paths[shard])) as writer:
+            for record in records:
+                writer.write(record)
+                count += 1
+        yield shard, count
+
+
+def _save_results(results, path):
+    with tf.io.gfile.GFile(path, "wb") as f:
+        f.write(pickle.dumps(results))
+
+
+def build_pipeline(pipeline, config, spec, arguments, paths):
+    """Adds the record type's pipeline to `pipeline`; its results go to the output folder's
+    `.beam_results.pickle` (shard counts and counts), which `run_beam_records` reads."""
+    builder = _BUILDERS.get(spec.record_type)
+    if builder is None:
+        raise ValueError(f"engine=beam does not build {spec.record_type!r} records yet; it builds "
+                         f"{sorted(_BUILDERS)}")
+    shards = shard_paths(os.path.join(config.output_dir, spec.record_type), arguments["num_shards"])
+    read = (pipeline
+            | "Files" >> beam.Create(list(enumerate(paths)))
+            | "Read" >> beam.ParDo(_ReadFile(config.corpus)).with_outputs(_STATS, main="dialogues"))
+    dialogues = read.dialogues | "Redistribute" >> beam.Reshuffle()
+    records, record_stats = builder(dialogues, config, spec, arguments)
+    counts = (records
+              | "ByShard" >> beam.GroupByKey()
+              | "WriteShards" >> beam.ParDo(_WriteShard(shards))
+              | "Counts" >> beam.combiners.ToList())
+    stats = ((read[_STATS], *record_stats)
+             | "AllStats" >> beam.Flatten()
+             | "StatsList" >> beam.combiners.ToList())
+    results_path = os.path.join(config.output_dir, _RESULTS_FILE)
+    _ = (pipeline
+         | "Results" >> beam.Create([None])
+         | "Save" >> beam.Map(lambda _, counts, stats: _save_results({"counts": counts, "stats": stats},
+                                                                      results_path),
+                              beam.pvalue.AsSingleton(counts), beam.pvalue.AsSingleton(stats)))
+    return shards, results_path
+
+
+def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_args, log=print) -> PrepStats:
+    """Runs the record type's pipeline with `pipeline_args` as Beam pipeline options, then
+    renames its shards into place and writes `records_info.json`; counts into `stats`."""
+    tf.io.gfile.makedirs(config.output_dir)
+    options = PipelineOptions(list(pipeline_args))
+    with beam.Pipeline(options=options) as pipeline:
+        shards, results_path = build_pipeline(pipeline, config, spec, arguments, paths)
+    with tf.io.gfile.GFile(results_path, "rb") as f:
+        results = pickle.loads(f.read())
+    tf.io.gfile.remove(results_path)
+    # Reading counts in file order first, as one pass over the files would count them.
+    for _, part in sorted(results["stats"], key=lambda item: item[0]):
+        stats.merge(part)
+    counts = dict(results["counts"])
+    if not stats["dialogues_kept"]:
+        raise no_dialogue_error(config.corpus, stats)
+    written = sum(counts.values())
+    if written == 0:
+        raise ValueError(f"no {spec.record_type} sample could be built from the input dialogues")
+    for shard, path in enumerate(shards):
+        if shard not in counts:  # no record hashed to it: an empty file, as the single-process writer leaves
+            with tf.io.TFRecordWriter(temporary_path(path)):
+                pass
+        tf.io.gfile.rename(temporary_path(path), path, overwrite=True)
+    remove_stale_shards(shards)
+    stats.increment("samples_written", written)
+    write_records_info(config.output_dir, spec, stats.to_dict())
+    log(f"[{spec.record_type}] {written} records (Beam) -> {config.output_dir}")
+    return stats
