@@ -274,3 +274,36 @@ def test_given_candidates_can_be_replaced_by_sampled_ones(ecd, tmp_path):
     stats = write_contrastive_records(dialogues[:50], tokenizer, str(tmp_path), spec, use_given_candidates=False,
                                       log=lambda _: None)
     assert stats["samples_written"] == sum(len(d.turns) for d in dialogues[:50])
+
+
+@pytest.mark.parametrize("spec", [
+    ContrastiveRecordSpec(max_seq_length=7, num_context_turns=2, num_negatives=3, context_layout="sides"),
+    PairRecordSpec(max_seq_length=5),
+    DialogueRecordSpec(max_seq_length=6, num_negatives=2),
+    MlmRecordSpec(max_seq_length=6, max_predictions_per_seq=3),
+], ids=lambda spec: spec.record_type)
+def test_serialize_batch_writes_the_bytes_of_serialize(spec):
+    """Random values over the whole int32 range (negative ones take 10-byte varints, 127/128 and
+    16383/16384 change width) and random floats: the same bytes as one tf.train.Example each."""
+    rng = np.random.default_rng(0)
+    edges = np.array([0, 1, 127, 128, 16383, 16384, -1, -128, 2**31 - 1, -2**31], np.int64)
+    batch = {}
+    for feature in spec._features():
+        shape = (5, *feature.shape)
+        if feature.dtype.is_floating:
+            batch[feature.name] = rng.normal(size=shape).astype(np.float32)
+        else:
+            values = rng.integers(-2**31, 2**31, size=shape, dtype=np.int64)
+            small = rng.integers(0, 20000, size=shape)
+            values = np.where(rng.random(shape) < 0.5, small, values)
+            values.reshape(-1)[:len(edges)] = edges
+            batch[feature.name] = values
+    batch[spec._features()[0].name][1] = 0  # an all-zero row: one byte per value
+    examples = [{name: values[row] for name, values in batch.items()} for row in range(5)]
+    assert spec.serialize_batch(batch) == [spec.serialize(example) for example in examples]
+    if isinstance(spec, MlmRecordSpec):  # the constant feature, given as the writer gives it
+        batch["next_sentence_labels"] = np.array([[0], [1], [0], [1], [1]])
+        examples = [{name: values[row] for name, values in batch.items()} for row in range(5)]
+        assert spec.serialize_batch(batch) == [spec.serialize(example) for example in examples]
+    with pytest.raises(ValueError, match="do not fit in int32"):
+        spec.serialize_batch({**batch, spec._features()[0].name: batch[spec._features()[0].name] + 2**32})
