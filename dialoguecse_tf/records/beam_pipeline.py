@@ -82,22 +82,34 @@ class _ContrastiveSamples(_CountingDoFn):
             self._arguments["max_responses_per_dialogue"], self._arguments["use_given_candidates"], self.stats)
 
 
-class _ContrastiveEncode(_CountingDoFn):
-    """A batch of (example key, sample) -> (shard, serialized record), one tokenizer per worker."""
+class _WithTokenizer:
+    """One tokenizer per worker (`DoFn.setup`), from the record config."""
 
-    def __init__(self, config, spec, arguments):
+    def __init__(self, config):
         self._config = config
-        self._spec = spec
-        self._arguments = arguments
 
     def setup(self):
         from dialoguecse_tf.tokenization import Tokenizer
 
         self._tokenizer = Tokenizer(self._config.vocab_file, self._config.do_lower_case, self._config.max_seq_length)
 
-    def process(self, batch):
+
+class _PoolPieces(_WithTokenizer, beam.DoFn):
+    def process(self, pool):
+        yield contrastive.pool_pieces(pool, self._tokenizer)
+
+
+class _ContrastiveEncode(_WithTokenizer, _CountingDoFn):
+    """A batch of (example key, sample) -> (shard, serialized record)."""
+
+    def __init__(self, config, spec, arguments):
+        super().__init__(config)
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, batch, known):
         serialized = contrastive.serialize_samples([sample for _, sample in batch], self._tokenizer, self._spec,
-                                                   self.stats)
+                                                   self.stats, known)
         for (example_key, _), record in zip(batch, serialized):
             yield shard_of(self._arguments["random_seed"], contrastive.RECORD_TYPE_CONTRASTIVE, example_key,
                            self._arguments["num_shards"]), record
@@ -110,12 +122,13 @@ def _contrastive_records(dialogues, config, spec, arguments):
             | "PoolItems" >> beam.FlatMap(lambda item: contrastive.pool_items(item[0], item[1], spec, seed))
             | "NegativePool" >> beam.combiners.Top.Smallest(arguments["negative_pool_size"])
             | "PoolSampler" >> beam.Map(contrastive.NegativePool))
+    known = pool | "PoolPieces" >> beam.ParDo(_PoolPieces(config))
     samples = dialogues | "Samples" >> beam.ParDo(
         _ContrastiveSamples(spec, arguments), beam.pvalue.AsSingleton(pool)).with_outputs(_STATS, main="samples")
     encoded = (samples.samples
                | "Batch" >> beam.BatchElements(min_batch_size=_TOKENIZE_BATCH, max_batch_size=_TOKENIZE_BATCH)
-               | "Encode" >> beam.ParDo(_ContrastiveEncode(config, spec, arguments)).with_outputs(
-                   _STATS, main="records"))
+               | "Encode" >> beam.ParDo(_ContrastiveEncode(config, spec, arguments),
+                                        beam.pvalue.AsSingleton(known)).with_outputs(_STATS, main="records"))
     return encoded.records, (samples[_STATS], encoded[_STATS])
 
 

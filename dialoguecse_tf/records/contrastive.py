@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_dialogue, cap_text
-from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, ShardedRecordWriter, check_positive_int,
-                                           write_records_info)
+from dialoguecse_tf.records.common import (FixedFeature, PieceTable, RecordSpec, ShardedRecordWriter,
+                                           check_positive_int, write_records_info)
 from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE, BottomK, example_rng, keyed_dialogues, shard_of, stable_hash
 
 RECORD_TYPE_CONTRASTIVE = "contrastive"
@@ -156,6 +156,10 @@ class NegativePool:
     def __len__(self) -> int:
         return len(self._texts)
 
+    @property
+    def texts(self) -> list:
+        return self._texts
+
     def sample(self, rng: random.Random, own_key: int, response: str, count: int) -> list:
         if not self._enough:
             raise ValueError("sampling negatives needs at least 2 dialogues")
@@ -177,6 +181,12 @@ def collect_negative_pool(keyed, spec: ContrastiveRecordSpec, random_seed: int, 
     for key, dialogue in keyed:
         sample.update(pool_items(key, dialogue, spec, random_seed))
     return NegativePool(sample.items())
+
+
+def pool_pieces(pool: NegativePool, tokenizer) -> PieceTable:
+    """The pool's texts tokenized once: a pool utterance is drawn as a negative about
+    num_negatives times, and its dialogue's chunk tokenizes it once more at most."""
+    return PieceTable(pool.texts, tokenizer)
 
 
 def dialogue_samples(key: int, dialogue, spec: ContrastiveRecordSpec, pool: NegativePool, random_seed: int,
@@ -221,44 +231,47 @@ def _slot_texts(texts, slots, response_index):
             [0 if i is None else i - response_index for i in slots])
 
 
-def encode_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepStats) -> list:
-    """Tokenizes a chunk of samples, each distinct text once; returns feature dicts."""
+def encode_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepStats,
+                   known: PieceTable | None = None) -> dict:
+    """The features of a chunk of samples, each ``[len(samples), *shape]``. Texts in `known`
+    (the negative pool's, `pool_pieces`) are taken from it, the others tokenized here, each
+    distinct text once."""
     t, k, length = spec.num_context_slots, spec.num_candidates, spec.max_seq_length
     texts = []
     for context, _, candidates in samples:
         texts.extend(["" if text is None else text for text in context] + candidates)
-    # An utterance recurs in a chunk as response, context of its neighbours and negative.
-    unique = list(dict.fromkeys(texts))
-    pieces = tokenizer.tokenize(unique)
-    packed = tokenizer.pack(pieces, length)
-    row_of = {text: row for row, text in enumerate(unique)}
-    rows = np.array([row_of[text] for text in texts])
-    ids = packed["token_ids"].numpy()[rows].reshape(len(samples), t + k, length).astype(np.int64)
-    mask = packed["padding_mask"].numpy()[rows].reshape(len(samples), t + k, length).astype(np.int64)
-    word_pieces = pieces.row_lengths().numpy()[rows].reshape(len(samples), t + k)
-    examples = []
-    for row, (context, offsets, _) in enumerate(samples):
-        turn_mask = np.array([text is not None for text in context], np.int64)
-        turn_offset = np.asarray(offsets, np.int64)
-        # A missing turn is all padding, not "[CLS] [SEP]", so it carries no tokens at all.
-        ids[row, :t][turn_mask == 0] = 0
-        mask[row, :t][turn_mask == 0] = 0
-        real = np.concatenate([word_pieces[row, :t][turn_mask == 1], word_pieces[row, t:]])
-        stats.increment("tokens_truncated", int(np.maximum(real - (length - 2), 0).sum()))
-        examples.append({
-            CONTEXT_INPUT_IDS: ids[row, :t],
-            CONTEXT_INPUT_MASK: mask[row, :t],
-            CONTEXT_TURN_MASK: turn_mask,
-            CONTEXT_TURN_OFFSET: turn_offset,
-            CANDIDATE_INPUT_IDS: ids[row, t:],
-            CANDIDATE_INPUT_MASK: mask[row, t:],
-        })
-    return examples
+    from_known = np.array([known is not None and text in known for text in texts], bool)
+    local = PieceTable([text for text, hit in zip(texts, from_known) if not hit], tokenizer)
+    ids = np.empty((len(texts), length), np.int64)
+    mask = np.empty((len(texts), length), np.int64)
+    word_pieces = np.empty(len(texts), np.int64)
+    for table, rows in ((known, from_known), (local, ~from_known)):
+        if rows.any():
+            ids[rows], mask[rows], word_pieces[rows] = table.pack([text for text, row in zip(texts, rows) if row],
+                                                                  length)
+    shape = (len(samples), t + k, length)
+    ids, mask, word_pieces = ids.reshape(shape), mask.reshape(shape), word_pieces.reshape(shape[:2])
+    turn_mask = np.array([[text is not None for text in context] for context, _, _ in samples], np.int64)
+    turn_mask = turn_mask.reshape(len(samples), t)
+    # A missing turn is all padding, not "[CLS] [SEP]", so it carries no tokens at all (and, as
+    # the empty text, no word pieces to count).
+    ids[:, :t] *= turn_mask[..., None]
+    mask[:, :t] *= turn_mask[..., None]
+    stats.increment("tokens_truncated", int(np.maximum(word_pieces - (length - 2), 0).sum()))
+    return {
+        CONTEXT_INPUT_IDS: ids[:, :t],
+        CONTEXT_INPUT_MASK: mask[:, :t],
+        CONTEXT_TURN_MASK: turn_mask,
+        CONTEXT_TURN_OFFSET: np.array([offsets for _, offsets, _ in samples], np.int64).reshape(len(samples), t),
+        CANDIDATE_INPUT_IDS: ids[:, t:],
+        CANDIDATE_INPUT_MASK: mask[:, t:],
+    }
 
 
-def serialize_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepStats) -> list:
+def serialize_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepStats,
+                      known: PieceTable | None = None) -> list:
     """`encode_samples` serialized: what a record file holds."""
-    return [spec.serialize(example) for example in encode_samples(samples, tokenizer, spec, stats)]
+    return spec.serialize_batch(encode_samples(samples, tokenizer, spec, stats, known))
 
 
 def write_contrastive_records(
@@ -289,16 +302,17 @@ def write_contrastive_records(
     """
     stats = stats if stats is not None else PrepStats()
     pool = collect_negative_pool(keyed_dialogues(dialogues), spec, random_seed, negative_pool_size)
+    known = pool_pieces(pool, tokenizer)
     with ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
         chunk = []
         for key, dialogue in keyed_dialogues(dialogues):
             chunk.extend(dialogue_samples(key, dialogue, spec, pool, random_seed, max_responses_per_dialogue,
                                           use_given_candidates, stats))
             if len(chunk) >= _CHUNK:
-                _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log)
+                _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log)
                 chunk = []
         if chunk:
-            _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log)
+            _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log)
         if writer.num_written == 0:
             raise ValueError("no contrastive sample could be built from the input dialogues")
     stats.increment("samples_written", writer.num_written)
@@ -307,7 +321,7 @@ def write_contrastive_records(
     return stats
 
 
-def _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log):
+def _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log):
     before = writer.num_written
     serialized = serialize_samples([sample for _, sample in chunk], tokenizer, spec, stats)
     for (example_key, _), record in zip(chunk, serialized):
