@@ -2,8 +2,10 @@
 
 The absl entry points in `data_prep/` only fill these configs from flags; a config is
 written as JSON beside the stage's output together with the stats report. TensorFlow (for
-tokenization and records) is imported only once the corpus has been read: it takes seconds to
-load, and a bad input file should fail at once.
+tokenization and records) is imported only once the vocabulary, the output folder and the input
+patterns have been checked: it takes seconds to load, and a bad path should fail at once. The
+record writers stream the corpus (`DialogueSource`), so a malformed line further in fails while
+they run, naming its file and line.
 """
 
 import dataclasses
