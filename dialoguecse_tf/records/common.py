@@ -483,6 +483,62 @@ class ShardedRecordWriter:
             tf.io.gfile.rmtree(directory)
 
 
+def ordered_record(order: int, serialized: bytes) -> bytes:
+    """A record with its 64-bit order key in front (big-endian), so that sorting such byte
+    strings sorts records by key (then by bytes): what `OrderedShardWriter` and the Beam
+    pipelines' shard writers sort."""
+    return order.to_bytes(8, "big") + serialized
+
+
+def unordered_records(keyed_records) -> list:
+    """`ordered_record`s sorted, their keys removed."""
+    return [record[8:] for record in sorted(keyed_records)]
+
+
+class OrderedShardWriter:
+    """Writes each record to the shard it names, every shard in the order of the records' keys
+    (a seeded hash: a shuffle that any runner reproduces). Records go to an unsorted hidden spill
+    file per shard first; closing reads each back, sorts it and writes the shard through
+    `ShardedRecordWriter`. Memory: one shard's records, while it is sorted."""
+
+    def __init__(self, output_prefix: str, num_shards: int):
+        self._writer = ShardedRecordWriter(output_prefix, num_shards)
+        self._spills = [temporary_path(path) + ".unsorted" for path in self._writer.paths]
+        self._files: list = []
+        self._count = 0
+
+    @property
+    def num_shards(self) -> int:
+        return self._writer.num_shards
+
+    @property
+    def num_written(self) -> int:
+        return self._count
+
+    def __enter__(self) -> "OrderedShardWriter":
+        tf.io.gfile.makedirs(os.path.dirname(self._spills[0]) or ".")
+        self._files = [tf.io.TFRecordWriter(path) for path in self._spills]
+        return self
+
+    def write(self, serialized: bytes, shard: int, order: int) -> None:
+        self._files[shard].write(ordered_record(order, serialized))
+        self._count += 1
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        for spill in self._files:
+            spill.close()
+        try:
+            if exc_type is None:
+                with self._writer as writer:
+                    for shard, path in enumerate(self._spills):
+                        for record in unordered_records(tf.data.TFRecordDataset(path).as_numpy_iterator()):
+                            writer.write(record, shard)
+        finally:
+            for path in self._spills:
+                if tf.io.gfile.exists(path):
+                    tf.io.gfile.remove(path)
+
+
 def shard_paths(output_prefix: str, num_shards: int) -> list[str]:
     return [f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
 
