@@ -1,9 +1,10 @@
 """Records built by the Beam pipelines (`records.beam_pipeline`) against the single-process writers.
 
 Both paths put each record in the shard its seeded hash names, so every shard file holds the same
-multiset of serialized records on both. The order within a shard differs: the single-process
+multiset of serialized records on both. Contrastive shards differ in order: the single-process
 writer keeps corpus order, a Beam shard is written in the order the runner's GroupByKey hands
-its records over. So shards are compared as multisets (collections.Counter of the bytes).
+its records over, so they are compared as multisets (collections.Counter of the bytes). Pair
+shards are sorted by a seeded hash on both paths, so they are compared as lists.
 """
 
 import collections
@@ -14,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, CorpusConfig, run_create_records
+from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, CorpusConfig, PairDataConfig, run_create_records
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.records import contrastive
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
@@ -50,23 +51,31 @@ def corpus(tmp_path_factory):
     return corpus, write_tiny_vocab(folder / "vocab.txt")
 
 
-def _build(corpus, folder, engine, pipeline_args=(), **settings):
+def _build(corpus, folder, engine, pipeline_args=(), config_class=ContrastiveDataConfig, **settings):
+    """The shards (each a list of its records, in file order), records info and prep stats."""
     corpus_config, vocab = corpus
-    config = ContrastiveDataConfig(corpus_config, str(folder), vocab, max_seq_length=8, num_negatives=3,
-                                   num_shards=3, engine=engine, **settings)
+    defaults = {"max_seq_length": 8, "num_shards": 3}
+    if config_class is ContrastiveDataConfig:
+        defaults["num_negatives"] = 3
+    config = config_class(corpus_config, str(folder), vocab, engine=engine, **{**defaults, **settings})
     run_create_records(config, NOOP, pipeline_args)
     info = read_records_info(str(folder))
     with open(folder / "prep_stats.json", encoding="utf-8") as f:
         prep_stats = json.load(f)
     prep_stats.pop("write_seconds")
-    shards = {path.name: collections.Counter(tf.data.TFRecordDataset(str(path)).as_numpy_iterator())
+    shards = {path.name: list(tf.data.TFRecordDataset(str(path)).as_numpy_iterator())
               for path in sorted(folder.glob("*.tfrecord"))}
     return shards, info, prep_stats
 
 
+def _as_multisets(built):
+    shards, info, prep_stats = built
+    return {name: collections.Counter(records) for name, records in shards.items()}, info, prep_stats
+
+
 @pytest.fixture(scope="module")
 def single(corpus, tmp_path_factory):
-    return _build(corpus, tmp_path_factory.mktemp("single"), "single", max_responses_per_dialogue=3)
+    return _as_multisets(_build(corpus, tmp_path_factory.mktemp("single"), "single", max_responses_per_dialogue=3))
 
 
 @pytest.mark.slow
@@ -77,20 +86,37 @@ def test_contrastive_beam_records_equal_the_single_process_records(corpus, singl
     stats = info[1]
     assert stats["malformed_lines"] == 2 and stats["utterances_capped"] == 1 and stats["dropped"]["no_context"] == 8
     assert stats["samples_written"] == sum(sum(c.values()) for c in shards.values())
-    assert _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, max_responses_per_dialogue=3) == single
-    other_seed = _build(corpus, tmp_path / "seed", "single", max_responses_per_dialogue=3, random_seed=7)
+    assert _as_multisets(_build(corpus, tmp_path / "beam", "beam", IN_PROCESS, max_responses_per_dialogue=3)) == single
+    other_seed = _as_multisets(_build(corpus, tmp_path / "seed", "single", max_responses_per_dialogue=3,
+                                      random_seed=7))
     assert other_seed[0] != shards and other_seed[1][1]["samples_written"] == stats["samples_written"]
 
 
 @pytest.mark.slow
 def test_contrastive_beam_records_on_two_worker_processes(corpus, single, tmp_path):
-    assert _build(corpus, tmp_path / "beam2", "beam", TWO_PROCESSES, max_responses_per_dialogue=3) == single
+    assert _as_multisets(_build(corpus, tmp_path / "beam2", "beam", TWO_PROCESSES,
+                                max_responses_per_dialogue=3)) == single
 
 
 def test_small_negative_pool_keeps_both_paths_equal(corpus, tmp_path):
     """A pool smaller than the corpus: both paths sample the same 10 utterances by hash."""
-    single = _build(corpus, tmp_path / "single", "single", negative_pool_size=10)
-    assert _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, negative_pool_size=10) == single
+    single = _as_multisets(_build(corpus, tmp_path / "single", "single", negative_pool_size=10))
+    assert _as_multisets(_build(corpus, tmp_path / "beam", "beam", IN_PROCESS, negative_pool_size=10)) == single
+
+
+@pytest.mark.parametrize("pairing", ["consecutive", "self"])
+def test_pair_beam_records_equal_the_single_process_records_in_order(corpus, pairing, tmp_path):
+    """Pair shards are sorted by a seeded hash of their pairs, so both paths write the same files
+    record for record; self pairs keep each text's first occurrence on both (the corpus repeats
+    texts: its lines cycle through the same words)."""
+    settings = {"config_class": PairDataConfig, "pairing": pairing, "min_words": 2}
+    single = _build(corpus, tmp_path / "single", "single", **settings)
+    shards, info, prep_stats = single
+    assert all(len(records) > 3 for records in shards.values())
+    assert info[1]["samples_written"] == sum(len(records) for records in shards.values())
+    if pairing == "self":
+        assert info[1]["dropped"]["repeated_utterance"] > 5 and info[1]["dropped"]["short_utterance"] > 5
+    assert _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, **settings) == single
 
 
 class _Corpus:

@@ -203,6 +203,7 @@ class PairDataConfig:
     min_words: int = 3
     random_seed: int = 24
     num_shards: int = 1
+    engine: str = "single"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -37,9 +37,9 @@ from apache_beam.transforms.window import GlobalWindows
 
 from dialoguecse_tf.data.pipeline import no_dialogue_error, read_file_dialogues
 from dialoguecse_tf.data.preprocessing import PrepStats
-from dialoguecse_tf.records import contrastive
-from dialoguecse_tf.records.common import (remove_stale_shards, shard_paths, temporary_path,
-                                           write_records_info)
+from dialoguecse_tf.records import contrastive, pairs
+from dialoguecse_tf.records.common import (ordered_record, remove_stale_shards, shard_paths, temporary_path,
+                                           unordered_records, write_records_info)
 from dialoguecse_tf.records.streaming import shard_of
 
 _STATS = "stats"
@@ -132,17 +132,107 @@ def _contrastive_records(dialogues, config, spec, arguments):
     return encoded.records, (samples[_STATS], encoded[_STATS])
 
 
-_BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: _contrastive_records}
+class _ConsecutivePairs(_CountingDoFn):
+    def __init__(self, spec, arguments):
+        self._spec = spec
+        self._min_words = arguments["min_words"]
+
+    def process(self, element):
+        key, dialogue = element
+        yield from pairs.consecutive_pairs(key, dialogue, self._min_words, self._spec.max_seq_length, self.stats)
+
+
+class _SelfCandidates(_CountingDoFn):
+    """(key, dialogue) -> (text, example key) of its long enough utterances."""
+
+    def __init__(self, arguments):
+        self._min_words = arguments["min_words"]
+
+    def process(self, element):
+        key, dialogue = element
+        for example_key, text in pairs.self_candidates(key, dialogue, self._min_words, self.stats):
+            yield text, example_key
+
+
+class _FirstOccurrence(beam.CombineFn):
+    """The smallest example key of a text (keys sort in corpus order) and its occurrences."""
+
+    def create_accumulator(self):
+        return None, 0
+
+    def add_input(self, accumulator, key):
+        first, count = accumulator
+        return (key if first is None else min(first, key)), count + 1
+
+    def merge_accumulators(self, accumulators):
+        firsts = [first for first, _ in accumulators if first is not None]
+        return (min(firsts) if firsts else None), sum(count for _, count in accumulators)
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+class _SelfPairs(_CountingDoFn):
+    def __init__(self, spec):
+        self._spec = spec
+
+    def process(self, element):
+        text, (example_key, count) = element
+        if count > 1:
+            self.stats.drop("repeated_utterance", count - 1)
+        yield pairs.self_pair(example_key, text, self._spec.max_seq_length, self.stats)
+
+
+class _PairEncode(_WithTokenizer, _CountingDoFn):
+    """A batch of (example key, pair) -> (shard, ordered record): shards are sorted."""
+
+    def __init__(self, config, spec, arguments):
+        super().__init__(config)
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, batch):
+        for shard, order, record in pairs.serialize_pairs(batch, self._tokenizer, self._spec,
+                                                          self._arguments["random_seed"],
+                                                          self._arguments["num_shards"], self.stats):
+            yield shard, ordered_record(order, record)
+
+
+def _pair_records(dialogues, config, spec, arguments):
+    """(shard, ordered record) pairs and the per-bundle counts of the pair records. Self pairs
+    keep each text's first occurrence: the texts are grouped (CombinePerKey), not held in a set."""
+    if spec.pairing == "consecutive":
+        found = dialogues | "Pairs" >> beam.ParDo(_ConsecutivePairs(spec, arguments)).with_outputs(_STATS, main="pairs")
+        keyed, stats = found.pairs, [found[_STATS]]
+    else:
+        candidates = dialogues | "Candidates" >> beam.ParDo(_SelfCandidates(arguments)).with_outputs(
+            _STATS, main="candidates")
+        found = (candidates.candidates
+                 | "FirstOccurrence" >> beam.CombinePerKey(_FirstOccurrence())
+                 | "SelfPairs" >> beam.ParDo(_SelfPairs(spec)).with_outputs(_STATS, main="pairs"))
+        keyed, stats = found.pairs, [candidates[_STATS], found[_STATS]]
+    encoded = (keyed
+               | "Batch" >> beam.BatchElements(min_batch_size=_TOKENIZE_BATCH, max_batch_size=_TOKENIZE_BATCH)
+               | "Encode" >> beam.ParDo(_PairEncode(config, spec, arguments)).with_outputs(_STATS, main="records"))
+    return encoded.records, (*stats, encoded[_STATS])
+
+
+# record type -> (its pipeline, whether its shards are sorted by their records' order keys)
+_BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: (_contrastive_records, False),
+             pairs.RECORD_TYPE_PAIRS: (_pair_records, True)}
 
 
 class _WriteShard(beam.DoFn):
     """(shard, records) -> (shard, count), written under the shard's temporary name."""
 
-    def __init__(self, paths):
+    def __init__(self, paths, ordered):
         self._paths = paths
+        self._ordered = ordered
 
     def process(self, element):
         shard, records = element
+        if self._ordered:
+            records = unordered_records(records)
         count = 0
         with tf.io.TFRecordWriter(temporary_path(self._paths[shard])) as writer:
             for record in records:
@@ -159,7 +249,7 @@ def _save_results(results, path):
 def build_pipeline(pipeline, config, spec, arguments, paths):
     """Adds the record type's pipeline to `pipeline`; its results go to the output folder's
     `.beam_results.pickle` (shard counts and counts), which `run_beam_records` reads."""
-    builder = _BUILDERS.get(spec.record_type)
+    builder, ordered = _BUILDERS.get(spec.record_type, (None, False))
     if builder is None:
         raise ValueError(f"engine=beam does not build {spec.record_type!r} records yet; it builds "
                          f"{sorted(_BUILDERS)}")
@@ -171,7 +261,7 @@ def build_pipeline(pipeline, config, spec, arguments, paths):
     records, record_stats = builder(dialogues, config, spec, arguments)
     counts = (records
               | "ByShard" >> beam.GroupByKey()
-              | "WriteShards" >> beam.ParDo(_WriteShard(shards))
+              | "WriteShards" >> beam.ParDo(_WriteShard(shards, ordered))
               | "Counts" >> beam.combiners.ToList())
     stats = ((read[_STATS], *record_stats)
              | "AllStats" >> beam.Flatten()
@@ -183,6 +273,13 @@ def build_pipeline(pipeline, config, spec, arguments, paths):
                                                                       results_path),
                               beam.pvalue.AsSingleton(counts), beam.pvalue.AsSingleton(stats)))
     return shards, results_path
+
+
+def _records_info(spec, stats: PrepStats, arguments) -> dict:
+    """What the record type's single-process writer puts in records_info.json."""
+    if spec.record_type == pairs.RECORD_TYPE_PAIRS:
+        return pairs.pair_records_info(stats, arguments["min_words"], arguments["random_seed"])
+    return stats.to_dict()
 
 
 def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_args, log=print) -> PrepStats:
@@ -211,6 +308,6 @@ def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_
         tf.io.gfile.rename(temporary_path(path), path, overwrite=True)
     remove_stale_shards(shards)
     stats.increment("samples_written", written)
-    write_records_info(config.output_dir, spec, stats.to_dict())
+    write_records_info(config.output_dir, spec, _records_info(spec, stats, arguments))
     log(f"[{spec.record_type}] {written} records (Beam) -> {config.output_dir}")
     return stats
