@@ -15,7 +15,8 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, CorpusConfig, PairDataConfig, run_create_records
+from dialoguecse_tf.data.pipeline import (ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, PairDataConfig,
+                                          run_create_records)
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.records import contrastive
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
@@ -117,6 +118,20 @@ def test_pair_beam_records_equal_the_single_process_records_in_order(corpus, pai
     if pairing == "self":
         assert info[1]["dropped"]["repeated_utterance"] > 5 and info[1]["dropped"]["short_utterance"] > 5
     assert _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, **settings) == single
+
+
+def test_dialogue_beam_records_equal_the_single_process_records(corpus, tmp_path):
+    """A sample of 6 dialogues, 2 samples each, negatives from role pools of 5 utterances
+    sampled by hash: the same records on both paths (each shard round by round on both, in
+    corpus order within a round on the single-process path only)."""
+    settings = {"config_class": DialogueDataConfig, "max_seq_length": 24, "num_negatives": 2,
+                "min_dialogue_turns": 3, "max_dialogues": 6, "samples_per_dialogue": 2, "negative_pool_size": 5}
+    single = _as_multisets(_build(corpus, tmp_path / "single", "single", **settings))
+    stats = single[1][1]
+    assert stats["samples_written"] == 12 and stats["dialogues_written"] == 6
+    assert stats["dialogues_not_sampled"] == 18
+    assert stats["dropped"]["fewer_than_3_turns"] == stats["dropped"]["not_two_interlocutors"] == 8
+    assert _as_multisets(_build(corpus, tmp_path / "beam", "beam", IN_PROCESS, **settings)) == single
 
 
 class _Corpus:

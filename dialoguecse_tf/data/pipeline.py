@@ -221,6 +221,8 @@ class DialogueDataConfig:
     truncation: str = "head"
     random_seed: int = 12345
     num_shards: int = 1
+    negative_pool_size: int = DEFAULT_NEGATIVE_POOL_SIZE
+    engine: str = "single"
 
 
 def _record_writers() -> dict:

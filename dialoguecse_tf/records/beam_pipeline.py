@@ -38,6 +38,7 @@ from apache_beam.transforms.window import GlobalWindows
 from dialoguecse_tf.data.pipeline import no_dialogue_error, read_file_dialogues
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.records import contrastive, pairs
+from dialoguecse_tf.records import dialogues as dialogue_records
 from dialoguecse_tf.records.common import (ordered_record, remove_stale_shards, shard_paths, temporary_path,
                                            unordered_records, write_records_info)
 from dialoguecse_tf.records.streaming import shard_of
@@ -45,6 +46,7 @@ from dialoguecse_tf.records.streaming import shard_of
 _STATS = "stats"
 _RESULTS_FILE = ".beam_results.pickle"
 _TOKENIZE_BATCH = 256
+_DIALOGUE_BATCH = 64
 
 
 class _ReadFile(beam.DoFn):
@@ -217,22 +219,104 @@ def _pair_records(dialogues, config, spec, arguments):
     return encoded.records, (*stats, encoded[_STATS])
 
 
-# record type -> (its pipeline, whether its shards are sorted by their records' order keys)
-_BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: (_contrastive_records, False),
-             pairs.RECORD_TYPE_PAIRS: (_pair_records, True)}
+class _UsableDialogues(_CountingDoFn):
+    """(key, dialogue) -> (key, dialogue_items) of the usable dialogues."""
+
+    def __init__(self, spec, arguments):
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, element):
+        key, dialogue = element
+        items = dialogue_records.dialogue_items(key, dialogue, self._spec, self._arguments["min_dialogue_turns"],
+                                         self._arguments["random_seed"], self.stats)
+        if items is not None:
+            yield key, items
+
+
+class _DialogueSamples(_CountingDoFn):
+    def __init__(self, spec, arguments):
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, element, pools, chosen, usable):
+        dialogue_records.check_enough_dialogues(usable, self._arguments["min_dialogue_turns"])
+        key, (found, _, _) = element
+        if chosen is not None and key not in chosen:
+            self.stats.increment("dialogues_not_sampled")
+            return
+        self.stats.increment("dialogues_written")
+        for sample in dialogue_records.dialogue_samples(key, *found, pools, self._spec, self._arguments["keep_role"],
+                                                 self._arguments["samples_per_dialogue"],
+                                                 self._arguments["random_seed"]):
+            yield key, sample
+
+
+class _DialogueEncode(_WithTokenizer, _CountingDoFn):
+    """A batch of (dialogue key, sample) -> (shard, (round, record)): shards are written round by round."""
+
+    def __init__(self, config, spec, arguments):
+        super().__init__(config)
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, batch):
+        for shard, sample_round, record in dialogue_records.serialize_samples(
+                batch, self._tokenizer, self._spec, self._arguments["random_seed"], self._arguments["num_shards"],
+                self.stats):
+            yield shard, (sample_round, record)
+
+
+def _dialogue_records(keyed, config, spec, arguments):
+    """(shard, (round, record)) pairs and the per-bundle counts of the dialogue records."""
+    usable = keyed | "Usable" >> beam.ParDo(_UsableDialogues(spec, arguments)).with_outputs(_STATS, main="usable")
+    pools = (usable.usable
+             | "PoolItems" >> beam.FlatMap(lambda item: item[1][1])
+             | "RolePools" >> beam.combiners.Top.SmallestPerKey(arguments["negative_pool_size"])
+             | "PoolDict" >> beam.combiners.ToDict()
+             | "Pools" >> beam.Map(dialogue_records.role_pools))
+    max_dialogues = arguments["max_dialogues"]
+    if max_dialogues > 0:
+        chosen = (usable.usable
+                  | "SampleKeys" >> beam.Map(lambda item: item[1][2])
+                  | "Chosen" >> beam.combiners.Top.Smallest(max_dialogues)
+                  | "ChosenSet" >> beam.Map(lambda items: {key for _, key in items}))
+    else:
+        chosen = usable.pipeline | "NoSample" >> beam.Create([None])
+    count = usable.usable | "CountUsable" >> beam.combiners.Count.Globally()
+    samples = usable.usable | "Samples" >> beam.ParDo(
+        _DialogueSamples(spec, arguments), beam.pvalue.AsSingleton(pools), beam.pvalue.AsSingleton(chosen),
+        beam.pvalue.AsSingleton(count)).with_outputs(_STATS, main="samples")
+    encoded = (samples.samples
+               | "Batch" >> beam.BatchElements(min_batch_size=_DIALOGUE_BATCH, max_batch_size=_DIALOGUE_BATCH)
+               | "Encode" >> beam.ParDo(_DialogueEncode(config, spec, arguments)).with_outputs(
+                   _STATS, main="records"))
+    return encoded.records, (usable[_STATS], samples[_STATS], encoded[_STATS])
+
+
+# record type -> (its pipeline, how its shards are ordered: None (as grouped), "sorted" (by the
+# records' order keys) or "rounds" (round by round))
+_BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: (_contrastive_records, None),
+             pairs.RECORD_TYPE_PAIRS: (_pair_records, "sorted"),
+             dialogue_records.RECORD_TYPE_DIALOGUES: (_dialogue_records, "rounds")}
 
 
 class _WriteShard(beam.DoFn):
     """(shard, records) -> (shard, count), written under the shard's temporary name."""
 
-    def __init__(self, paths, ordered):
+    def __init__(self, paths, order, num_rounds):
         self._paths = paths
-        self._ordered = ordered
+        self._order = order
+        self._num_rounds = num_rounds
 
     def process(self, element):
-        shard, records = element
-        if self._ordered:
-            records = unordered_records(records)
+        shard, group = element
+        records = group
+        if self._order == "sorted":
+            records = unordered_records(group)
+        elif self._order == "rounds":  # a pass over the group per round: runners can re-iterate a group
+            records = (record for sample_round in range(self._num_rounds)
+                       for record_round, record in group if record_round == sample_round)
         count = 0
         with tf.io.TFRecordWriter(temporary_path(self._paths[shard])) as writer:
             for record in records:
@@ -249,7 +333,7 @@ def _save_results(results, path):
 def build_pipeline(pipeline, config, spec, arguments, paths):
     """Adds the record type's pipeline to `pipeline`; its results go to the output folder's
     `.beam_results.pickle` (shard counts and counts), which `run_beam_records` reads."""
-    builder, ordered = _BUILDERS.get(spec.record_type, (None, False))
+    builder, order = _BUILDERS.get(spec.record_type, (None, None))
     if builder is None:
         raise ValueError(f"engine=beam does not build {spec.record_type!r} records yet; it builds "
                          f"{sorted(_BUILDERS)}")
@@ -261,7 +345,7 @@ def build_pipeline(pipeline, config, spec, arguments, paths):
     records, record_stats = builder(dialogues, config, spec, arguments)
     counts = (records
               | "ByShard" >> beam.GroupByKey()
-              | "WriteShards" >> beam.ParDo(_WriteShard(shards, ordered))
+              | "WriteShards" >> beam.ParDo(_WriteShard(shards, order, arguments.get("samples_per_dialogue", 1)))
               | "Counts" >> beam.combiners.ToList())
     stats = ((read[_STATS], *record_stats)
              | "AllStats" >> beam.Flatten()
@@ -279,6 +363,9 @@ def _records_info(spec, stats: PrepStats, arguments) -> dict:
     """What the record type's single-process writer puts in records_info.json."""
     if spec.record_type == pairs.RECORD_TYPE_PAIRS:
         return pairs.pair_records_info(stats, arguments["min_words"], arguments["random_seed"])
+    if spec.record_type == dialogue_records.RECORD_TYPE_DIALOGUES:
+        return dialogue_records.dialogue_records_info(stats, arguments["keep_role"], arguments["min_dialogue_turns"],
+                                               arguments["samples_per_dialogue"], arguments["random_seed"])
     return stats.to_dict()
 
 

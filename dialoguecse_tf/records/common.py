@@ -495,17 +495,17 @@ def unordered_records(keyed_records) -> list:
     return [record[8:] for record in sorted(keyed_records)]
 
 
-class OrderedShardWriter:
-    """Writes each record to the shard it names, every shard in the order of the records' keys
-    (a seeded hash: a shuffle that any runner reproduces). Records go to an unsorted hidden spill
-    file per shard first; closing reads each back, sorts it and writes the shard through
-    `ShardedRecordWriter`. Memory: one shard's records, while it is sorted."""
+class _SpillingShardWriter:
+    """Writes each record to the shard it names, through hidden spill files (`num_parts` per
+    shard) that closing turns into the shards (`_shard_records`) with `ShardedRecordWriter`."""
 
-    def __init__(self, output_prefix: str, num_shards: int):
+    def __init__(self, output_prefix: str, num_shards: int, num_parts: int):
         self._writer = ShardedRecordWriter(output_prefix, num_shards)
-        self._spills = [temporary_path(path) + ".unsorted" for path in self._writer.paths]
+        self._spills = [[f"{temporary_path(path)}.{part}.spill" for part in range(num_parts)]
+                        for path in self._writer.paths]
         self._files: list = []
         self._count = 0
+        self._created_directory = False
 
     @property
     def num_shards(self) -> int:
@@ -515,28 +515,71 @@ class OrderedShardWriter:
     def num_written(self) -> int:
         return self._count
 
-    def __enter__(self) -> "OrderedShardWriter":
-        tf.io.gfile.makedirs(os.path.dirname(self._spills[0]) or ".")
-        self._files = [tf.io.TFRecordWriter(path) for path in self._spills]
+    def __enter__(self):
+        directory = os.path.dirname(self._spills[0][0]) or "."
+        self._created_directory = not tf.io.gfile.exists(directory)
+        tf.io.gfile.makedirs(directory)
+        self._files = [[tf.io.TFRecordWriter(path) for path in paths] for paths in self._spills]
         return self
 
-    def write(self, serialized: bytes, shard: int, order: int) -> None:
-        self._files[shard].write(ordered_record(order, serialized))
+    def _spill(self, shard: int, part: int, record: bytes) -> None:
+        self._files[shard][part].write(record)
         self._count += 1
 
+    def _shard_records(self, paths):
+        raise NotImplementedError
+
     def __exit__(self, exc_type, exc, tb) -> None:
-        for spill in self._files:
-            spill.close()
+        for files in self._files:
+            for spill in files:
+                spill.close()
         try:
             if exc_type is None:
                 with self._writer as writer:
-                    for shard, path in enumerate(self._spills):
-                        for record in unordered_records(tf.data.TFRecordDataset(path).as_numpy_iterator()):
+                    for shard, paths in enumerate(self._spills):
+                        for record in self._shard_records(paths):
                             writer.write(record, shard)
         finally:
-            for path in self._spills:
+            for path in (path for paths in self._spills for path in paths):
                 if tf.io.gfile.exists(path):
                     tf.io.gfile.remove(path)
+            directory = os.path.dirname(self._spills[0][0]) or "."
+            if self._created_directory and not tf.io.gfile.listdir(directory):
+                tf.io.gfile.rmtree(directory)
+
+
+def _read_spill(path: str):
+    return tf.data.TFRecordDataset(path).as_numpy_iterator()
+
+
+class OrderedShardWriter(_SpillingShardWriter):
+    """Writes each record to the shard it names, every shard in the order of the records' keys
+    (a seeded hash: a shuffle that any runner reproduces). Closing reads each shard's spill back
+    and sorts it: memory, one shard's records."""
+
+    def __init__(self, output_prefix: str, num_shards: int):
+        super().__init__(output_prefix, num_shards, 1)
+
+    def write(self, serialized: bytes, shard: int, order: int) -> None:
+        self._spill(shard, 0, ordered_record(order, serialized))
+
+    def _shard_records(self, paths):
+        return unordered_records(_read_spill(paths[0]))
+
+
+class RoundShardWriter(_SpillingShardWriter):
+    """Writes each record to the shard it names, every shard round by round (all its records of
+    round 0, then of round 1, ...), each round in write order: a spill file per shard and round,
+    copied into the shard in round order. Memory: none; disk: the records twice, for a while."""
+
+    def __init__(self, output_prefix: str, num_shards: int, num_rounds: int):
+        super().__init__(output_prefix, num_shards, num_rounds)
+
+    def write(self, serialized: bytes, shard: int, sample_round: int) -> None:
+        self._spill(shard, sample_round, serialized)
+
+    def _shard_records(self, paths):
+        return (record for path in paths for record in _read_spill(path))
 
 
 def shard_paths(output_prefix: str, num_shards: int) -> list[str]:
