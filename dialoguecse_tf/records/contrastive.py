@@ -145,7 +145,7 @@ class NegativePool:
     negatives are uniform over the corpus as the paper samples them; a larger corpus draws from
     a uniform sample of `pool_size` utterances (`negative_pool_size`,
     `streaming.DEFAULT_NEGATIVE_POOL_SIZE`: about 150 bytes each in memory, more for long
-    utterances).
+    utterances, and about as much again for their word pieces, `pool_pieces`).
     """
 
     def __init__(self, items):

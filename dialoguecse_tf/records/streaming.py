@@ -21,8 +21,9 @@ from typing import Iterable, Iterator
 from dialoguecse_tf.data.dialogue import Dialogue
 
 # Utterances a negative pool samples (contrastive: all turns; dialogues: each role's turns): a
-# uniform sample of the corpus' that keeps the writers' memory bounded (about 150 MB) whatever
-# the corpus size, and is the whole corpus below it (MDC, ECD's sample, SGD).
+# uniform sample of the corpus' that keeps the writers' memory bounded (about 150 MB of texts,
+# and as much again for their word pieces in the contrastive writer) whatever the corpus size,
+# and is the whole corpus below it (MDC, ECD's sample, SGD).
 DEFAULT_NEGATIVE_POOL_SIZE = 1_000_000
 _KEY_BITS = 40  # dialogues per file; a file index takes the bits above
 
