@@ -120,16 +120,19 @@ def test_pair_beam_records_equal_the_single_process_records_in_order(corpus, pai
     assert _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, **settings) == single
 
 
-def test_dialogue_beam_records_equal_the_single_process_records(corpus, tmp_path):
-    """A sample of 6 dialogues, 2 samples each, negatives from role pools of 5 utterances
-    sampled by hash: the same records on both paths (each shard round by round on both, in
-    corpus order within a round on the single-process path only)."""
+@pytest.mark.parametrize("max_dialogues, pool_size", [(6, 5), (0, 1000)])
+def test_dialogue_beam_records_equal_the_single_process_records(corpus, max_dialogues, pool_size, tmp_path):
+    """6 or all 24 usable dialogues, 2 samples each, negatives from role pools of 5 utterances
+    sampled by hash or of all: the same records on both paths (each shard round by round on
+    both, in corpus order within a round on the single-process path only)."""
     settings = {"config_class": DialogueDataConfig, "max_seq_length": 24, "num_negatives": 2,
-                "min_dialogue_turns": 3, "max_dialogues": 6, "samples_per_dialogue": 2, "negative_pool_size": 5}
+                "min_dialogue_turns": 3, "max_dialogues": max_dialogues, "samples_per_dialogue": 2,
+                "negative_pool_size": pool_size}
     single = _as_multisets(_build(corpus, tmp_path / "single", "single", **settings))
     stats = single[1][1]
-    assert stats["samples_written"] == 12 and stats["dialogues_written"] == 6
-    assert stats["dialogues_not_sampled"] == 18
+    written = max_dialogues or 24
+    assert stats["samples_written"] == 2 * written and stats["dialogues_written"] == written
+    assert stats.get("dialogues_not_sampled", 0) == 24 - written
     assert stats["dropped"]["fewer_than_3_turns"] == stats["dropped"]["not_two_interlocutors"] == 8
     assert _as_multisets(_build(corpus, tmp_path / "beam", "beam", IN_PROCESS, **settings)) == single
 

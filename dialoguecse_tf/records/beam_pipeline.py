@@ -282,7 +282,7 @@ def _dialogue_records(keyed, config, spec, arguments):
                   | "Chosen" >> beam.combiners.Top.Smallest(max_dialogues)
                   | "ChosenSet" >> beam.Map(lambda items: {key for _, key in items}))
     else:
-        chosen = usable.pipeline | "NoSample" >> beam.Create([None])
+        chosen = usable.usable.pipeline | "NoSample" >> beam.Create([None])
     count = usable.usable | "CountUsable" >> beam.combiners.Count.Globally()
     samples = usable.usable | "Samples" >> beam.ParDo(
         _DialogueSamples(spec, arguments), beam.pvalue.AsSingleton(pools), beam.pvalue.AsSingleton(chosen),
