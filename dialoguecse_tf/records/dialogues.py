@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_dialogue
-from dialoguecse_tf.dialogue_packing import NUM_ROLES, TRUNCATIONS, pack_dialogues, ragged_dialogues
+from dialoguecse_tf.dialogue_packing import NUM_ROLES, TRUNCATIONS, pack_dialogues
 from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, RoundShardWriter, check_positive_int,
                                            write_records_info)
 from dialoguecse_tf.records.streaming import (DEFAULT_NEGATIVE_POOL_SIZE, BottomK, example_rng, keyed_dialogues,
@@ -160,16 +160,23 @@ def dialogue_samples(key: int, texts, roles, pools, spec: "DialogueRecordSpec", 
              roles) for sample_round in range(samples_per_dialogue)]
 
 
+# One graph per writer instead of hundreds of eager ops per chunk.
+_pack = tf.function(pack_dialogues, reduce_retracing=True)
+
+
 def serialize_samples(keyed, tokenizer, spec: "DialogueRecordSpec", random_seed: int, num_shards: int,
                       stats: PrepStats) -> list:
     """(shard, round, serialized record) of a chunk of (dialogue key, sample)."""
-    turn_lists, role_lists = [], []
-    for _, (_, turns, roles) in keyed:
-        turn_lists.extend(turns)
-        role_lists.extend([roles] * len(turns))
+    texts, roles, turn_counts = [], [], []
+    for _, (_, turn_lists, dialogue_roles) in keyed:
+        for turns in turn_lists:
+            texts.extend(turns)
+            roles.extend(dialogue_roles)
+            turn_counts.append(len(turns))
     packed = {name: value.numpy().reshape(len(keyed), spec.num_samples, -1)
-              for name, value in pack_dialogues(tokenizer, *ragged_dialogues(turn_lists, role_lists),
-                                                spec.max_seq_length, spec.truncation).items()}
+              for name, value in _pack(tokenizer, tf.RaggedTensor.from_row_lengths(texts, turn_counts),
+                                       tf.RaggedTensor.from_row_lengths(tf.constant(roles, tf.int32), turn_counts),
+                                       spec.max_seq_length, spec.truncation).items()}
     first_round = np.array([sample_round == 0 for _, (sample_round, _, _) in keyed])
     stats.increment("dialogues_truncated",
                     int((packed["untruncated_length"][first_round, 0, 0] > spec.max_seq_length).sum()))
