@@ -8,9 +8,14 @@ Beam pipeline, `--engine=beam` on the DirectRunner with `--direct_num_workers=1`
 (`--direct_running_mode=multi_processing`). For each run: wall seconds, dialogues/s, records/s
 and peak memory, the sum of the resident memory of the entry point's process and all its
 descendants (Beam's worker processes) sampled from /proc every 0.2 s. The JSON also holds a
-projection to 10M and 100M dialogues on N workers, its assumptions stated beside it.
+projection to 10M and 100M dialogues on N workers, its assumptions stated beside it. MLM records
+have no Beam pipeline yet: they are timed single-process only.
 
-  python benchmarks/record_building.py --num_dialogues=1000000
+The full run takes hours, so it can be run in parts: the rows of record types not run now are
+kept from `output_json` when it was written for the same corpus and shard settings, e.g.
+
+  python benchmarks/record_building.py --num_dialogues=1000000 --record_types=contrastive,pairs
+  python benchmarks/record_building.py --num_dialogues=1000000 --record_types=dialogues,mlm
 """
 
 import json
@@ -148,11 +153,26 @@ def projection(rows: list, workers: list) -> dict:
     }
 
 
+def kept_rows(path: str, settings: dict, record_types: list) -> tuple:
+    """The rows of other record types in the results at `path` and the commands that measured
+    them, if they were measured with `settings`."""
+    if not os.path.exists(path):
+        return [], []
+    with open(path, encoding="utf-8") as f:
+        earlier = json.load(f)
+    if any(earlier.get("settings", {}).get(name) != value for name, value in settings.items()):
+        return [], []
+    rows = [row for row in earlier.get("runs", []) if row["record_type"] not in record_types]
+    return rows, (earlier.get("commands", []) if rows else [])
+
+
 def main(argv):
     del argv
     files, vocab = make_corpus(os.path.join(FLAGS.work_dir, "corpus"), FLAGS.num_dialogues, FLAGS.dialogues_per_file)
     beam_types = beam_record_types()
-    rows = []
+    corpus_settings = {"num_dialogues": FLAGS.num_dialogues, "dialogues_per_file": FLAGS.dialogues_per_file,
+                       "num_shards": FLAGS.num_shards}
+    rows, commands = kept_rows(FLAGS.output_json, corpus_settings, FLAGS.record_types)
     for record_type in FLAGS.record_types:
         script, extra = ENTRY_POINTS[record_type]
         runs = [("single", 1, [])] + [
@@ -178,9 +198,8 @@ def main(argv):
                        [[r["record_type"], r["engine"], r["workers"], r["dialogues_per_second"],
                          r["records_per_second"], r["peak_memory_mib"]] for r in rows])
     common.write_results(FLAGS.output_json, {
-        "command": " ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:]),
-        "settings": {"num_dialogues": FLAGS.num_dialogues, "dialogues_per_file": FLAGS.dialogues_per_file,
-                     "num_shards": FLAGS.num_shards, "corpus_files": len(files),
+        "commands": commands + [" ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])],
+        "settings": {**corpus_settings, "corpus_files": len(files),
                      "entry_point_flags": {name: extra for name, (_, extra) in ENTRY_POINTS.items()},
                      "peak_memory": f"resident memory of the entry point's process tree (Beam's workers included), "
                                     f"sampled from /proc every {SAMPLE_SECONDS} s",
