@@ -2,8 +2,8 @@
 
 Both paths put each record in the shard its seeded hash names, so every shard file holds the same
 multiset of serialized records on both. Contrastive shards differ in order: the single-process
-writer keeps corpus order, a Beam shard is written in the order the runner's GroupByKey hands
-its records over, so they are compared as multisets (collections.Counter of the bytes). Pair
+writer keeps corpus order, a Beam shard is written in the order of the runner's bundles, so they
+are compared as multisets (collections.Counter of the bytes). Pair
 shards are sorted by a seeded hash on both paths, so they are compared as lists.
 """
 

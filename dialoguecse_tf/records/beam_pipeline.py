@@ -5,14 +5,19 @@ A pipeline reads the corpus files with the single-process reader (`pipeline.read
 one file per element: the formats' parsers need line numbers and, for mdc, jddc and sgd, lines
 of one dialogue together, so a file is read by one worker and its dialogues are then
 redistributed; split a big corpus into several files to read it in parallel). The corpus-wide
-samples are Beam combines given to the per-dialogue step as side inputs (the negative pool:
+samples are Beam combines given to the per-dialogue step as side inputs (the negative pools:
 `Top.Smallest` over the same hashed items `streaming.BottomK` keeps), the per-dialogue step calls
-the record module's own functions (`contrastive.dialogue_samples`), tokenization runs on batches
-with one tokenizer per worker (`DoFn.setup`), and each record is written to the shard its
-seeded hash names (`streaming.shard_of`): the shard files hold the same multiset of records as
-the single-process path's. Only the order within a shard differs: the single-process writer
-keeps corpus order, a Beam shard is written in the order its GroupByKey hands the records over,
-which the runner chooses (sorting them would cost a sort of every record's bytes).
+the record module's own functions (`contrastive.dialogue_samples`, `pairs.consecutive_pairs`,
+`dialogues.dialogue_samples`, ...), tokenization runs on batches with one tokenizer per worker
+(`DoFn.setup`), and each record goes to the shard its seeded hash names (`streaming.shard_of`):
+the shard files hold the same multiset of records as the single-process path's. Records reach
+their shards through files: each bundle writes a hidden part file per shard (and round, for
+dialogue records), and only the parts' names are grouped by shard, so no runner holds the
+records in memory for a shuffle (the DirectRunner would). A shard is then its parts in order:
+pair shards sorted by their pairs' seeded hashes, as the single-process writer sorts them (the
+same files), dialogue shards round by round (the same rounds; within a round, the runner's
+bundle order), contrastive shards in the runner's order (the single-process writer keeps corpus
+order; sorting would cost a sort of every record's bytes).
 
 The counts (`PrepStats`) are gathered per file (reading, kept in file order, so the examples of
 malformed lines are those the single-process path lists) and per bundle (records), merged by the
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import uuid
 
 import apache_beam as beam
 import tensorflow as tf
@@ -45,6 +51,7 @@ from dialoguecse_tf.records.streaming import shard_of
 
 _STATS = "stats"
 _RESULTS_FILE = ".beam_results.pickle"
+_PART_SUFFIX = ".part"
 _TOKENIZE_BATCH = 256
 _DIALOGUE_BATCH = 64
 
@@ -102,7 +109,7 @@ class _PoolPieces(_WithTokenizer, beam.DoFn):
 
 
 class _ContrastiveEncode(_WithTokenizer, _CountingDoFn):
-    """A batch of (example key, sample) -> (shard, serialized record)."""
+    """A batch of (example key, sample) -> (shard, 0, serialized record)."""
 
     def __init__(self, config, spec, arguments):
         super().__init__(config)
@@ -114,11 +121,11 @@ class _ContrastiveEncode(_WithTokenizer, _CountingDoFn):
                                                    self.stats, known)
         for (example_key, _), record in zip(batch, serialized):
             yield shard_of(self._arguments["random_seed"], contrastive.RECORD_TYPE_CONTRASTIVE, example_key,
-                           self._arguments["num_shards"]), record
+                           self._arguments["num_shards"]), 0, record
 
 
 def _contrastive_records(dialogues, config, spec, arguments):
-    """(shard, serialized) records and the per-bundle counts of the contrastive records."""
+    """(shard, 0, serialized record) and the per-bundle counts of the contrastive records."""
     seed = arguments["random_seed"]
     pool = (dialogues
             | "PoolItems" >> beam.FlatMap(lambda item: contrastive.pool_items(item[0], item[1], spec, seed))
@@ -186,7 +193,7 @@ class _SelfPairs(_CountingDoFn):
 
 
 class _PairEncode(_WithTokenizer, _CountingDoFn):
-    """A batch of (example key, pair) -> (shard, ordered record): shards are sorted."""
+    """A batch of (example key, pair) -> (shard, 0, ordered record): shards are sorted."""
 
     def __init__(self, config, spec, arguments):
         super().__init__(config)
@@ -197,11 +204,11 @@ class _PairEncode(_WithTokenizer, _CountingDoFn):
         for shard, order, record in pairs.serialize_pairs(batch, self._tokenizer, self._spec,
                                                           self._arguments["random_seed"],
                                                           self._arguments["num_shards"], self.stats):
-            yield shard, ordered_record(order, record)
+            yield shard, 0, ordered_record(order, record)
 
 
 def _pair_records(dialogues, config, spec, arguments):
-    """(shard, ordered record) pairs and the per-bundle counts of the pair records. Self pairs
+    """(shard, 0, ordered record) and the per-bundle counts of the pair records. Self pairs
     keep each text's first occurrence: the texts are grouped (CombinePerKey), not held in a set."""
     if spec.pairing == "consecutive":
         found = dialogues | "Pairs" >> beam.ParDo(_ConsecutivePairs(spec, arguments)).with_outputs(_STATS, main="pairs")
@@ -253,7 +260,7 @@ class _DialogueSamples(_CountingDoFn):
 
 
 class _DialogueEncode(_WithTokenizer, _CountingDoFn):
-    """A batch of (dialogue key, sample) -> (shard, (round, record)): shards are written round by round."""
+    """A batch of (dialogue key, sample) -> (shard, round, record): shards are written round by round."""
 
     def __init__(self, config, spec, arguments):
         super().__init__(config)
@@ -264,11 +271,11 @@ class _DialogueEncode(_WithTokenizer, _CountingDoFn):
         for shard, sample_round, record in dialogue_records.serialize_samples(
                 batch, self._tokenizer, self._spec, self._arguments["random_seed"], self._arguments["num_shards"],
                 self.stats):
-            yield shard, (sample_round, record)
+            yield shard, sample_round, record
 
 
 def _dialogue_records(keyed, config, spec, arguments):
-    """(shard, (round, record)) pairs and the per-bundle counts of the dialogue records."""
+    """(shard, round, record) and the per-bundle counts of the dialogue records."""
     usable = keyed | "Usable" >> beam.ParDo(_UsableDialogues(spec, arguments)).with_outputs(_STATS, main="usable")
     pools = (usable.usable
              | "PoolItems" >> beam.FlatMap(lambda item: item[1][1])
@@ -301,33 +308,65 @@ _BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: (_contrastive_records, None),
              dialogue_records.RECORD_TYPE_DIALOGUES: (_dialogue_records, "rounds")}
 
 
-class _WriteShard(beam.DoFn):
-    """(shard, records) -> (shard, count), written under the shard's temporary name."""
+class _WriteParts(beam.DoFn):
+    """(shard, part, record) -> a hidden part file per shard and part (a round of dialogue
+    records, else 0) and bundle; (shard, (part, path)) of each at the bundle's end. The records
+    reach the shards as files: only their names go through a GroupByKey, which the DirectRunner
+    would hold in memory."""
 
-    def __init__(self, paths, order, num_rounds):
-        self._paths = paths
-        self._order = order
-        self._num_rounds = num_rounds
+    def __init__(self, prefix):
+        self._prefix = prefix
+
+    def start_bundle(self):
+        self._tag = uuid.uuid4().hex
+        self._writers = {}
 
     def process(self, element):
-        shard, group = element
-        records = group
+        shard, part, record = element
+        if (shard, part) not in self._writers:
+            path = f"{self._prefix}-{shard:05d}-{part:05d}-{self._tag}{_PART_SUFFIX}"
+            self._writers[shard, part] = path, tf.io.TFRecordWriter(path)
+        self._writers[shard, part][1].write(record)
+
+    def finish_bundle(self):
+        for (shard, part), (path, writer) in sorted(self._writers.items()):
+            writer.close()
+            yield GlobalWindows.windowed_value((shard, (part, path)))
+
+
+class _WriteShard(beam.DoFn):
+    """(shard, its part files) -> (shard, count): the parts in part order (paths in name order
+    within a part: any order is the runner's anyway), or their records sorted, written under
+    the shard's temporary name; the parts are removed."""
+
+    def __init__(self, paths, order):
+        self._paths = paths
+        self._order = order
+
+    def process(self, element):
+        shard, parts = element
+        parts = sorted(parts)
+        # One dataset over every part: setting one up per file costs milliseconds, and a bundle is small.
+        records = tf.data.TFRecordDataset([path for _, path in parts]).as_numpy_iterator()
         if self._order == "sorted":
-            records = unordered_records(group)
-        elif self._order == "rounds":  # a pass over the group per round: runners can re-iterate a group
-            records = (record for sample_round in range(self._num_rounds)
-                       for record_round, record in group if record_round == sample_round)
+            records = unordered_records(records)
         count = 0
         with tf.io.TFRecordWriter(temporary_path(self._paths[shard])) as writer:
             for record in records:
                 writer.write(record)
                 count += 1
+        for _, path in parts:
+            tf.io.gfile.remove(path)
         yield shard, count
 
 
 def _save_results(results, path):
     with tf.io.gfile.GFile(path, "wb") as f:
         f.write(pickle.dumps(results))
+
+
+def _part_prefix(config, spec) -> str:
+    return os.path.join(config.output_dir, f".{spec.record_type}")
 
 
 def build_pipeline(pipeline, config, spec, arguments, paths):
@@ -344,8 +383,9 @@ def build_pipeline(pipeline, config, spec, arguments, paths):
     dialogues = read.dialogues | "Redistribute" >> beam.Reshuffle()
     records, record_stats = builder(dialogues, config, spec, arguments)
     counts = (records
-              | "ByShard" >> beam.GroupByKey()
-              | "WriteShards" >> beam.ParDo(_WriteShard(shards, order, arguments.get("samples_per_dialogue", 1)))
+              | "WriteParts" >> beam.ParDo(_WriteParts(_part_prefix(config, spec)))
+              | "PartsByShard" >> beam.GroupByKey()
+              | "WriteShards" >> beam.ParDo(_WriteShard(shards, order))
               | "Counts" >> beam.combiners.ToList())
     stats = ((read[_STATS], *record_stats)
              | "AllStats" >> beam.Flatten()
@@ -376,6 +416,9 @@ def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_
     options = PipelineOptions(list(pipeline_args))
     with beam.Pipeline(options=options) as pipeline:
         shards, results_path = build_pipeline(pipeline, config, spec, arguments, paths)
+    # Parts of bundles that a runner retried: their records were written again by the retry.
+    for path in tf.io.gfile.glob(f"{_part_prefix(config, spec)}-*{_PART_SUFFIX}"):
+        tf.io.gfile.remove(path)
     with tf.io.gfile.GFile(results_path, "rb") as f:
         results = pickle.loads(f.read())
     tf.io.gfile.remove(results_path)

@@ -548,8 +548,9 @@ class _SpillingShardWriter:
                 tf.io.gfile.rmtree(directory)
 
 
-def _read_spill(path: str):
-    return tf.data.TFRecordDataset(path).as_numpy_iterator()
+def _read_spill(paths):
+    """The records of a spill file, or of several in turn."""
+    return tf.data.TFRecordDataset(paths).as_numpy_iterator()
 
 
 class OrderedShardWriter(_SpillingShardWriter):
@@ -579,7 +580,7 @@ class RoundShardWriter(_SpillingShardWriter):
         self._spill(shard, sample_round, serialized)
 
     def _shard_records(self, paths):
-        return (record for path in paths for record in _read_spill(path))
+        return _read_spill(paths)
 
 
 def shard_paths(output_prefix: str, num_shards: int) -> list[str]:
