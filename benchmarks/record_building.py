@@ -18,6 +18,7 @@ kept from `output_json` when it was written for the same corpus and shard settin
   python benchmarks/record_building.py --num_dialogues=1000000 --record_types=dialogues,mlm
 """
 
+import glob
 import json
 import os
 import subprocess
@@ -40,6 +41,7 @@ flags.DEFINE_list("record_types", ["contrastive", "mlm", "pairs", "dialogues"], 
 flags.DEFINE_list("beam_workers", ["1", "2"], "Beam DirectRunner worker processes to time.")
 flags.DEFINE_integer("num_shards", 8, "Shards each run writes.")
 flags.DEFINE_list("projection_workers", ["8", "32", "128"], "Worker counts of the projection.")
+flags.DEFINE_bool("keep_records", False, "Keep each run's record files (by default removed once counted).")
 flags.DEFINE_string("output_json", "benchmarks/results/record_building.json", "Where the results go.")
 FLAGS = flags.FLAGS
 
@@ -146,8 +148,8 @@ def projection(rows: list, workers: list) -> dict:
             "the corpus is split into at least N files (a file is read by one worker)",
             "memory per worker stays at the measured 2-worker peak / 2: the corpus-wide state is the bounded "
             "negative pool (negative_pool_size), and a worker holds it, not the corpus",
-            "the shuffle to shards (GroupByKey) and the shard writes scale like the rest; the storage and the "
-            "runner's shuffle service are no bottleneck; start-up and scheduling costs are left out",
+            "the part files' writes and their concatenation into shards scale like the rest (only the parts' names "
+            "are shuffled); the storage is no bottleneck; start-up and scheduling costs are left out",
         ],
         "by_record_type": by_type,
     }
@@ -187,6 +189,9 @@ def main(argv):
             result = timed_run(command)
             with open(os.path.join(output_dir, "prep_stats.json"), encoding="utf-8") as f:
                 stats = json.load(f)
+            if not FLAGS.keep_records:  # a million dialogues' contrastive records take about 14 GB a run
+                for path in glob.glob(os.path.join(output_dir, "*.tfrecord")):
+                    os.remove(path)
             row = {"record_type": record_type, "engine": engine, "workers": workers, **result,
                    "dialogues": stats["dialogues_kept"], "records": stats["samples_written"],
                    "dialogues_per_second": round(stats["dialogues_kept"] / result["seconds"], 1),
