@@ -309,10 +309,12 @@ class PieceTable:
     _BATCH = 4096
 
     def __init__(self, texts, tokenizer):
-        unique = list(dict.fromkeys(texts))
+        # The empty text (a missing context turn) has no pieces: a chunk whose other texts are all
+        # known calls no tokenizer, which costs milliseconds a call however few its texts.
+        unique = [""] + [text for text in dict.fromkeys(texts) if text]
         self._row_of = {text: row for row, text in enumerate(unique)}
-        pieces, counts = [np.zeros(0, np.int32)], [np.zeros(0, np.int64)]
-        for start in range(0, len(unique), self._BATCH):
+        pieces, counts = [np.zeros(0, np.int32)], [np.zeros(1, np.int64)]
+        for start in range(1, len(unique), self._BATCH):
             ragged = tokenizer.tokenize(unique[start:start + self._BATCH])
             pieces.append(ragged.flat_values.numpy().astype(np.int32))
             counts.append(ragged.row_lengths().numpy())

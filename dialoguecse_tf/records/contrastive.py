@@ -323,7 +323,7 @@ def write_contrastive_records(
 
 def _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log):
     before = writer.num_written
-    serialized = serialize_samples([sample for _, sample in chunk], tokenizer, spec, stats)
+    serialized = serialize_samples([sample for _, sample in chunk], tokenizer, spec, stats, known)
     for (example_key, _), record in zip(chunk, serialized):
         writer.write(record, shard_of(random_seed, RECORD_TYPE_CONTRASTIVE, example_key, writer.num_shards))
     if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
