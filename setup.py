@@ -32,8 +32,11 @@ setuptools.setup(
         # torch, transformers and sentence-transformers reload the HuggingFace export in its
         # tests (torch 2.13.0 is the CPU build this machine class keeps on disk).
         "test": ["pytest", "pytest-xdist==3.8.0", "matplotlib", "hypothesis", "torch==2.13.0", "transformers==5.23.0",
-                 "sentence-transformers==6.2.0"],
+                 "sentence-transformers==6.2.0", "apache-beam==2.77.0"],
         "plot": ["matplotlib"],
+        # Record building on Apache Beam (--engine=beam, docs/records_on_beam.md); it moves
+        # protobuf to 6.33, which TensorFlow 2.20 reads.
+        "beam": ["apache-beam==2.77.0"],
         # Only the benchmarks' PyTorch peer needs these (benchmarks/README.md).
         "bench": ["torch==2.13.0", "transformers==5.23.0"],
     },

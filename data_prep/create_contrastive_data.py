@@ -1,9 +1,15 @@
-"""Writes DialogueCSE contrastive TFRecords: context turns, turn mask, response and negatives."""
+"""Writes DialogueCSE contrastive TFRecords: context turns, turn mask, response and negatives.
+
+  python data_prep/create_contrastive_data.py --input_file=corpus/*.jsonl --vocab_file=VOCAB \\
+    --output_dir=runs/contrastive --num_shards=16 --engine=beam --runner=DirectRunner \\
+    --direct_num_workers=2 --direct_running_mode=multi_processing
+"""
 
 from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, define_engine_flag, run
 from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, run_create_records
+from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE
 
 define_corpus_flags(flags)
 flags.DEFINE_string("output_dir", None, "Folder for the contrastive-*.tfrecord shards, records_info.json, config and stats.")
@@ -20,15 +26,18 @@ flags.DEFINE_integer("max_responses_per_dialogue", 0, "Responses sampled per dia
 flags.DEFINE_bool("use_given_candidates", True, "Use the candidate lists the input carries (authors' format); "
                   "false makes every turn a response with sampled negatives.")
 flags.DEFINE_integer("random_seed", 12345, "Seed for negative and response sampling.")
-flags.DEFINE_integer("num_shards", 1, "Number of output files.")
+flags.DEFINE_integer("num_shards", 1, "Number of output files; a record goes to the one its seeded hash names.")
+flags.DEFINE_integer("negative_pool_size", DEFAULT_NEGATIVE_POOL_SIZE,
+                     "Negatives are drawn from a uniform sample of this many of the corpus' utterances (all of "
+                     "them in a smaller corpus), which bounds the memory of a corpus of any size.")
+define_engine_flag(flags)
 flags.mark_flags_as_required(["output_dir", "vocab_file"])
 FLAGS = flags.FLAGS
 
 
 def main(argv):
-    del argv
-    run_create_records(config_from_flags(ContrastiveDataConfig, FLAGS))
+    run_create_records(config_from_flags(ContrastiveDataConfig, FLAGS), pipeline_args=argv[1:])
 
 
 if __name__ == "__main__":
-    run(main)
+    run(main, pass_unknown=True)

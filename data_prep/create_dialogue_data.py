@@ -3,12 +3,19 @@ interlocutor's turns and replace the other's with that role's utterances from th
 
   python data_prep/create_dialogue_data.py --input_file=../shared/data/sgd/train --input_format=sgd \
     --vocab_file=VOCAB --output_dir=runs/dialogues --max_seq_length=512
+
+On Apache Beam, with the flags this script does not define going to Beam's PipelineOptions:
+
+  python data_prep/create_dialogue_data.py --input_file=corpus/*.jsonl --vocab_file=VOCAB \
+    --output_dir=runs/dialogues --num_shards=16 --engine=beam --runner=DirectRunner \
+    --direct_num_workers=2 --direct_running_mode=multi_processing
 """
 
 from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
+from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, define_engine_flag, run
 from dialoguecse_tf.data.pipeline import DialogueDataConfig, run_create_records
+from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE
 
 define_corpus_flags(flags)
 flags.DEFINE_string("output_dir", None, "Folder for the dialogues-*.tfrecord shards, records_info.json, config and "
@@ -29,15 +36,18 @@ flags.DEFINE_integer("max_dialogues", 0, "Write a seeded sample of this many dia
 flags.DEFINE_integer("samples_per_dialogue", 10, "Samples written per dialogue, each with freshly drawn negatives "
                      "(the release's samples_per_line: 10), so one pass over the records is one release epoch.")
 flags.DEFINE_integer("random_seed", 12345, "Seed of the sample and of the negatives.")
-flags.DEFINE_integer("num_shards", 1, "Number of output files.")
+flags.DEFINE_integer("num_shards", 1, "Number of output files; a record goes to the one its seeded hash names.")
+flags.DEFINE_integer("negative_pool_size", DEFAULT_NEGATIVE_POOL_SIZE,
+                     "Each role's replacement utterances are drawn from a uniform sample of this many of the "
+                     "corpus' utterances of that role (all of them in a smaller corpus), which bounds the memory.")
+define_engine_flag(flags)
 flags.mark_flags_as_required(["output_dir", "vocab_file"])
 FLAGS = flags.FLAGS
 
 
 def main(argv):
-    del argv
-    run_create_records(config_from_flags(DialogueDataConfig, FLAGS))
+    run_create_records(config_from_flags(DialogueDataConfig, FLAGS), pipeline_args=argv[1:])
 
 
 if __name__ == "__main__":
-    run(main)
+    run(main, pass_unknown=True)

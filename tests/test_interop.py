@@ -236,9 +236,9 @@ def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path, do_lower_ca
     ours = tokenizer(FOLDED_TEXTS)["token_ids"].numpy()
     if do_lower_case:
         assert tokenizer.unk_id not in ours
-    records = encode_pairs([(text, text) for text in FOLDED_TEXTS], tokenizer, PairRecordSpec(MAX_LEN),
-                           PrepStats())
-    np.testing.assert_array_equal(np.stack([record[PAIR_INPUT_IDS][0] for record in records]), ours)
+    features = encode_pairs([(text, text) for text in FOLDED_TEXTS], tokenizer, PairRecordSpec(MAX_LEN),
+                            PrepStats())
+    np.testing.assert_array_equal(features[PAIR_INPUT_IDS][:, 0], ours)
 
     hf_folder = _export(checkpoint, tmp_path / "hf", "huggingface")
     hf_ids = transformers.AutoTokenizer.from_pretrained(hf_folder)(

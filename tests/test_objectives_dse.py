@@ -2,7 +2,6 @@
 
 import dataclasses
 import itertools
-import random
 
 import keras
 import numpy as np
@@ -17,8 +16,9 @@ from dialoguecse_tf.models import DSEModel
 from dialoguecse_tf.objectives.dse import DSEObjective, DSEOptions, TwoRateAdam, pair_metrics
 from dialoguecse_tf.records.common import read_dataset
 from dialoguecse_tf.records.pairs import (PAIR_INPUT_IDS, PAIR_INPUT_MASK, RECORD_TYPE_PAIRS, PairRecordSpec,
-                                          has_more_words, iter_pairs, write_pair_records)
+                                          has_more_words, iter_pairs, keyed_pairs, write_pair_records)
 from dialoguecse_tf.records.registry import read_records_info, resolve_records
+from dialoguecse_tf.records.streaming import stable_hash
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
 from dialoguecse_tf.tokenization import Tokenizer
 
@@ -55,15 +55,17 @@ def test_pair_records_round_trip_on_real_sgd_dialogues(shared_data, tiny_vocab_f
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
     spec = PairRecordSpec(16)
     stats = write_pair_records(dialogues, tokenizer, str(tmp_path), spec, log=lambda _: None)
-    expected = list(iter_pairs(dialogues, "consecutive", 3, PrepStats(), 16))
+    expected = [pair for _, pair in keyed_pairs(enumerate(dialogues), "consecutive", 3, PrepStats(), 16)]
     assert stats["samples_written"] == len(expected) > 10 and stats["utterances_capped"] == 0
     info_spec, info_stats = read_records_info(str(tmp_path), RECORD_TYPE_PAIRS)
     assert info_spec == spec and info_stats["min_words"] == 3 and info_stats["shuffle_seed"] == 24
     files, _, _ = resolve_records([str(tmp_path / "pairs-*")], RECORD_TYPE_PAIRS)
     written = [(record[PAIR_INPUT_IDS].numpy(), record[PAIR_INPUT_MASK].numpy())
                for record in read_dataset(files, spec)]
-    # Every pair once, in the release's shuffled order (random.Random(24).shuffle of the list).
-    random.Random(24).shuffle(expected)
+    # Every pair once, shuffled: sorted by a seeded hash of (seed 24, "pairs", "order", dialogue, turn).
+    keys = [key for key, _ in keyed_pairs(enumerate(dialogues), "consecutive", 3, PrepStats(), 16)]
+    expected = [pair for _, pair in sorted(zip([stable_hash(24, "pairs", "order", *key) for key in keys], expected))]
+    assert expected != [pair for _, pair in keyed_pairs(enumerate(dialogues), "consecutive", 3, PrepStats(), 16)]
     packed = tokenizer([text for pair in expected for text in pair], max_seq_length=16)
     np.testing.assert_array_equal(np.stack([ids for ids, _ in written]), np.reshape(packed["token_ids"], (-1, 2, 16)))
     np.testing.assert_array_equal(np.stack([mask for _, mask in written]),

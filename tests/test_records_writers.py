@@ -19,6 +19,7 @@ from dialoguecse_tf.records.dialogues import DialogueRecordSpec, write_dialogue_
 from dialoguecse_tf.records.mlm import RECORD_TYPE_MLM, MlmRecordSpec, document_texts, write_mlm_records
 from dialoguecse_tf.records.pairs import PairRecordSpec, write_pair_records
 from dialoguecse_tf.records.registry import read_records_info
+from dialoguecse_tf.records.streaming import shard_of
 from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 
 
@@ -56,10 +57,16 @@ def test_contrastive_records_round_trip_real_ecd(ecd, tmp_path):
     assert stats["samples_written"] == 1000
     info_spec, info_stats = read_records_info(str(tmp_path), RECORD_TYPE_CONTRASTIVE)
     assert info_spec == spec and info_stats["samples_written"] == 1000
-    records = list(read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
+    # A record goes to the shard its seeded hash names, in corpus order there.
+    shards = [shard_of(12345, RECORD_TYPE_CONTRASTIVE, (index, dialogue.response_index), 2)
+              for index, dialogue in enumerate(dialogues)]
+    assert 400 < shards.count(0) < 600
+    expected = [d for shard in (0, 1) for d, s in zip(dialogues, shards) if s == shard]
+    records = [record for shard in (0, 1) for record in
+               read_dataset(str(tmp_path / f"contrastive-{shard:05d}-of-00002.tfrecord"), spec).as_numpy_iterator()]
     assert len(records) == 1000
     unk = 0
-    for dialogue, record in zip(dialogues, records):
+    for dialogue, record in zip(expected, records, strict=True):
         texts = [t.text for t in dialogue.turns]
         context = [texts[i] for i in nearest_context(len(texts), dialogue.response_index, 3)]
         assert record["context_turn_mask"].tolist() == [1] * len(context) + [0] * (3 - len(context))
@@ -267,3 +274,36 @@ def test_given_candidates_can_be_replaced_by_sampled_ones(ecd, tmp_path):
     stats = write_contrastive_records(dialogues[:50], tokenizer, str(tmp_path), spec, use_given_candidates=False,
                                       log=lambda _: None)
     assert stats["samples_written"] == sum(len(d.turns) for d in dialogues[:50])
+
+
+@pytest.mark.parametrize("spec", [
+    ContrastiveRecordSpec(max_seq_length=7, num_context_turns=2, num_negatives=3, context_layout="sides"),
+    PairRecordSpec(max_seq_length=5),
+    DialogueRecordSpec(max_seq_length=6, num_negatives=2),
+    MlmRecordSpec(max_seq_length=6, max_predictions_per_seq=3),
+], ids=lambda spec: spec.record_type)
+def test_serialize_batch_writes_the_bytes_of_serialize(spec):
+    """Random values over the whole int32 range (negative ones take 10-byte varints, 127/128 and
+    16383/16384 change width) and random floats: the same bytes as one tf.train.Example each."""
+    rng = np.random.default_rng(0)
+    edges = np.array([0, 1, 127, 128, 16383, 16384, -1, -128, 2**31 - 1, -2**31], np.int64)
+    batch = {}
+    for feature in spec._features():
+        shape = (5, *feature.shape)
+        if feature.dtype.is_floating:
+            batch[feature.name] = rng.normal(size=shape).astype(np.float32)
+        else:
+            values = rng.integers(-2**31, 2**31, size=shape, dtype=np.int64)
+            small = rng.integers(0, 20000, size=shape)
+            values = np.where(rng.random(shape) < 0.5, small, values)
+            values.reshape(-1)[:len(edges)] = edges
+            batch[feature.name] = values
+    batch[spec._features()[0].name][1] = 0  # an all-zero row: one byte per value
+    examples = [{name: values[row] for name, values in batch.items()} for row in range(5)]
+    assert spec.serialize_batch(batch) == [spec.serialize(example) for example in examples]
+    if isinstance(spec, MlmRecordSpec):  # the constant feature, given as the writer gives it
+        batch["next_sentence_labels"] = np.array([[0], [1], [0], [1], [1]])
+        examples = [{name: values[row] for name, values in batch.items()} for row in range(5)]
+        assert spec.serialize_batch(batch) == [spec.serialize(example) for example in examples]
+    with pytest.raises(ValueError, match="do not fit in int32"):
+        spec.serialize_batch({**batch, spec._features()[0].name: batch[spec._features()[0].name] + 2**32})

@@ -83,18 +83,31 @@ def flag_value_or_none(flag_values, name):
     return flag_values[name].value if name in flag_values else None
 
 
-def run(main):
+def run(main, pass_unknown=False):
     """`app.run(main)` where every expected failure, bad flags included, ends in one line.
 
     absl reports bad or missing flags over several lines (one per flag, then a hint); here
-    they become one `error: ...` line like the errors `clear_errors` reports.
+    they become one `error: ...` line like the errors `clear_errors` reports. With
+    `pass_unknown`, flags the entry point does not define reach `main`'s argv instead of
+    failing (Beam pipeline options, `--runner=...`; the stage refuses them unless it runs on Beam).
     """
-    app.run(clear_errors(main), flags_parser=_parse_flags)
+    app.run(clear_errors(main), flags_parser=lambda argv: _parse_flags(argv, pass_unknown))
 
 
-def _parse_flags(argv):
+def define_engine_flag(flags):
+    """`--engine` of the record entry points; their unknown flags go to Beam's PipelineOptions."""
+    from dialoguecse_tf.data.pipeline import ENGINES
+
+    flags.DEFINE_enum("engine", ENGINES[0], list(ENGINES),
+                      "single: this process, streaming the corpus; beam: the Apache Beam pipeline (pip extra "
+                      "`beam`), the same records for a seed; the flags this entry point does not define are its "
+                      "pipeline options, e.g. --runner=DirectRunner --direct_num_workers=2 "
+                      "--direct_running_mode=multi_processing (docs/records_on_beam.md).")
+
+
+def _parse_flags(argv, pass_unknown=False):
     try:
-        return absl_flags.FLAGS(argv)
+        return absl_flags.FLAGS(argv, known_only=pass_unknown)
     except absl_flags.Error as error:
         problems = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
         sys.stderr.write(f"error: {type(error).__name__}: {problems} (--helpshort lists the flags)\n")

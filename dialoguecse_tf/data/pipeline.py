@@ -2,8 +2,10 @@
 
 The absl entry points in `data_prep/` only fill these configs from flags; a config is
 written as JSON beside the stage's output together with the stats report. TensorFlow (for
-tokenization and records) is imported only once the corpus has been read: it takes seconds to
-load, and a bad input file should fail at once.
+tokenization and records) is imported only once the vocabulary, the output folder and the input
+patterns have been checked: it takes seconds to load, and a bad path should fail at once. The
+record writers stream the corpus (`DialogueSource`), so a malformed line further in fails while
+they run, naming its file and line.
 """
 
 import dataclasses
@@ -18,6 +20,7 @@ from dialoguecse_tf.io_utils import check_output_dir
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances, preprocess
 from dialoguecse_tf.data.readers import default_min_turns, read_corpus
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
+from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE, dialogue_key
 from dialoguecse_tf.vocabulary import load_vocab
 
 STATS_FILE = "prep_stats.json"
@@ -55,20 +58,59 @@ def expand_input_files(patterns) -> list:
     return paths
 
 
+def read_file_dialogues(corpus: CorpusConfig, file_index: int, path: str, stats: PrepStats):
+    """(key, dialogue) of every dialogue of one input file that preprocessing keeps, streamed;
+    counts into `stats`. The single-process writers and the Beam pipelines both read through it."""
+    raw = read_corpus(path, corpus.input_format, skip_malformed=corpus.skip_malformed, stats=stats)
+    for position, dialogue in enumerate(preprocess(raw, corpus.merge_speakers, corpus.min_turns, stats)):
+        yield dialogue_key(file_index, position), dialogue
+
+
+class DialogueSource:
+    """The preprocessed dialogues of a corpus, read file by file and line by line on each pass:
+    no list of the corpus is ever held.
+
+    The record writers read it twice (corpus-wide samples, then records); the first complete
+    pass counts into `stats`, later ones into scratch counters, so the counts are one pass's.
+    A pass that yields no dialogue raises ValueError saying why.
+    """
+
+    def __init__(self, corpus: CorpusConfig, stats: PrepStats, log=print):
+        self.corpus = corpus
+        self.paths = expand_input_files(corpus.input_file)
+        self._stats = stats
+        self._log = log
+        self._counted = False
+
+    def keyed(self):
+        stats = PrepStats() if self._counted else self._stats
+        kept = 0
+        for file_index, path in enumerate(self.paths):
+            for item in read_file_dialogues(self.corpus, file_index, path, stats):
+                kept += 1
+                yield item
+            if not self._counted:
+                self._log(f"[read] {path}: {kept} dialogues kept so far")
+        if not kept:
+            raise no_dialogue_error(self.corpus, stats)
+        self._counted = True
+
+    def __iter__(self):
+        return (dialogue for _, dialogue in self.keyed())
+
+
+def no_dialogue_error(corpus: CorpusConfig, stats: PrepStats) -> ValueError:
+    read, too_short = stats["dialogues_read"], stats.dropped.get("too_few_turns", 0)
+    why = (f"min_turns={corpus.min_turns} dropped all {read} dialogues read (fewer turns after merging a "
+           f"speaker's consecutive utterances; --min_turns=0 keeps them)" if read and too_short == read else
+           f"{read} dialogues read, {too_short} dropped by min_turns={corpus.min_turns}")
+    return ValueError(f"no dialogue left after reading and preprocessing {list(corpus.input_file)}: {why}")
+
+
 def load_dialogues(corpus: CorpusConfig, stats: PrepStats, log=print) -> list:
-    """Reads and preprocesses every input file; counts into `stats`."""
-    dialogues = []
-    for path in expand_input_files(corpus.input_file):
-        raw = read_corpus(path, corpus.input_format, skip_malformed=corpus.skip_malformed, stats=stats)
-        dialogues.extend(preprocess(raw, corpus.merge_speakers, corpus.min_turns, stats))
-        log(f"[read] {path}: {len(dialogues)} dialogues kept so far")
-    if not dialogues:
-        read, too_short = stats["dialogues_read"], stats.dropped.get("too_few_turns", 0)
-        why = (f"min_turns={corpus.min_turns} dropped all {read} dialogues read (fewer turns after merging a "
-               f"speaker's consecutive utterances; --min_turns=0 keeps them)" if read and too_short == read else
-               f"{read} dialogues read, {too_short} dropped by min_turns={corpus.min_turns}")
-        raise ValueError(f"no dialogue left after reading and preprocessing {list(corpus.input_file)}: {why}")
-    return dialogues
+    """Every preprocessed dialogue as a list (the vocabulary and SR-set stages, which need all
+    texts anyway); counts into `stats`."""
+    return list(DialogueSource(corpus, stats, log))
 
 
 def check_outputs(output_dir: str, vocab_file: str | None = None) -> None:
@@ -146,6 +188,8 @@ class ContrastiveDataConfig:
     use_given_candidates: bool = True
     random_seed: int = 12345
     num_shards: int = 1
+    negative_pool_size: int = DEFAULT_NEGATIVE_POOL_SIZE
+    engine: str = "single"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +203,7 @@ class PairDataConfig:
     min_words: int = 3
     random_seed: int = 24
     num_shards: int = 1
+    engine: str = "single"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +221,8 @@ class DialogueDataConfig:
     truncation: str = "head"
     random_seed: int = 12345
     num_shards: int = 1
+    negative_pool_size: int = DEFAULT_NEGATIVE_POOL_SIZE
+    engine: str = "single"
 
 
 def _record_writers() -> dict:
@@ -193,25 +240,48 @@ def _record_writers() -> dict:
 
 # Fields every record config has; each of the others is a field of the record type's spec or
 # an argument of its writer, by name.
-_SHARED_RECORD_FIELDS = ("corpus", "output_dir", "vocab_file", "do_lower_case")
+_SHARED_RECORD_FIELDS = ("corpus", "output_dir", "vocab_file", "do_lower_case", "engine")
+ENGINES = ("single", "beam")
 
 
-def run_create_records(config, log=print) -> PrepStats:
-    """Writes the records one of the record configs above describes, with its config and stats."""
-    check_outputs(config.output_dir, config.vocab_file)
-    stats = PrepStats()
-    dialogues = load_dialogues(config.corpus, stats, log)
-    from dialoguecse_tf.tokenization import Tokenizer
-
-    spec_class, write_records = _record_writers()[type(config)]
-    start = time.perf_counter()
-    tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
+def record_settings(config) -> tuple:
+    """(spec, writer arguments) of a record config."""
+    spec_class, _ = _record_writers()[type(config)]
     settings = {field.name: getattr(config, field.name) for field in dataclasses.fields(config)
                 if field.name not in _SHARED_RECORD_FIELDS}
     spec_fields = {field.name for field in dataclasses.fields(spec_class)}
     spec = spec_class(**{name: value for name, value in settings.items() if name in spec_fields})
-    write_records(dialogues, tokenizer, config.output_dir, spec, stats=stats, log=log,
-                  **{name: value for name, value in settings.items() if name not in spec_fields})
+    return spec, {name: value for name, value in settings.items() if name not in spec_fields}
+
+
+def run_create_records(config, log=print, pipeline_args=()) -> PrepStats:
+    """Writes the records one of the record configs above describes, with its config and stats.
+
+    `config.engine` "single" writes them in this process, streaming the corpus; "beam" runs the
+    record type's Apache Beam pipeline (`records.beam_pipeline`, the `beam` extra) with
+    `pipeline_args` as its pipeline options (e.g. `--runner=DirectRunner`). Both write the same
+    records for a seed.
+    """
+    engine = getattr(config, "engine", "single")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    if pipeline_args and engine != "beam":
+        raise ValueError(f"pipeline options {list(pipeline_args)} are for engine=beam, not {engine}")
+    check_outputs(config.output_dir, config.vocab_file)
+    stats = PrepStats()
+    source = DialogueSource(config.corpus, stats, log)
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    _, write_records = _record_writers()[type(config)]
+    spec, arguments = record_settings(config)
+    start = time.perf_counter()
+    if engine == "beam":
+        from dialoguecse_tf.records.beam_pipeline import run_beam_records
+
+        run_beam_records(config, spec, arguments, source.paths, stats, pipeline_args, log)
+    else:
+        tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
+        write_records(source, tokenizer, config.output_dir, spec, stats=stats, log=log, **arguments)
     _finish(config, stats, start, log)
     return stats
 

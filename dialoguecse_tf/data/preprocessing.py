@@ -77,6 +77,19 @@ class PrepStats:
                           for reason, e in self.malformed.items()},
         }
 
+    def merge(self, other: "PrepStats") -> "PrepStats":
+        """Adds `other`'s counts into these; malformed-line examples are kept in merge order (merge
+        the stats of files in file order to get a single pass's examples). Returns self."""
+        for key, value in other.counts.items():
+            self.increment(key, value)
+        for reason, value in other.dropped.items():
+            self.drop(reason, value)
+        for reason, entry in other.malformed.items():
+            mine = self.malformed.setdefault(reason, {"count": 0, "examples": []})
+            mine["count"] += entry["count"]
+            mine["examples"] = (mine["examples"] + entry["examples"])[:_MAX_MALFORMED_EXAMPLES]
+        return self
+
     def write_json(self, path: str | os.PathLike) -> None:
         """Writes atomically, so a reader never sees a half-written stats file."""
         write_json(path, self.to_dict())
@@ -171,12 +184,17 @@ def cap_text(text: str, max_seq_length: int, stats: PrepStats) -> str:
 def cap_utterances(dialogues: Iterable[Dialogue], max_seq_length: int, stats: PrepStats) -> Iterator[Dialogue]:
     """Every turn text and candidate of `dialogues` cut by `cap_text`."""
     for dialogue in dialogues:
-        turns = tuple(dataclasses.replace(turn, text=cap_text(turn.text, max_seq_length, stats))
-                      for turn in dialogue.turns)
-        candidates = dialogue.candidates
-        if candidates is not None:
-            candidates = tuple(cap_text(text, max_seq_length, stats) for text in candidates)
-        yield dataclasses.replace(dialogue, turns=turns, candidates=candidates)
+        yield cap_dialogue(dialogue, max_seq_length, stats)
+
+
+def cap_dialogue(dialogue: Dialogue, max_seq_length: int, stats: PrepStats) -> Dialogue:
+    """`dialogue` with every turn text and candidate cut by `cap_text`."""
+    turns = tuple(dataclasses.replace(turn, text=cap_text(turn.text, max_seq_length, stats))
+                  for turn in dialogue.turns)
+    candidates = dialogue.candidates
+    if candidates is not None:
+        candidates = tuple(cap_text(text, max_seq_length, stats) for text in candidates)
+    return dataclasses.replace(dialogue, turns=turns, candidates=candidates)
 
 
 def filter_min_turns(

@@ -4,8 +4,9 @@ One record per response r of a dialogue: its context turns in the spec's `contex
 (the `num_context_turns` utterances nearest to r on either side, or up to that many on each
 side kept apart; see `ContrastiveRecordSpec`), a turn mask for dialogues too short to
 fill them, and the candidates: r first, then `num_negatives` utterances sampled with a seed
-from other dialogues. Dialogues that arrive with their own candidate list (the authors'
-training format) keep it: the first `num_negatives` of its negatives are used.
+from other dialogues (from a bounded uniform sample of the corpus' utterances, `NegativePool`).
+Dialogues that arrive with their own candidate list (the authors' training format) keep it:
+the first `num_negatives` of its negatives are used.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import ClassVar
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances
-from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, ShardedRecordWriter, check_positive_int,
-                                           write_records_info)
+from dialoguecse_tf.data.preprocessing import PrepStats, cap_dialogue, cap_text
+from dialoguecse_tf.records.common import (FixedFeature, PieceTable, RecordSpec, ShardedRecordWriter,
+                                           check_positive_int, write_records_info)
+from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE, BottomK, example_rng, keyed_dialogues, shard_of, stable_hash
 
 RECORD_TYPE_CONTRASTIVE = "contrastive"
 
@@ -126,63 +128,102 @@ def context_slots(num_turns: int, response_index: int, spec: ContrastiveRecordSp
     return [None] * (n - len(left)) + left + right + [None] * (n - len(right))
 
 
-class _NegativeSampler:
-    """Uniform over all utterances of the corpus, never from the sample's own dialogue."""
+def pool_items(key: int, dialogue, spec: ContrastiveRecordSpec, random_seed: int) -> list:
+    """(hash, key, turn index, capped text) of each turn of a dialogue: what the negative pool
+    samples from, by the smallest hashes."""
+    scratch = PrepStats()  # the record pass counts the cuts
+    return [(stable_hash(random_seed, RECORD_TYPE_CONTRASTIVE, "pool", key, index), key, index,
+             cap_text(turn.text, spec.max_seq_length, scratch))
+            for index, turn in enumerate(dialogue.turns)]
 
-    def __init__(self, dialogues, rng: random.Random):
-        self._texts = [turn.text for d in dialogues for turn in d.turns]
-        self._owner = [i for i, d in enumerate(dialogues) for _ in d.turns]
-        self._rng = rng
-        if len(set(self._owner)) < 2:
+
+class NegativePool:
+    """Negatives drawn uniformly from a sample of the corpus' utterances (`pool_items`' items
+    of smallest hash, sorted), never from the sample's own dialogue nor equal to its response.
+
+    With a pool size at least the corpus' number of turns the sample is every utterance, so
+    negatives are uniform over the corpus as the paper samples them; a larger corpus draws from
+    a uniform sample of `pool_size` utterances (`negative_pool_size`,
+    `streaming.DEFAULT_NEGATIVE_POOL_SIZE`: about 150 bytes each in memory, more for long
+    utterances, and about as much again for their word pieces, `pool_pieces`).
+    """
+
+    def __init__(self, items):
+        self._texts = [item[3] for item in items]
+        self._owners = [item[1] for item in items]
+        self._enough = len(set(self._owners)) >= 2
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    @property
+    def texts(self) -> list:
+        return self._texts
+
+    def sample(self, rng: random.Random, own_key: int, response: str, count: int) -> list:
+        if not self._enough:
             raise ValueError("sampling negatives needs at least 2 dialogues")
-
-    def sample(self, dialogue_index: int, response: str, count: int) -> list:
         negatives = []
         for _ in range(count * 100):
             if len(negatives) == count:
                 break
-            pick = self._rng.randrange(len(self._texts))
-            if self._owner[pick] != dialogue_index and self._texts[pick] != response:
+            pick = rng.randrange(len(self._texts))
+            if self._owners[pick] != own_key and self._texts[pick] != response:
                 negatives.append(self._texts[pick])
         if len(negatives) < count:
             raise ValueError(f"could not sample {count} negatives different from {response!r}")
         return negatives
 
 
-def iter_samples(dialogues, spec: ContrastiveRecordSpec, random_seed: int,
-                 max_responses_per_dialogue: int, stats: PrepStats, use_given_candidates: bool = True):
-    """Yields (context texts per slot, None for padding; context offsets; candidate texts)."""
-    rng = random.Random(random_seed)
-    dialogues = list(dialogues)
-    sampler = None
-    for index, dialogue in enumerate(dialogues):
-        texts = [turn.text for turn in dialogue.turns]
-        if use_given_candidates and dialogue.candidates is not None:
-            negatives = list(dialogue.candidates[1:])
-            if len(negatives) < spec.num_negatives:
-                raise ValueError(
-                    f"{dialogue.source}:{dialogue.line_number}: has {len(negatives)} negative "
-                    f"candidates, num_negatives={spec.num_negatives} asked"
-                )
-            slots = context_slots(len(texts), dialogue.response_index, spec)
-            if all(i is None for i in slots):
-                stats.drop("no_context")
-                continue
-            yield (*_slot_texts(texts, slots, dialogue.response_index),
-                   [dialogue.candidates[0]] + negatives[: spec.num_negatives])
-            continue
-        if sampler is None:
-            sampler = _NegativeSampler(dialogues, random.Random(random_seed + 1))
-        if len(texts) < 2:
+def collect_negative_pool(keyed, spec: ContrastiveRecordSpec, random_seed: int, pool_size: int) -> NegativePool:
+    """The single-process negative pool, from one pass over (key, dialogue) pairs."""
+    sample = BottomK(pool_size)
+    for key, dialogue in keyed:
+        sample.update(pool_items(key, dialogue, spec, random_seed))
+    return NegativePool(sample.items())
+
+
+def pool_pieces(pool: NegativePool, tokenizer) -> PieceTable:
+    """The pool's texts tokenized once: a pool utterance is drawn as a negative about
+    num_negatives times, and its dialogue's chunk tokenizes it once more at most."""
+    return PieceTable(pool.texts, tokenizer)
+
+
+def dialogue_samples(key: int, dialogue, spec: ContrastiveRecordSpec, pool: NegativePool, random_seed: int,
+                     max_responses_per_dialogue: int, use_given_candidates: bool, stats: PrepStats) -> list:
+    """The samples of one dialogue: (example key, (context texts per slot, None for padding;
+    context offsets; candidate texts)), in dialogue order. Its random choices come from its own
+    RNG (`example_rng`), so they do not depend on which dialogues came before."""
+    dialogue = cap_dialogue(dialogue, spec.max_seq_length, stats)
+    texts = [turn.text for turn in dialogue.turns]
+    if use_given_candidates and dialogue.candidates is not None:
+        negatives = list(dialogue.candidates[1:])
+        if len(negatives) < spec.num_negatives:
+            raise ValueError(
+                f"{dialogue.source}:{dialogue.line_number}: has {len(negatives)} negative "
+                f"candidates, num_negatives={spec.num_negatives} asked"
+            )
+        slots = context_slots(len(texts), dialogue.response_index, spec)
+        if all(i is None for i in slots):
             stats.drop("no_context")
-            continue
-        responses = list(range(len(texts)))
-        if 0 < max_responses_per_dialogue < len(responses):
-            responses = sorted(rng.sample(responses, max_responses_per_dialogue))
-        for response_index in responses:
-            slots = context_slots(len(texts), response_index, spec)
-            negatives = sampler.sample(index, texts[response_index], spec.num_negatives)
-            yield (*_slot_texts(texts, slots, response_index), [texts[response_index]] + negatives)
+            return []
+        return [((key, dialogue.response_index),
+                 (*_slot_texts(texts, slots, dialogue.response_index),
+                  [dialogue.candidates[0]] + negatives[: spec.num_negatives]))]
+    if len(texts) < 2:
+        stats.drop("no_context")
+        return []
+    rng = example_rng(random_seed, RECORD_TYPE_CONTRASTIVE, key)
+    responses = list(range(len(texts)))
+    if 0 < max_responses_per_dialogue < len(responses):
+        responses = sorted(rng.sample(responses, max_responses_per_dialogue))
+    samples = []
+    for response_index in responses:
+        slots = context_slots(len(texts), response_index, spec)
+        negatives = pool.sample(rng, key, texts[response_index], spec.num_negatives)
+        samples.append(((key, response_index),
+                        (*_slot_texts(texts, slots, response_index), [texts[response_index]] + negatives)))
+    return samples
 
 
 def _slot_texts(texts, slots, response_index):
@@ -190,39 +231,47 @@ def _slot_texts(texts, slots, response_index):
             [0 if i is None else i - response_index for i in slots])
 
 
-def encode_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepStats) -> list:
-    """Tokenizes a chunk of samples, each distinct text once; returns feature dicts."""
+def encode_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepStats,
+                   known: PieceTable | None = None) -> dict:
+    """The features of a chunk of samples, each ``[len(samples), *shape]``. Texts in `known`
+    (the negative pool's, `pool_pieces`) are taken from it, the others tokenized here, each
+    distinct text once."""
     t, k, length = spec.num_context_slots, spec.num_candidates, spec.max_seq_length
     texts = []
     for context, _, candidates in samples:
         texts.extend(["" if text is None else text for text in context] + candidates)
-    # An utterance recurs in a chunk as response, context of its neighbours and negative.
-    unique = list(dict.fromkeys(texts))
-    pieces = tokenizer.tokenize(unique)
-    packed = tokenizer.pack(pieces, length)
-    row_of = {text: row for row, text in enumerate(unique)}
-    rows = np.array([row_of[text] for text in texts])
-    ids = packed["token_ids"].numpy()[rows].reshape(len(samples), t + k, length).astype(np.int64)
-    mask = packed["padding_mask"].numpy()[rows].reshape(len(samples), t + k, length).astype(np.int64)
-    word_pieces = pieces.row_lengths().numpy()[rows].reshape(len(samples), t + k)
-    examples = []
-    for row, (context, offsets, _) in enumerate(samples):
-        turn_mask = np.array([text is not None for text in context], np.int64)
-        turn_offset = np.asarray(offsets, np.int64)
-        # A missing turn is all padding, not "[CLS] [SEP]", so it carries no tokens at all.
-        ids[row, :t][turn_mask == 0] = 0
-        mask[row, :t][turn_mask == 0] = 0
-        real = np.concatenate([word_pieces[row, :t][turn_mask == 1], word_pieces[row, t:]])
-        stats.increment("tokens_truncated", int(np.maximum(real - (length - 2), 0).sum()))
-        examples.append({
-            CONTEXT_INPUT_IDS: ids[row, :t],
-            CONTEXT_INPUT_MASK: mask[row, :t],
-            CONTEXT_TURN_MASK: turn_mask,
-            CONTEXT_TURN_OFFSET: turn_offset,
-            CANDIDATE_INPUT_IDS: ids[row, t:],
-            CANDIDATE_INPUT_MASK: mask[row, t:],
-        })
-    return examples
+    from_known = np.array([known is not None and text in known for text in texts], bool)
+    local = PieceTable([text for text, hit in zip(texts, from_known) if not hit], tokenizer)
+    ids = np.empty((len(texts), length), np.int64)
+    mask = np.empty((len(texts), length), np.int64)
+    word_pieces = np.empty(len(texts), np.int64)
+    for table, rows in ((known, from_known), (local, ~from_known)):
+        if rows.any():
+            ids[rows], mask[rows], word_pieces[rows] = table.pack([text for text, row in zip(texts, rows) if row],
+                                                                  length)
+    shape = (len(samples), t + k, length)
+    ids, mask, word_pieces = ids.reshape(shape), mask.reshape(shape), word_pieces.reshape(shape[:2])
+    turn_mask = np.array([[text is not None for text in context] for context, _, _ in samples], np.int64)
+    turn_mask = turn_mask.reshape(len(samples), t)
+    # A missing turn is all padding, not "[CLS] [SEP]", so it carries no tokens at all (and, as
+    # the empty text, no word pieces to count).
+    ids[:, :t] *= turn_mask[..., None]
+    mask[:, :t] *= turn_mask[..., None]
+    stats.increment("tokens_truncated", int(np.maximum(word_pieces - (length - 2), 0).sum()))
+    return {
+        CONTEXT_INPUT_IDS: ids[:, :t],
+        CONTEXT_INPUT_MASK: mask[:, :t],
+        CONTEXT_TURN_MASK: turn_mask,
+        CONTEXT_TURN_OFFSET: np.array([offsets for _, offsets, _ in samples], np.int64).reshape(len(samples), t),
+        CANDIDATE_INPUT_IDS: ids[:, t:],
+        CANDIDATE_INPUT_MASK: mask[:, t:],
+    }
+
+
+def serialize_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepStats,
+                      known: PieceTable | None = None) -> list:
+    """`encode_samples` serialized: what a record file holds."""
+    return spec.serialize_batch(encode_samples(samples, tokenizer, spec, stats, known))
 
 
 def write_contrastive_records(
@@ -236,9 +285,14 @@ def write_contrastive_records(
     stats: PrepStats | None = None,
     log=print,
     use_given_candidates: bool = True,
+    negative_pool_size: int = DEFAULT_NEGATIVE_POOL_SIZE,
 ) -> PrepStats:
     """Writes sharded contrastive records and `records_info.json` into `output_dir`.
 
+    `dialogues` is read twice (`streaming.keyed_dialogues`): once for the negative pool
+    (`NegativePool`, at most `negative_pool_size` utterances), once for the records, one
+    dialogue at a time (`dialogue_samples`) and tokenized in chunks. A record goes to the shard
+    its seeded hash names (`streaming.shard_of`), in corpus order within its shard.
     `max_responses_per_dialogue` > 0 samples that many responses per dialogue (seeded);
     0 makes every turn a response once. `use_given_candidates=False` treats dialogues that
     carry a candidate list like any other: every turn becomes a response with sampled
@@ -247,17 +301,18 @@ def write_contrastive_records(
     negative sampler then compares cut texts: two that agree in them give identical records).
     """
     stats = stats if stats is not None else PrepStats()
-    dialogues = cap_utterances(dialogues, spec.max_seq_length, stats)
-    samples = iter_samples(dialogues, spec, random_seed, max_responses_per_dialogue, stats, use_given_candidates)
+    pool = collect_negative_pool(keyed_dialogues(dialogues), spec, random_seed, negative_pool_size)
+    known = pool_pieces(pool, tokenizer)
     with ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
         chunk = []
-        for sample in samples:
-            chunk.append(sample)
-            if len(chunk) == _CHUNK:
-                _write_chunk(writer, chunk, tokenizer, spec, stats, log)
+        for key, dialogue in keyed_dialogues(dialogues):
+            chunk.extend(dialogue_samples(key, dialogue, spec, pool, random_seed, max_responses_per_dialogue,
+                                          use_given_candidates, stats))
+            if len(chunk) >= _CHUNK:
+                _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log)
                 chunk = []
         if chunk:
-            _write_chunk(writer, chunk, tokenizer, spec, stats, log)
+            _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log)
         if writer.num_written == 0:
             raise ValueError("no contrastive sample could be built from the input dialogues")
     stats.increment("samples_written", writer.num_written)
@@ -266,9 +321,10 @@ def write_contrastive_records(
     return stats
 
 
-def _write_chunk(writer, chunk, tokenizer, spec, stats, log):
+def _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log):
     before = writer.num_written
-    for example in encode_samples(chunk, tokenizer, spec, stats):
-        writer.write(spec.serialize(example))
+    serialized = serialize_samples([sample for _, sample in chunk], tokenizer, spec, stats, known)
+    for (example_key, _), record in zip(chunk, serialized):
+        writer.write(record, shard_of(random_seed, RECORD_TYPE_CONTRASTIVE, example_key, writer.num_shards))
     if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
         log(f"[contrastive] {writer.num_written} records written")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import itertools
 import os
 import random
 import sys
@@ -76,6 +77,7 @@ class MlmRecordSpec(RecordSpec):
 
 
 _TOKENIZE_BATCH = 1024
+_SERIALIZE_BATCH = 1024
 _PROGRESS_EVERY = 10000
 
 
@@ -203,6 +205,8 @@ def create_mlm_examples(
     documents = list(documents)
     rng.shuffle(documents)
     vocab_words = list(tokenizer.vocab)
+    # A plain dict: the tokenizer's own is wrapped for tf.Module tracking, slow to read per token.
+    token_to_id = {token: index for index, token in enumerate(vocab_words)}
     length, predictions = spec.max_seq_length, spec.max_predictions_per_seq
     for _ in range(dupe_factor):
         for index in range(len(documents)):
@@ -211,14 +215,14 @@ def create_mlm_examples(
                 predictions, vocab_words, rng,
             )
             for instance in instances:
-                yield _to_features(instance, tokenizer, length, predictions)
+                yield _to_features(instance, token_to_id, tokenizer.unk_id, length, predictions)
 
 
-def _to_features(instance, tokenizer, length: int, predictions: int) -> dict:
+def _to_features(instance, token_to_id: dict, unk_id: int, length: int, predictions: int) -> dict:
     input_ids = np.zeros(length, np.int64)
     input_mask = np.zeros(length, np.int64)
     segment_ids = np.zeros(length, np.int64)
-    ids = tokenizer.tokens_to_ids(instance.tokens)
+    ids = [token_to_id.get(token, unk_id) for token in instance.tokens]
     input_ids[: len(ids)] = ids
     input_mask[: len(ids)] = 1
     segment_ids[: len(ids)] = instance.segment_ids
@@ -227,7 +231,7 @@ def _to_features(instance, tokenizer, length: int, predictions: int) -> dict:
     weights = np.zeros(predictions, np.float32)
     count = len(instance.masked_lm_positions)
     positions[:count] = instance.masked_lm_positions
-    label_ids[:count] = tokenizer.tokens_to_ids(instance.masked_lm_labels)
+    label_ids[:count] = [token_to_id.get(token, unk_id) for token in instance.masked_lm_labels]
     weights[:count] = 1.0
     return {
         INPUT_IDS: input_ids,
@@ -261,10 +265,13 @@ def write_mlm_records(
     )
     masked = 0
     with ShardedRecordWriter(os.path.join(output_dir, "mlm"), num_shards) as writer:
-        for example in examples:
-            writer.write(spec.serialize(example))
-            masked += int(example[MASKED_LM_WEIGHTS].sum())
-            if writer.num_written % _PROGRESS_EVERY == 0:
+        while batch := list(itertools.islice(examples, _SERIALIZE_BATCH)):
+            before = writer.num_written
+            for record in spec.serialize_batch({name: np.stack([example[name] for example in batch])
+                                                for name in batch[0]}):
+                writer.write(record)
+            masked += int(sum(example[MASKED_LM_WEIGHTS].sum() for example in batch))
+            if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
                 log(f"[mlm] {writer.num_written} records written")
     stats.increment("samples_written", writer.num_written)
     stats.increment("masked_tokens", masked)

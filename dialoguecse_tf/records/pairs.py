@@ -5,9 +5,10 @@ earlier one first, as the authors' `data/process_pretrain.py` makes them (l.25-2
 pairs are formed first and then kept only when BOTH sides have more than `min_words` words,
 so a short utterance removes its two pairs and its neighbours are not paired with each
 other. Pairs are not de-duplicated, and pairs of one dialogue may later share a batch,
-as in the release. The pairs of the whole corpus are shuffled with a seed before writing
-(the release: `random.seed(24)`, `random.shuffle`, l.8 and 31), so a training stream's
-shuffle buffer does not keep a dialogue's pairs together.
+as in the release. The pairs of the whole corpus are shuffled with a seed (the release:
+`random.seed(24)`, `random.shuffle`, l.8 and 31; here each shard is sorted by a seeded hash of
+its pairs, `write_pair_records`), so a training stream's shuffle buffer does not keep a
+dialogue's pairs together.
 
 `pairing="self"` (DSE-dropout, i.e. unsupervised SimCSE): each distinct utterance with more
 than `min_words` words, paired with itself; the two views then differ only by dropout. The
@@ -29,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-import random
 import re
 from typing import ClassVar
 
@@ -38,8 +38,9 @@ import tensorflow as tf
 
 from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_text
-from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, ShardedRecordWriter, check_positive_int,
-                                           write_records_info)
+from dialoguecse_tf.records.common import (FixedFeature, OrderedShardWriter, PieceTable, RecordSpec,
+                                           check_positive_int, write_records_info)
+from dialoguecse_tf.records.streaming import shard_of, stable_hash
 
 RECORD_TYPE_PAIRS = "pairs"
 
@@ -93,6 +94,57 @@ def has_more_words(text: str, count: int) -> bool:
     return next(itertools.islice(_WORD_RE.finditer(text), count, None), None) is not None
 
 
+def consecutive_pairs(key: int, dialogue, min_words: int, max_seq_length: int, stats: PrepStats) -> list:
+    """((key, i), (turn i, turn i + 1)) of one dialogue's consecutive pairs whose two sides
+    have more than `min_words` words, the texts cut by `cap_text`."""
+    texts = [turn.text for turn in dialogue.turns]
+    long_enough = [has_more_words(text, min_words) for text in texts]
+    texts = [cap_text(text, max_seq_length, stats) if keep else text for text, keep in zip(texts, long_enough)]
+    pairs = []
+    for i in range(len(texts) - 1):
+        if long_enough[i] and long_enough[i + 1]:
+            pairs.append(((key, i), (texts[i], texts[i + 1])))
+        else:
+            stats.drop("pair_with_short_utterance")
+    return pairs
+
+
+def self_candidates(key: int, dialogue, min_words: int, stats: PrepStats) -> list:
+    """((key, i), text) of one dialogue's utterances with more than `min_words` words, whole:
+    the corpus keeps the first occurrence of each text (`self_pair`)."""
+    candidates = []
+    for i, turn in enumerate(dialogue.turns):
+        if has_more_words(turn.text, min_words):
+            candidates.append(((key, i), turn.text))
+        else:
+            stats.drop("short_utterance")
+    return candidates
+
+
+def self_pair(example_key: tuple, text: str, max_seq_length: int, stats: PrepStats) -> tuple:
+    """The self pair of an utterance's first occurrence, cut by `cap_text`."""
+    text = cap_text(text, max_seq_length, stats)
+    return example_key, (text, text)
+
+
+def keyed_pairs(keyed, pairing: str, min_words: int, stats: PrepStats, max_seq_length: int):
+    """(example key, (first, second)) of the positive pairs of (key, dialogue) pairs, in corpus
+    order. Self pairs keep each text's first occurrence, with a set of the distinct texts seen."""
+    if pairing not in PAIRINGS:
+        raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
+    seen = set()
+    for key, dialogue in keyed:
+        if pairing == "consecutive":
+            yield from consecutive_pairs(key, dialogue, min_words, max_seq_length, stats)
+            continue
+        for example_key, text in self_candidates(key, dialogue, min_words, stats):
+            if text in seen:
+                stats.drop("repeated_utterance")
+            else:
+                seen.add(text)
+                yield self_pair(example_key, text, max_seq_length, stats)
+
+
 def iter_pairs(dialogues, pairing: str, min_words: int, stats: PrepStats, max_seq_length: int):
     """(first, second) texts of the positive pairs of `dialogues`, in corpus order.
 
@@ -100,66 +152,71 @@ def iter_pairs(dialogues, pairing: str, min_words: int, stats: PrepStats, max_se
     cut by `cap_text` for `max_seq_length`, which a record never notices (it keeps the first
     max_seq_length - 2 pieces).
     """
-    if pairing not in PAIRINGS:
-        raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
-    seen = set()
-    for dialogue in dialogues:
-        texts = [turn.text for turn in dialogue.turns]
-        long_enough = [has_more_words(text, min_words) for text in texts]
-        if pairing == "consecutive":
-            texts = [cap_text(text, max_seq_length, stats) if keep else text for text, keep in zip(texts, long_enough)]
-            for i in range(len(texts) - 1):
-                if long_enough[i] and long_enough[i + 1]:
-                    yield texts[i], texts[i + 1]
-                else:
-                    stats.drop("pair_with_short_utterance")
-            continue
-        for text, keep in zip(texts, long_enough):
-            if not keep:
-                stats.drop("short_utterance")
-            elif text in seen:
-                stats.drop("repeated_utterance")
-            else:
-                seen.add(text)
-                text = cap_text(text, max_seq_length, stats)
-                yield text, text
+    return (pair for _, pair in keyed_pairs(enumerate(dialogues), pairing, min_words, stats, max_seq_length))
 
 
-def encode_pairs(pairs, tokenizer, spec: PairRecordSpec, stats: PrepStats) -> list:
-    """Tokenizes a chunk of pairs in one tokenizer call; returns feature dicts."""
+def pair_order(random_seed: int, example_key: tuple) -> int:
+    """A pair's place in its shard: shards are sorted by this seeded hash."""
+    return stable_hash(random_seed, RECORD_TYPE_PAIRS, "order", *example_key)
+
+
+def encode_pairs(pairs, tokenizer, spec: PairRecordSpec, stats: PrepStats) -> dict:
+    """The features of a chunk of pairs, each ``[len(pairs), 2, max_seq_length]``; each distinct
+    text tokenized once."""
     texts = [text for pair in pairs for text in pair]
     length = spec.max_seq_length
-    packed = tokenizer(texts, max_seq_length=length)
-    ids = packed["token_ids"].numpy().reshape(len(pairs), 2, length).astype(np.int64)
-    mask = packed["padding_mask"].numpy().reshape(len(pairs), 2, length).astype(np.int64)
-    word_pieces = tokenizer.tokenize(texts).row_lengths().numpy()
+    ids, mask, word_pieces = PieceTable(texts, tokenizer).pack(texts, length)
     stats.increment("tokens_truncated", int(np.maximum(word_pieces - (length - 2), 0).sum()))
-    return [{PAIR_INPUT_IDS: ids[row], PAIR_INPUT_MASK: mask[row]} for row in range(len(pairs))]
+    return {PAIR_INPUT_IDS: ids.reshape(len(pairs), 2, length), PAIR_INPUT_MASK: mask.reshape(len(pairs), 2, length)}
+
+
+def serialize_pairs(keyed, tokenizer, spec: PairRecordSpec, random_seed: int, num_shards: int,
+                    stats: PrepStats) -> list:
+    """(shard, order, serialized record) of a chunk of (example key, pair)."""
+    records = spec.serialize_batch(encode_pairs([pair for _, pair in keyed], tokenizer, spec, stats))
+    return [(shard_of(random_seed, RECORD_TYPE_PAIRS, example_key, num_shards), pair_order(random_seed, example_key),
+             record) for (example_key, _), record in zip(keyed, records)]
 
 
 def write_pair_records(dialogues, tokenizer, output_dir: str, spec: PairRecordSpec,
                        min_words: int = DEFAULT_MIN_WORDS, num_shards: int = 1, stats: PrepStats | None = None,
                        log=print, random_seed: int = DEFAULT_SHUFFLE_SEED) -> PrepStats:
-    """Writes the pairs, shuffled with `random_seed`, as sharded records (`pairs-*.tfrecord`)
-    and `records_info.json` into `output_dir`."""
+    """Writes the pairs as sharded records (`pairs-*.tfrecord`) and `records_info.json` into
+    `output_dir`, streaming the corpus.
+
+    A pair goes to the shard its seeded hash names (`streaming.shard_of`), and each shard is
+    sorted by another seeded hash of the pair (`pair_order`): a shuffle of the pairs with
+    `random_seed`, as the release shuffles them (with `random.shuffle`, another order), that the
+    Beam pipeline writes identically. Sorting holds one shard's records in memory
+    (`common.OrderedShardWriter`): a big corpus wants enough shards.
+    """
     stats = stats if stats is not None else PrepStats()
-    pairs = list(iter_pairs(dialogues, spec.pairing, min_words, stats, spec.max_seq_length))
-    if not pairs:
-        raise ValueError(f"no {spec.pairing} pair with more than {min_words} words per side in the input dialogues")
-    random.Random(random_seed).shuffle(pairs)
-    with ShardedRecordWriter(os.path.join(output_dir, "pairs"), num_shards) as writer:
-        for start in range(0, len(pairs), _CHUNK):
-            _write_chunk(writer, pairs[start:start + _CHUNK], tokenizer, spec, stats, log)
+    keyed = dialogues.keyed() if hasattr(dialogues, "keyed") else enumerate(dialogues)
+    with OrderedShardWriter(os.path.join(output_dir, "pairs"), num_shards) as writer:
+        chunk = []
+        for item in keyed_pairs(keyed, spec.pairing, min_words, stats, spec.max_seq_length):
+            chunk.append(item)
+            if len(chunk) == _CHUNK:
+                _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log)
+                chunk = []
+        if chunk:
+            _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log)
+        if writer.num_written == 0:
+            raise ValueError(f"no {spec.pairing} pair with more than {min_words} words per side in the input "
+                             "dialogues")
     stats.increment("samples_written", writer.num_written)
-    write_records_info(output_dir, spec, {**stats.to_dict(), "min_words": min_words,
-                                          "shuffle_seed": random_seed})
+    write_records_info(output_dir, spec, pair_records_info(stats, min_words, random_seed))
     log(f"[pairs] {writer.num_written} {spec.pairing} pairs -> {output_dir}")
     return stats
 
 
-def _write_chunk(writer, chunk, tokenizer, spec, stats, log):
+def pair_records_info(stats: PrepStats, min_words: int, random_seed: int) -> dict:
+    return {**stats.to_dict(), "min_words": min_words, "shuffle_seed": random_seed}
+
+
+def _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log):
     before = writer.num_written
-    for example in encode_pairs(chunk, tokenizer, spec, stats):
-        writer.write(spec.serialize(example))
+    for shard, order, record in serialize_pairs(chunk, tokenizer, spec, random_seed, writer.num_shards, stats):
+        writer.write(record, shard, order)
     if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
         log(f"[pairs] {writer.num_written} pairs written")

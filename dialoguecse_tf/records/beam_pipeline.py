@@ -1,0 +1,443 @@
+"""The record builders as Apache Beam pipelines (the `beam` extra): the same records as the
+single-process writers for a seed, built on any Beam runner.
+
+A pipeline reads the corpus files with the single-process reader (`pipeline.read_file_dialogues`,
+one file per element: the formats' parsers need line numbers and, for mdc, jddc and sgd, lines
+of one dialogue together, so a file is read by one worker and its dialogues are then
+redistributed; split a big corpus into several files to read it in parallel). The corpus-wide
+samples are Beam combines given to the per-dialogue step as side inputs (the negative pools:
+`Top.Smallest` over the same hashed items `streaming.BottomK` keeps), the per-dialogue step calls
+the record module's own functions (`contrastive.dialogue_samples`, `pairs.consecutive_pairs`,
+`dialogues.dialogue_samples`, ...), tokenization runs on batches with one tokenizer per worker
+(`DoFn.setup`), and each record goes to the shard its seeded hash names (`streaming.shard_of`):
+the shard files hold the same multiset of records as the single-process path's. Records reach
+their shards through files: each bundle writes a hidden part file per shard (and round, for
+dialogue records), and only the parts' names are grouped by shard, so no runner holds the
+records in memory for a shuffle (the DirectRunner would). A shard is then its parts in order:
+pair shards sorted by their pairs' seeded hashes, as the single-process writer sorts them (the
+same files), dialogue shards round by round (the same rounds; within a round, the runner's
+bundle order), contrastive shards in the runner's order (the single-process writer keeps corpus
+order; sorting would cost a sort of every record's bytes).
+
+The counts (`PrepStats`) are gathered per file (reading, kept in file order, so the examples of
+malformed lines are those the single-process path lists) and per bundle (records), merged by the
+launching process, which then renames the shards into place and writes `records_info.json` as
+the single-process writer does.
+
+Runner options pass through `PipelineOptions`: `--runner=DirectRunner --direct_num_workers=2
+--direct_running_mode=multi_processing` locally; Dataflow, Flink and Spark as
+docs/records_on_beam.md shows. The output folder must be reachable from every worker (a
+`gs://` folder on Dataflow).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import uuid
+
+import apache_beam as beam
+import tensorflow as tf
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.transforms.window import GlobalWindows
+
+from dialoguecse_tf.data.pipeline import no_dialogue_error, read_file_dialogues
+from dialoguecse_tf.data.preprocessing import PrepStats
+from dialoguecse_tf.records import contrastive, pairs
+from dialoguecse_tf.records import dialogues as dialogue_records
+from dialoguecse_tf.records.common import (ordered_record, remove_stale_shards, shard_paths, temporary_path,
+                                           unordered_records, write_records_info)
+from dialoguecse_tf.records.streaming import shard_of
+
+_STATS = "stats"
+_RESULTS_FILE = ".beam_results.pickle"
+_PART_SUFFIX = ".part"
+_TOKENIZE_BATCH = 256
+_DIALOGUE_BATCH = 64
+
+
+class _ReadFile(beam.DoFn):
+    """(file index, path) -> (key, dialogue) of the file, and the file's reading counts."""
+
+    def __init__(self, corpus):
+        self._corpus = corpus
+
+    def process(self, element):
+        file_index, path = element
+        stats = PrepStats()
+        yield from read_file_dialogues(self._corpus, file_index, path, stats)
+        yield beam.pvalue.TaggedOutput(_STATS, ((0, file_index), stats))
+
+
+class _CountingDoFn(beam.DoFn):
+    """A DoFn counting into one PrepStats per bundle, emitted to the "stats" output at its end."""
+
+    def start_bundle(self):
+        self.stats = PrepStats()
+
+    def finish_bundle(self):
+        yield beam.pvalue.TaggedOutput(_STATS, GlobalWindows.windowed_value(((1, 0), self.stats)))
+
+
+class _ContrastiveSamples(_CountingDoFn):
+    def __init__(self, spec, arguments):
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, element, pool):
+        key, dialogue = element
+        yield from contrastive.dialogue_samples(
+            key, dialogue, self._spec, pool, self._arguments["random_seed"],
+            self._arguments["max_responses_per_dialogue"], self._arguments["use_given_candidates"], self.stats)
+
+
+class _WithTokenizer:
+    """One tokenizer per worker (`DoFn.setup`), from the record config."""
+
+    def __init__(self, config):
+        self._config = config
+
+    def setup(self):
+        from dialoguecse_tf.tokenization import Tokenizer
+
+        self._tokenizer = Tokenizer(self._config.vocab_file, self._config.do_lower_case, self._config.max_seq_length)
+
+
+class _PoolPieces(_WithTokenizer, beam.DoFn):
+    def process(self, pool):
+        yield contrastive.pool_pieces(pool, self._tokenizer)
+
+
+class _ContrastiveEncode(_WithTokenizer, _CountingDoFn):
+    """A batch of (example key, sample) -> (shard, 0, serialized record)."""
+
+    def __init__(self, config, spec, arguments):
+        super().__init__(config)
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, batch, known):
+        serialized = contrastive.serialize_samples([sample for _, sample in batch], self._tokenizer, self._spec,
+                                                   self.stats, known)
+        for (example_key, _), record in zip(batch, serialized):
+            yield shard_of(self._arguments["random_seed"], contrastive.RECORD_TYPE_CONTRASTIVE, example_key,
+                           self._arguments["num_shards"]), 0, record
+
+
+def _contrastive_records(dialogues, config, spec, arguments):
+    """(shard, 0, serialized record) and the per-bundle counts of the contrastive records."""
+    seed = arguments["random_seed"]
+    pool = (dialogues
+            | "PoolItems" >> beam.FlatMap(lambda item: contrastive.pool_items(item[0], item[1], spec, seed))
+            | "NegativePool" >> beam.combiners.Top.Smallest(arguments["negative_pool_size"])
+            | "PoolSampler" >> beam.Map(contrastive.NegativePool))
+    known = pool | "PoolPieces" >> beam.ParDo(_PoolPieces(config))
+    samples = dialogues | "Samples" >> beam.ParDo(
+        _ContrastiveSamples(spec, arguments), beam.pvalue.AsSingleton(pool)).with_outputs(_STATS, main="samples")
+    encoded = (samples.samples
+               | "Batch" >> beam.BatchElements(min_batch_size=_TOKENIZE_BATCH, max_batch_size=_TOKENIZE_BATCH)
+               | "Encode" >> beam.ParDo(_ContrastiveEncode(config, spec, arguments),
+                                        beam.pvalue.AsSingleton(known)).with_outputs(_STATS, main="records"))
+    return encoded.records, (samples[_STATS], encoded[_STATS])
+
+
+class _ConsecutivePairs(_CountingDoFn):
+    def __init__(self, spec, arguments):
+        self._spec = spec
+        self._min_words = arguments["min_words"]
+
+    def process(self, element):
+        key, dialogue = element
+        yield from pairs.consecutive_pairs(key, dialogue, self._min_words, self._spec.max_seq_length, self.stats)
+
+
+class _SelfCandidates(_CountingDoFn):
+    """(key, dialogue) -> (text, example key) of its long enough utterances."""
+
+    def __init__(self, arguments):
+        self._min_words = arguments["min_words"]
+
+    def process(self, element):
+        key, dialogue = element
+        for example_key, text in pairs.self_candidates(key, dialogue, self._min_words, self.stats):
+            yield text, example_key
+
+
+class _FirstOccurrence(beam.CombineFn):
+    """The smallest example key of a text (keys sort in corpus order) and its occurrences."""
+
+    def create_accumulator(self):
+        return None, 0
+
+    def add_input(self, accumulator, key):
+        first, count = accumulator
+        return (key if first is None else min(first, key)), count + 1
+
+    def merge_accumulators(self, accumulators):
+        firsts = [first for first, _ in accumulators if first is not None]
+        return (min(firsts) if firsts else None), sum(count for _, count in accumulators)
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+class _SelfPairs(_CountingDoFn):
+    def __init__(self, spec):
+        self._spec = spec
+
+    def process(self, element):
+        text, (example_key, count) = element
+        if count > 1:
+            self.stats.drop("repeated_utterance", count - 1)
+        yield pairs.self_pair(example_key, text, self._spec.max_seq_length, self.stats)
+
+
+class _PairEncode(_WithTokenizer, _CountingDoFn):
+    """A batch of (example key, pair) -> (shard, 0, ordered record): shards are sorted."""
+
+    def __init__(self, config, spec, arguments):
+        super().__init__(config)
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, batch):
+        for shard, order, record in pairs.serialize_pairs(batch, self._tokenizer, self._spec,
+                                                          self._arguments["random_seed"],
+                                                          self._arguments["num_shards"], self.stats):
+            yield shard, 0, ordered_record(order, record)
+
+
+def _pair_records(dialogues, config, spec, arguments):
+    """(shard, 0, ordered record) and the per-bundle counts of the pair records. Self pairs
+    keep each text's first occurrence: the texts are grouped (CombinePerKey), not held in a set."""
+    if spec.pairing == "consecutive":
+        found = dialogues | "Pairs" >> beam.ParDo(_ConsecutivePairs(spec, arguments)).with_outputs(_STATS, main="pairs")
+        keyed, stats = found.pairs, [found[_STATS]]
+    else:
+        candidates = dialogues | "Candidates" >> beam.ParDo(_SelfCandidates(arguments)).with_outputs(
+            _STATS, main="candidates")
+        found = (candidates.candidates
+                 | "FirstOccurrence" >> beam.CombinePerKey(_FirstOccurrence())
+                 | "SelfPairs" >> beam.ParDo(_SelfPairs(spec)).with_outputs(_STATS, main="pairs"))
+        keyed, stats = found.pairs, [candidates[_STATS], found[_STATS]]
+    encoded = (keyed
+               | "Batch" >> beam.BatchElements(min_batch_size=_TOKENIZE_BATCH, max_batch_size=_TOKENIZE_BATCH)
+               | "Encode" >> beam.ParDo(_PairEncode(config, spec, arguments)).with_outputs(_STATS, main="records"))
+    return encoded.records, (*stats, encoded[_STATS])
+
+
+class _UsableDialogues(_CountingDoFn):
+    """(key, dialogue) -> (key, dialogue_items) of the usable dialogues."""
+
+    def __init__(self, spec, arguments):
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, element):
+        key, dialogue = element
+        items = dialogue_records.dialogue_items(key, dialogue, self._spec, self._arguments["min_dialogue_turns"],
+                                         self._arguments["random_seed"], self.stats)
+        if items is not None:
+            yield key, items
+
+
+class _DialogueSamples(_CountingDoFn):
+    def __init__(self, spec, arguments):
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, element, pools, chosen, usable):
+        dialogue_records.check_enough_dialogues(usable, self._arguments["min_dialogue_turns"])
+        key, (found, _, _) = element
+        if chosen is not None and key not in chosen:
+            self.stats.increment("dialogues_not_sampled")
+            return
+        self.stats.increment("dialogues_written")
+        for sample in dialogue_records.dialogue_samples(key, *found, pools, self._spec, self._arguments["keep_role"],
+                                                 self._arguments["samples_per_dialogue"],
+                                                 self._arguments["random_seed"]):
+            yield key, sample
+
+
+class _DialogueEncode(_WithTokenizer, _CountingDoFn):
+    """A batch of (dialogue key, sample) -> (shard, round, record): shards are written round by round."""
+
+    def __init__(self, config, spec, arguments):
+        super().__init__(config)
+        self._spec = spec
+        self._arguments = arguments
+
+    def process(self, batch):
+        for shard, sample_round, record in dialogue_records.serialize_samples(
+                batch, self._tokenizer, self._spec, self._arguments["random_seed"], self._arguments["num_shards"],
+                self.stats):
+            yield shard, sample_round, record
+
+
+def _dialogue_records(keyed, config, spec, arguments):
+    """(shard, round, record) and the per-bundle counts of the dialogue records."""
+    usable = keyed | "Usable" >> beam.ParDo(_UsableDialogues(spec, arguments)).with_outputs(_STATS, main="usable")
+    pools = (usable.usable
+             | "PoolItems" >> beam.FlatMap(lambda item: item[1][1])
+             | "RolePools" >> beam.combiners.Top.SmallestPerKey(arguments["negative_pool_size"])
+             | "PoolDict" >> beam.combiners.ToDict()
+             | "Pools" >> beam.Map(dialogue_records.role_pools))
+    max_dialogues = arguments["max_dialogues"]
+    if max_dialogues > 0:
+        chosen = (usable.usable
+                  | "SampleKeys" >> beam.Map(lambda item: item[1][2])
+                  | "Chosen" >> beam.combiners.Top.Smallest(max_dialogues)
+                  | "ChosenSet" >> beam.Map(lambda items: {key for _, key in items}))
+    else:
+        chosen = usable.usable.pipeline | "NoSample" >> beam.Create([None])
+    count = usable.usable | "CountUsable" >> beam.combiners.Count.Globally()
+    samples = usable.usable | "Samples" >> beam.ParDo(
+        _DialogueSamples(spec, arguments), beam.pvalue.AsSingleton(pools), beam.pvalue.AsSingleton(chosen),
+        beam.pvalue.AsSingleton(count)).with_outputs(_STATS, main="samples")
+    encoded = (samples.samples
+               | "Batch" >> beam.BatchElements(min_batch_size=_DIALOGUE_BATCH, max_batch_size=_DIALOGUE_BATCH)
+               | "Encode" >> beam.ParDo(_DialogueEncode(config, spec, arguments)).with_outputs(
+                   _STATS, main="records"))
+    return encoded.records, (usable[_STATS], samples[_STATS], encoded[_STATS])
+
+
+# record type -> (its pipeline, how its shards are ordered: None (as grouped), "sorted" (by the
+# records' order keys) or "rounds" (round by round))
+_BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: (_contrastive_records, None),
+             pairs.RECORD_TYPE_PAIRS: (_pair_records, "sorted"),
+             dialogue_records.RECORD_TYPE_DIALOGUES: (_dialogue_records, "rounds")}
+
+
+class _WriteParts(beam.DoFn):
+    """(shard, part, record) -> a hidden part file per shard and part (a round of dialogue
+    records, else 0) and bundle; (shard, (part, path)) of each at the bundle's end. The records
+    reach the shards as files: only their names go through a GroupByKey, which the DirectRunner
+    would hold in memory."""
+
+    def __init__(self, prefix):
+        self._prefix = prefix
+
+    def start_bundle(self):
+        self._tag = uuid.uuid4().hex
+        self._writers = {}
+
+    def process(self, element):
+        shard, part, record = element
+        if (shard, part) not in self._writers:
+            path = f"{self._prefix}-{shard:05d}-{part:05d}-{self._tag}{_PART_SUFFIX}"
+            self._writers[shard, part] = path, tf.io.TFRecordWriter(path)
+        self._writers[shard, part][1].write(record)
+
+    def finish_bundle(self):
+        for (shard, part), (path, writer) in sorted(self._writers.items()):
+            writer.close()
+            yield GlobalWindows.windowed_value((shard, (part, path)))
+
+
+class _WriteShard(beam.DoFn):
+    """(shard, its part files) -> (shard, count): the parts in part order (paths in name order
+    within a part: any order is the runner's anyway), or their records sorted, written under
+    the shard's temporary name; the parts are removed."""
+
+    def __init__(self, paths, order):
+        self._paths = paths
+        self._order = order
+
+    def process(self, element):
+        shard, parts = element
+        parts = sorted(parts)
+        # One dataset over every part: setting one up per file costs milliseconds, and a bundle is small.
+        records = tf.data.TFRecordDataset([path for _, path in parts]).as_numpy_iterator()
+        if self._order == "sorted":
+            records = unordered_records(records)
+        count = 0
+        with tf.io.TFRecordWriter(temporary_path(self._paths[shard])) as writer:
+            for record in records:
+                writer.write(record)
+                count += 1
+        for _, path in parts:
+            tf.io.gfile.remove(path)
+        yield shard, count
+
+
+def _save_results(results, path):
+    with tf.io.gfile.GFile(path, "wb") as f:
+        f.write(pickle.dumps(results))
+
+
+def _part_prefix(config, spec) -> str:
+    return os.path.join(config.output_dir, f".{spec.record_type}")
+
+
+def build_pipeline(pipeline, config, spec, arguments, paths):
+    """Adds the record type's pipeline to `pipeline`; its results go to the output folder's
+    `.beam_results.pickle` (shard counts and counts), which `run_beam_records` reads."""
+    builder, order = _BUILDERS.get(spec.record_type, (None, None))
+    if builder is None:
+        raise ValueError(f"engine=beam does not build {spec.record_type!r} records yet; it builds "
+                         f"{sorted(_BUILDERS)}")
+    shards = shard_paths(os.path.join(config.output_dir, spec.record_type), arguments["num_shards"])
+    read = (pipeline
+            | "Files" >> beam.Create(list(enumerate(paths)))
+            | "Read" >> beam.ParDo(_ReadFile(config.corpus)).with_outputs(_STATS, main="dialogues"))
+    dialogues = read.dialogues | "Redistribute" >> beam.Reshuffle()
+    records, record_stats = builder(dialogues, config, spec, arguments)
+    counts = (records
+              | "WriteParts" >> beam.ParDo(_WriteParts(_part_prefix(config, spec)))
+              | "PartsByShard" >> beam.GroupByKey()
+              | "WriteShards" >> beam.ParDo(_WriteShard(shards, order))
+              | "Counts" >> beam.combiners.ToList())
+    stats = ((read[_STATS], *record_stats)
+             | "AllStats" >> beam.Flatten()
+             | "StatsList" >> beam.combiners.ToList())
+    results_path = os.path.join(config.output_dir, _RESULTS_FILE)
+    _ = (pipeline
+         | "Results" >> beam.Create([None])
+         | "Save" >> beam.Map(lambda _, counts, stats: _save_results({"counts": counts, "stats": stats},
+                                                                      results_path),
+                              beam.pvalue.AsSingleton(counts), beam.pvalue.AsSingleton(stats)))
+    return shards, results_path
+
+
+def _records_info(spec, stats: PrepStats, arguments) -> dict:
+    """What the record type's single-process writer puts in records_info.json."""
+    if spec.record_type == pairs.RECORD_TYPE_PAIRS:
+        return pairs.pair_records_info(stats, arguments["min_words"], arguments["random_seed"])
+    if spec.record_type == dialogue_records.RECORD_TYPE_DIALOGUES:
+        return dialogue_records.dialogue_records_info(stats, arguments["keep_role"], arguments["min_dialogue_turns"],
+                                               arguments["samples_per_dialogue"], arguments["random_seed"])
+    return stats.to_dict()
+
+
+def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_args, log=print) -> PrepStats:
+    """Runs the record type's pipeline with `pipeline_args` as Beam pipeline options, then
+    renames its shards into place and writes `records_info.json`; counts into `stats`."""
+    tf.io.gfile.makedirs(config.output_dir)
+    options = PipelineOptions(list(pipeline_args))
+    with beam.Pipeline(options=options) as pipeline:
+        shards, results_path = build_pipeline(pipeline, config, spec, arguments, paths)
+    # Parts of bundles that a runner retried: their records were written again by the retry.
+    for path in tf.io.gfile.glob(f"{_part_prefix(config, spec)}-*{_PART_SUFFIX}"):
+        tf.io.gfile.remove(path)
+    with tf.io.gfile.GFile(results_path, "rb") as f:
+        results = pickle.loads(f.read())
+    tf.io.gfile.remove(results_path)
+    # Reading counts in file order first, as one pass over the files would count them.
+    for _, part in sorted(results["stats"], key=lambda item: item[0]):
+        stats.merge(part)
+    counts = dict(results["counts"])
+    if not stats["dialogues_kept"]:
+        raise no_dialogue_error(config.corpus, stats)
+    written = sum(counts.values())
+    if written == 0:
+        raise ValueError(f"no {spec.record_type} sample could be built from the input dialogues")
+    for shard, path in enumerate(shards):
+        if shard not in counts:  # no record hashed to it: an empty file, as the single-process writer leaves
+            with tf.io.TFRecordWriter(temporary_path(path)):
+                pass
+        tf.io.gfile.rename(temporary_path(path), path, overwrite=True)
+    remove_stale_shards(shards)
+    stats.increment("samples_written", written)
+    write_records_info(config.output_dir, spec, _records_info(spec, stats, arguments))
+    log(f"[{spec.record_type}] {written} records (Beam) -> {config.output_dir}")
+    return stats

@@ -1,0 +1,180 @@
+"""Records built by the Beam pipelines (`records.beam_pipeline`) against the single-process writers.
+
+Both paths put each record in the shard its seeded hash names, so every shard file holds the same
+multiset of serialized records on both. Contrastive shards differ in order: the single-process
+writer keeps corpus order, a Beam shard is written in the order of the runner's bundles, so they
+are compared as multisets (collections.Counter of the bytes). Pair
+shards are sorted by a seeded hash on both paths, so they are compared as lists.
+"""
+
+import collections
+import json
+import weakref
+
+import pytest
+import tensorflow as tf
+
+from dialoguecse_tf.data.dialogue import Dialogue, Turn
+from dialoguecse_tf.data.pipeline import (ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, PairDataConfig,
+                                          run_create_records)
+from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
+from dialoguecse_tf.records import contrastive
+from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
+from dialoguecse_tf.records.registry import read_records_info
+from dialoguecse_tf.tokenization import Tokenizer
+from conftest import TINY_WORDS, write_tiny_vocab
+
+IN_PROCESS = ("--runner=DirectRunner", "--direct_num_workers=1")
+TWO_PROCESSES = ("--runner=DirectRunner", "--direct_num_workers=2", "--direct_running_mode=multi_processing")
+NOOP = lambda _: None  # noqa: E731
+
+
+def _dialogue_line(i):
+    words = TINY_WORDS[i % 7:] + TINY_WORDS[:i % 7]
+    turns = [{"speaker": "ua"[j % 2], "text": " ".join(words[3 * j:3 * j + 2 + (i + j) % 3])}
+             for j in range(1 + i % 5)]
+    if i == 5:  # cut by cap_text: counted on both paths
+        turns[0]["text"] = "order " * (CHARS_PER_TOKEN * 8)
+    return json.dumps({"turns": turns})
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Two files, 40 dialogues of 1 to 5 turns (1-turn ones give no sample), a malformed line
+    in each file (skipped and counted), and a vocabulary."""
+    folder = tmp_path_factory.mktemp("corpus")
+    for part, lines in enumerate((range(0, 25), range(25, 40))):
+        text = [_dialogue_line(i) for i in lines]
+        text.insert(3, "{not json")
+        (folder / f"part-{part}.jsonl").write_text("\n".join(text) + "\n", encoding="utf-8")
+    corpus = CorpusConfig(input_file=(str(folder / "part-*.jsonl"),), input_format="jsonl", skip_malformed=True,
+                          min_turns=0)
+    return corpus, write_tiny_vocab(folder / "vocab.txt")
+
+
+def _build(corpus, folder, engine, pipeline_args=(), config_class=ContrastiveDataConfig, **settings):
+    """The shards (each a list of its records, in file order), records info and prep stats."""
+    corpus_config, vocab = corpus
+    defaults = {"max_seq_length": 8, "num_shards": 3}
+    if config_class is ContrastiveDataConfig:
+        defaults["num_negatives"] = 3
+    config = config_class(corpus_config, str(folder), vocab, engine=engine, **{**defaults, **settings})
+    run_create_records(config, NOOP, pipeline_args)
+    info = read_records_info(str(folder))
+    with open(folder / "prep_stats.json", encoding="utf-8") as f:
+        prep_stats = json.load(f)
+    prep_stats.pop("write_seconds")
+    shards = {path.name: list(tf.data.TFRecordDataset(str(path)).as_numpy_iterator())
+              for path in sorted(folder.glob("*.tfrecord"))}
+    return shards, info, prep_stats
+
+
+def _as_multisets(built):
+    shards, info, prep_stats = built
+    return {name: collections.Counter(records) for name, records in shards.items()}, info, prep_stats
+
+
+@pytest.fixture(scope="module")
+def single(corpus, tmp_path_factory):
+    return _as_multisets(_build(corpus, tmp_path_factory.mktemp("single"), "single", max_responses_per_dialogue=3))
+
+
+@pytest.mark.slow
+def test_contrastive_beam_records_equal_the_single_process_records(corpus, single, tmp_path):
+    shards, info, prep_stats = single
+    assert [name for name in shards] == [f"contrastive-{i:05d}-of-00003.tfrecord" for i in range(3)]
+    assert all(len(counter) > 5 for counter in shards.values())
+    stats = info[1]
+    assert stats["malformed_lines"] == 2 and stats["utterances_capped"] == 1 and stats["dropped"]["no_context"] == 8
+    assert stats["samples_written"] == sum(sum(c.values()) for c in shards.values())
+    assert _as_multisets(_build(corpus, tmp_path / "beam", "beam", IN_PROCESS, max_responses_per_dialogue=3)) == single
+    other_seed = _as_multisets(_build(corpus, tmp_path / "seed", "single", max_responses_per_dialogue=3,
+                                      random_seed=7))
+    assert other_seed[0] != shards and other_seed[1][1]["samples_written"] == stats["samples_written"]
+
+
+@pytest.mark.slow
+def test_contrastive_beam_records_on_two_worker_processes(corpus, single, tmp_path):
+    assert _as_multisets(_build(corpus, tmp_path / "beam2", "beam", TWO_PROCESSES,
+                                max_responses_per_dialogue=3)) == single
+
+
+def test_small_negative_pool_keeps_both_paths_equal(corpus, tmp_path):
+    """A pool smaller than the corpus: both paths sample the same 10 utterances by hash."""
+    single = _as_multisets(_build(corpus, tmp_path / "single", "single", negative_pool_size=10))
+    assert _as_multisets(_build(corpus, tmp_path / "beam", "beam", IN_PROCESS, negative_pool_size=10)) == single
+
+
+@pytest.mark.parametrize("pairing", ["consecutive", "self"])
+def test_pair_beam_records_equal_the_single_process_records_in_order(corpus, pairing, tmp_path):
+    """Pair shards are sorted by a seeded hash of their pairs, so both paths write the same files
+    record for record; self pairs keep each text's first occurrence on both (the corpus repeats
+    texts: its lines cycle through the same words)."""
+    settings = {"config_class": PairDataConfig, "pairing": pairing, "min_words": 2}
+    single = _build(corpus, tmp_path / "single", "single", **settings)
+    shards, info, prep_stats = single
+    assert all(len(records) > 3 for records in shards.values())
+    assert info[1]["samples_written"] == sum(len(records) for records in shards.values())
+    if pairing == "self":
+        assert info[1]["dropped"]["repeated_utterance"] > 5 and info[1]["dropped"]["short_utterance"] > 5
+    assert _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, **settings) == single
+
+
+@pytest.mark.parametrize("max_dialogues, pool_size", [(6, 5), (0, 1000)])
+def test_dialogue_beam_records_equal_the_single_process_records(corpus, max_dialogues, pool_size, tmp_path):
+    """6 or all 24 usable dialogues, 2 samples each, negatives from role pools of 5 utterances
+    sampled by hash or of all: the same records on both paths (each shard round by round on
+    both, in corpus order within a round on the single-process path only)."""
+    settings = {"config_class": DialogueDataConfig, "max_seq_length": 24, "num_negatives": 2,
+                "min_dialogue_turns": 3, "max_dialogues": max_dialogues, "samples_per_dialogue": 2,
+                "negative_pool_size": pool_size}
+    single = _as_multisets(_build(corpus, tmp_path / "single", "single", **settings))
+    stats = single[1][1]
+    written = max_dialogues or 24
+    assert stats["samples_written"] == 2 * written and stats["dialogues_written"] == written
+    assert stats.get("dialogues_not_sampled", 0) == 24 - written
+    assert stats["dropped"]["fewer_than_3_turns"] == stats["dropped"]["not_two_interlocutors"] == 8
+    assert _as_multisets(_build(corpus, tmp_path / "beam", "beam", IN_PROCESS, **settings)) == single
+
+
+class _Corpus:
+    """A corpus made on the fly, pass after pass, that records how many of its dialogues are
+    alive at once (Dialogue objects are weakly referenceable)."""
+
+    def __init__(self, size):
+        self.size = size
+        self.passes = 0
+        self.alive = 0
+        self.most_alive = 0
+
+    def _gone(self):
+        self.alive -= 1
+
+    def keyed(self):
+        self.passes += 1
+        for i in range(self.size):
+            dialogue = Dialogue(str(i), tuple(Turn("ua"[j % 2], f"{TINY_WORDS[(i + j) % 20]} order {i % 97}")
+                                              for j in range(4)))
+            self.alive += 1
+            self.most_alive = max(self.most_alive, self.alive)
+            weakref.finalize(dialogue, self._gone)
+            yield i, dialogue
+
+
+def test_single_process_writer_streams_with_a_bounded_pool(tmp_path, monkeypatch):
+    """3,000 dialogues through the writer: read twice, never more than a few alive at once, and
+    the negative pool holds its 500 utterances, not the corpus' 12,000."""
+    pools = []
+    collect = contrastive.collect_negative_pool
+    monkeypatch.setattr(contrastive, "collect_negative_pool", lambda *args: pools.append(collect(*args)) or pools[-1])
+    corpus = _Corpus(3000)
+    tokenizer = Tokenizer(write_tiny_vocab(tmp_path / "vocab.txt"), max_seq_length=8)
+    spec = ContrastiveRecordSpec(max_seq_length=8, num_context_turns=2, num_negatives=2)
+    stats = write_contrastive_records(corpus, tokenizer, str(tmp_path / "out"), spec, stats=PrepStats(),
+                                      negative_pool_size=500, log=NOOP)
+    assert stats["samples_written"] == 12000 and corpus.passes == 2
+    assert len(pools[0]) == 500
+    # A chunk of samples holds texts, not dialogues: at most the dialogue being read is alive.
+    assert corpus.most_alive <= 2
+    with pytest.raises(TypeError, match="one-shot iterator"):
+        write_contrastive_records(iter([]), tokenizer, str(tmp_path / "x"), spec, log=NOOP)
