@@ -73,7 +73,7 @@ def discover_entry_points() -> set:
     for folder in ENTRY_POINT_FOLDERS:
         for name in sorted(os.listdir(REPO_ROOT / folder)):
             path = REPO_ROOT / folder / name
-            if name.endswith(".py") and "run(main)" in path.read_text(encoding="utf-8"):
+            if name.endswith(".py") and "run(main" in path.read_text(encoding="utf-8"):
                 found.add(f"{folder}/{name}")
     return found
 

@@ -16,7 +16,8 @@ SLEEPER = "import os, time; print('pid', os.getpid()); time.sleep(60)"
 def wait_for(log_path, text: str) -> str:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        output = log_path.read_text(encoding="utf-8")
+        # The child creates its log after the fork, maybe after `start` returned.
+        output = log_path.read_text(encoding="utf-8") if log_path.exists() else ""
         if text in output:
             return output
         time.sleep(0.01)
