@@ -261,10 +261,14 @@ def test_mirrored_equals_one_device(real_inputs, reference_runs, tmp_path, name)
     # A tiny random encoder's [CLS] vectors are near-parallel (cosines about 0.99999), so an objective
     # pooling them (SimCSE) starts on a flat loss where Adam steps along rounding noise, and any
     # change of summation order moves the whole run. The mirrored run must then stay as close to the
-    # reference as one device does under another order (one length bucket instead of four).
-    reordered = _run(real_inputs, name, tmp_path / "reordered", num_length_buckets=1)
+    # reference as one device does under other orders (one or two length buckets instead of four);
+    # the larger of two such gaps is the noise scale, as one sample of a chaotic run's gap is a poor one.
     mirrored_gaps = _largest_gaps(tmp_path / "mirrored", losses, reference_dir, reference_losses)
-    reordered_gaps = _largest_gaps(tmp_path / "reordered", reordered, reference_dir, reference_losses)
+    reordered_gaps = [max(gaps) for gaps in zip(*[
+        _largest_gaps(tmp_path / f"reordered_{buckets}",
+                      _run(real_inputs, name, tmp_path / f"reordered_{buckets}", num_length_buckets=buckets),
+                      reference_dir, reference_losses)
+        for buckets in (1, 2)])]
     assert reordered_gaps[0] > 3e-3, f"{name}: summation order alone barely moves the run, so the mirrored " \
                                      f"gaps {mirrored_gaps} are not rounding"
     assert all(m <= 3 * r for m, r in zip(mirrored_gaps, reordered_gaps)), (mirrored_gaps, reordered_gaps)
