@@ -79,18 +79,6 @@ class _CountingDoFn(beam.DoFn):
         yield beam.pvalue.TaggedOutput(_STATS, GlobalWindows.windowed_value(((1, 0), self.stats)))
 
 
-class _ContrastiveSamples(_CountingDoFn):
-    def __init__(self, spec, arguments):
-        self._spec = spec
-        self._arguments = arguments
-
-    def process(self, element, pool):
-        key, dialogue = element
-        yield from contrastive.dialogue_samples(
-            key, dialogue, self._spec, pool, self._arguments["random_seed"],
-            self._arguments["max_responses_per_dialogue"], self._arguments["use_given_candidates"], self.stats)
-
-
 class _WithTokenizer:
     """One tokenizer per worker (`DoFn.setup`), from the record config."""
 
@@ -103,18 +91,37 @@ class _WithTokenizer:
         self._tokenizer = Tokenizer(self._config.vocab_file, self._config.do_lower_case, self._config.max_seq_length)
 
 
+class _RecordDoFn(_CountingDoFn):
+    """A counting DoFn of one record type: its spec and the writer's other arguments."""
+
+    def __init__(self, spec, arguments):
+        self._spec = spec
+        self._arguments = arguments
+
+
+class _EncodeDoFn(_WithTokenizer, _RecordDoFn):
+    """A record DoFn that tokenizes, with one tokenizer per worker."""
+
+    def __init__(self, config, spec, arguments):
+        _WithTokenizer.__init__(self, config)
+        _RecordDoFn.__init__(self, spec, arguments)
+
+
+class _ContrastiveSamples(_RecordDoFn):
+    def process(self, element, pool):
+        key, dialogue = element
+        yield from contrastive.dialogue_samples(
+            key, dialogue, self._spec, pool, self._arguments["random_seed"],
+            self._arguments["max_responses_per_dialogue"], self._arguments["use_given_candidates"], self.stats)
+
+
 class _PoolPieces(_WithTokenizer, beam.DoFn):
     def process(self, pool):
         yield contrastive.pool_pieces(pool, self._tokenizer)
 
 
-class _ContrastiveEncode(_WithTokenizer, _CountingDoFn):
+class _ContrastiveEncode(_EncodeDoFn):
     """A batch of (example key, sample) -> (shard, 0, serialized record)."""
-
-    def __init__(self, config, spec, arguments):
-        super().__init__(config)
-        self._spec = spec
-        self._arguments = arguments
 
     def process(self, batch, known):
         serialized = contrastive.serialize_samples([sample for _, sample in batch], self._tokenizer, self._spec,
@@ -192,13 +199,8 @@ class _SelfPairs(_CountingDoFn):
         yield pairs.self_pair(example_key, text, self._spec.max_seq_length, self.stats)
 
 
-class _PairEncode(_WithTokenizer, _CountingDoFn):
+class _PairEncode(_EncodeDoFn):
     """A batch of (example key, pair) -> (shard, 0, ordered record): shards are sorted."""
-
-    def __init__(self, config, spec, arguments):
-        super().__init__(config)
-        self._spec = spec
-        self._arguments = arguments
 
     def process(self, batch):
         for shard, order, record in pairs.serialize_pairs(batch, self._tokenizer, self._spec,
@@ -226,12 +228,8 @@ def _pair_records(dialogues, config, spec, arguments):
     return encoded.records, (*stats, encoded[_STATS])
 
 
-class _UsableDialogues(_CountingDoFn):
+class _UsableDialogues(_RecordDoFn):
     """(key, dialogue) -> (key, dialogue_items) of the usable dialogues."""
-
-    def __init__(self, spec, arguments):
-        self._spec = spec
-        self._arguments = arguments
 
     def process(self, element):
         key, dialogue = element
@@ -241,11 +239,7 @@ class _UsableDialogues(_CountingDoFn):
             yield key, items
 
 
-class _DialogueSamples(_CountingDoFn):
-    def __init__(self, spec, arguments):
-        self._spec = spec
-        self._arguments = arguments
-
+class _DialogueSamples(_RecordDoFn):
     def process(self, element, pools, chosen, usable):
         dialogue_records.check_enough_dialogues(usable, self._arguments["min_dialogue_turns"])
         key, (found, _, _) = element
@@ -259,13 +253,8 @@ class _DialogueSamples(_CountingDoFn):
             yield key, sample
 
 
-class _DialogueEncode(_WithTokenizer, _CountingDoFn):
+class _DialogueEncode(_EncodeDoFn):
     """A batch of (dialogue key, sample) -> (shard, round, record): shards are written round by round."""
-
-    def __init__(self, config, spec, arguments):
-        super().__init__(config)
-        self._spec = spec
-        self._arguments = arguments
 
     def process(self, batch):
         for shard, sample_round, record in dialogue_records.serialize_samples(
