@@ -18,7 +18,8 @@ The update is the whole batch's without dropout. With it, each pass draws its ow
 differ from those of one pass over the batch, as the batch's masks differ from step to step.
 
 The passes run one after another (each waits for the previous one's outputs), since a graph
-would otherwise be free to run them side by side and hold their activations at once.
+would otherwise be free to run them side by side and hold their activations at once. A pass is
+one `pass_function` called once per part.
 """
 
 from __future__ import annotations
@@ -26,6 +27,15 @@ from __future__ import annotations
 import tensorflow as tf
 
 from dialoguecse_tf import losses
+
+
+def pass_function(function):
+    """`function` as a `tf.function` the train step calls once per pass: traced once per pass shape and
+    kept as a call in the step's graph, not inlined. Unrolled, or inlined, the graph held a copy of
+    the model (and of its gradient) per pass, which TensorFlow traced and optimised anew each time:
+    MiniLM's DSE step in 8 passes took 219 s to build unrolled, 147 s inlined, 48 s as calls
+    (19 s in one pass; benchmarks/README.md)."""
+    return tf.function(function, experimental_attributes={"_noinline": True})
 
 
 def pass_sizes(batch_size: int, max_examples: int) -> list:
@@ -83,13 +93,18 @@ def accumulated_gradients(model, optimizer, batch, objective, global_batch_size:
     sizes = pass_sizes(batch_size, max_examples)
     denominators = losses.mean_denominators(objective.example_weights(batch), batch_size, global_batch_size)
     variables = model.trainable_variables
-    loss, metrics, totals, previous = 0.0, {}, [None] * len(variables), []
-    for part in split_batch(batch, sizes):
+
+    @pass_function
+    def one_pass(part):
         with tf.GradientTape() as tape:
-            terms, metric_terms = objective.example_losses(model, after(previous, part), True)
+            terms, metric_terms = objective.example_losses(model, part, True)
             part_loss, part_metrics = losses.example_means(terms, metric_terms, denominators)
             scaled_loss = optimizer.scale_loss(part_loss)
-        gradients = tape.gradient(scaled_loss, variables)
+        return part_loss, part_metrics, tape.gradient(scaled_loss, variables)
+
+    loss, metrics, totals, previous = 0.0, {}, [None] * len(variables), []
+    for part in split_batch(batch, sizes):
+        part_loss, part_metrics, gradients = one_pass(after(previous, part))
         totals = add_gradients(totals, gradients)
         loss += part_loss
         metrics = {name: metrics.get(name, 0.0) + value for name, value in part_metrics.items()}

@@ -20,14 +20,16 @@ per chunk, so they differ from those of one unchunked pass, but the gradient is 
 gradient of the loss step 2 computed (tests/test_grad_cache.py).
 
 The chunks run one after another, as the passes of `accumulation`, the other way of splitting
-a batch (for losses that are sums of per-example terms).
+a batch (for losses that are sums of per-example terms). Each step (embed; embed and
+backpropagate) is one `accumulation.pass_function` called once per chunk.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from dialoguecse_tf.training.accumulation import add_gradients, after, pass_sizes, split_batch, static_batch_size
+from dialoguecse_tf.training.accumulation import (add_gradients, after, pass_function, pass_sizes, split_batch,
+                                                  static_batch_size)
 
 
 def random_state_variables(model) -> list:
@@ -47,9 +49,18 @@ def chunked_gradients(model, optimizer, batch, objective, global_batch_size: int
     random_state = random_state_variables(model)
     saved_state = [tf.identity(v.value) for v in random_state]
 
+    variables = model.trainable_variables
+    embed = pass_function(lambda part: objective.embed(model, part, True))
+
+    @pass_function
+    def backpropagate(part, output_gradients):
+        with tf.GradientTape() as tape:
+            embedded = objective.embed(model, part, True)
+        return tape.gradient(embedded, variables, output_gradients=output_gradients)
+
     embeddings, previous = [], []
     for part in parts:
-        embedded = objective.embed(model, after(previous, part), True)
+        embedded = embed(after(previous, part))
         embeddings.append(tf.stop_gradient(embedded))
         previous = [embedded]
     embeddings = tf.concat(embeddings, axis=0)
@@ -62,13 +73,10 @@ def chunked_gradients(model, optimizer, batch, objective, global_batch_size: int
     with tf.control_dependencies(embedding_gradients):
         for variable, value in zip(random_state, saved_state):
             variable.assign(value)
-    variables = model.trainable_variables
     totals = [None] * len(variables)
     previous = embedding_gradients
     for part, output_gradients in zip(parts, embedding_gradients):
-        with tf.GradientTape() as tape:
-            embedded = objective.embed(model, after(previous, part), True)
-        gradients = tape.gradient(embedded, variables, output_gradients=output_gradients)
+        gradients = backpropagate(after(previous, part), output_gradients)
         totals = add_gradients(totals, gradients)
         previous = [gradient for gradient in gradients if gradient is not None]
     return loss, metrics, totals
