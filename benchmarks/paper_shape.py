@@ -61,7 +61,9 @@ flags.DEFINE_string("ecd_file", os.path.join(SHARED_DATA, "ecd", "train", "train
 flags.DEFINE_string("sgd_file", os.path.join(SHARED_DATA, "sgd", "train", "dialogues_001.json"),
                     "SGD dialogues for dial2vec's records.")
 flags.DEFINE_string("note", "", "A note on the machine (e.g. whether it was quiet) kept in the results.")
-flags.DEFINE_string("output_json", "benchmarks/results/paper_shape.json", "Where the results go.")
+flags.DEFINE_string("output_json", "benchmarks/results/paper_shape.json",
+                    "Where the results go; rewritten after each preset, so an interrupted run keeps its rows.")
+flags.DEFINE_bool("resume", False, "Keep the rows of --output_json that ran at this shape and run the other presets.")
 
 FLAGS = flags.FLAGS
 
@@ -189,8 +191,17 @@ def main(argv):
     print(f"wrote the random {FLAGS.num_layers} x {FLAGS.hidden_size} TF1 checkpoint to {checkpoint} "
           f"in {time.perf_counter() - started:.0f} s")
 
+    shape = {"num_layers": FLAGS.num_layers, "hidden_size": FLAGS.hidden_size, "num_heads": FLAGS.num_heads,
+             "intermediate_size": FLAGS.intermediate_size, "max_position_embeddings": 512,
+             "vocab_size": VOCAB_SIZE, "weights": "random, written in Google's TF1 layout"}
+    kept = previous_rows(FLAGS.output_json, shape) if FLAGS.resume else {}
+    commands = [previous_command(FLAGS.output_json)] if kept else []
+    commands.append("python " + " ".join(shlex.quote(arg) for arg in sys.argv))
     rows = []
     for name in presets:
+        if name in kept:
+            rows.append(kept[name])
+            continue
         settings = PRESETS[name]
         objective = settings["objective"]
         records_name, script, script_flags = record_recipe(objective, settings)
@@ -229,19 +240,34 @@ def main(argv):
             row["failed"] = f"exit status {returncode}: {last_error(log_path)}"
         print(json.dumps(row), flush=True)
         rows.append(row)
+        write_rows(commands, shape, rows)
 
     common.print_table("paper presets at the papers' model shape", [
         "preset", "seq", "batch", "per pass", "s/step", "peak RSS MiB"], [
         [row["preset"], row["max_seq_length"], row["train_batch_size"], row["max_examples_per_pass"] or "-",
          row.get("s_per_step", "failed"), row["peak_rss_mib"]] for row in rows])
+    write_rows(commands, shape, rows)
+
+
+def write_rows(commands: list, shape: dict, rows: list) -> None:
     common.write_results(FLAGS.output_json, {
-        "command": "python " + " ".join(shlex.quote(arg) for arg in sys.argv),
-        "shape": {"num_layers": FLAGS.num_layers, "hidden_size": FLAGS.hidden_size, "num_heads": FLAGS.num_heads,
-                  "intermediate_size": FLAGS.intermediate_size, "max_position_embeddings": 512,
-                  "vocab_size": VOCAB_SIZE, "weights": "random, written in Google's TF1 layout"},
-        "note": FLAGS.note,
-        "results": rows,
-    })
+        "command": " && ".join(commands), "shape": shape, "note": FLAGS.note, "results": rows})
+
+
+def previous_rows(path: str, shape: dict) -> dict:
+    """The finished rows of an earlier run at the same shape, by preset (failed ones run again)."""
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as reader:
+        previous = json.load(reader)
+    if previous.get("shape") != shape:
+        return {}
+    return {row["preset"]: row for row in previous["results"] if "s_per_step" in row}
+
+
+def previous_command(path: str) -> str:
+    with open(path, encoding="utf-8") as reader:
+        return json.load(reader)["command"]
 
 
 if __name__ == "__main__":
