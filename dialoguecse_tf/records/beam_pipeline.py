@@ -45,8 +45,8 @@ from dialoguecse_tf.data.pipeline import no_dialogue_error, read_file_dialogues
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.records import contrastive, pairs
 from dialoguecse_tf.records import dialogues as dialogue_records
-from dialoguecse_tf.records.common import (ordered_record, remove_stale_shards, shard_paths, temporary_path,
-                                           unordered_records, write_records_info)
+from dialoguecse_tf.records.common import (ordered_record, read_record_files, remove_stale_shards, shard_paths,
+                                           temporary_path, unordered_records, write_records_info)
 from dialoguecse_tf.records.streaming import shard_of
 
 _STATS = "stats"
@@ -336,7 +336,7 @@ class _WriteShard(beam.DoFn):
         shard, parts = element
         parts = sorted(parts)
         # One dataset over every part: setting one up per file costs milliseconds, and a bundle is small.
-        records = tf.data.TFRecordDataset([path for _, path in parts]).as_numpy_iterator()
+        records = read_record_files([path for _, path in parts])
         if self._order == "sorted":
             records = unordered_records(records)
         count = 0
