@@ -173,6 +173,7 @@ class MlmDataConfig:
     random_seed: int = 12345
     num_shards: int = 1
     random_next_pool_size: int = DEFAULT_RANDOM_NEXT_POOL_SIZE
+    engine: str = "single"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,8 @@ The corpus is read twice, as the other record types read it (`streaming`): a fir
 (`scan_corpus`) finds which texts are some dialogue's turn and samples the pool; the second
 writes each document's records (`serialize_documents`), with an RNG of its own per round of
 `dupe_factor` (`streaming.example_rng`), each record into the shard its seeded hash names, every
-shard round by round (`RoundShardWriter`), in corpus order within a round.
+shard round by round (`RoundShardWriter`), in corpus order within a round. The Beam pipeline
+(`beam_pipeline`) calls the same functions and writes the same records.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ _PROGRESS_EVERY = 10000
 
 @dataclasses.dataclass(frozen=True)
 class MlmSettings:
-    """The MLM writer's arguments besides the spec."""
+    """The MLM writer's arguments besides the spec (the Beam pipeline gets them by name)."""
 
     masked_lm_prob: float
     dupe_factor: int
