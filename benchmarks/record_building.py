@@ -8,8 +8,7 @@ Beam pipeline, `--engine=beam` on the DirectRunner with `--direct_num_workers=1`
 (`--direct_running_mode=multi_processing`). For each run: wall seconds, dialogues/s, records/s
 and peak memory, the sum of the resident memory of the entry point's process and all its
 descendants (Beam's worker processes) sampled from /proc every 0.2 s. The JSON also holds a
-projection to 10M and 100M dialogues on N workers, its assumptions stated beside it. MLM records
-have no Beam pipeline yet: they are timed single-process only.
+projection to 10M and 100M dialogues on N workers, its assumptions stated beside it.
 
 The full run takes hours, so it can be run in parts: the rows of record types not run now are
 kept from `output_json` when it was written for the same corpus and shard settings, e.g.
@@ -146,8 +145,9 @@ def projection(rows: list, workers: list) -> dict:
             "each worker builds records at the 1-worker DirectRunner rate measured here, times the 2-worker "
             "scaling efficiency measured here (capped at 1), for every N: no further loss with more workers",
             "the corpus is split into at least N files (a file is read by one worker)",
-            "memory per worker stays at the measured 2-worker peak / 2: the corpus-wide state is the bounded "
-            "negative pool (negative_pool_size), and a worker holds it, not the corpus",
+            "memory per worker stays at the measured 2-worker peak / 2: the corpus-wide state a worker holds is "
+            "the bounded negative pool (negative_pool_size; MLM: random_next_pool_size), not the corpus (MLM's "
+            "distinct texts are a CombinePerKey, spread over the workers)",
             "the part files' writes and their concatenation into shards scale like the rest (only the parts' names "
             "are shuffled); the storage is no bottleneck; start-up and scheduling costs are left out",
         ],

@@ -4,7 +4,9 @@ Both paths put each record in the shard its seeded hash names, so every shard fi
 multiset of serialized records on both. Contrastive shards differ in order: the single-process
 writer keeps corpus order, a Beam shard is written in the order of the runner's bundles, so they
 are compared as multisets (collections.Counter of the bytes). Pair
-shards are sorted by a seeded hash on both paths, so they are compared as lists.
+shards are sorted by a seeded hash on both paths, so they are compared as lists. Dialogue and MLM
+shards are written round by round on both paths, in corpus order within a round on the
+single-process path and in the runner's bundle order on Beam: multisets, and round by round.
 """
 
 import collections
@@ -15,8 +17,8 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.pipeline import (ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, PairDataConfig,
-                                          run_create_records)
+from dialoguecse_tf.data.pipeline import (ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, MlmDataConfig,
+                                          PairDataConfig, run_create_records)
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.records import contrastive
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
@@ -135,6 +137,70 @@ def test_dialogue_beam_records_equal_the_single_process_records(corpus, max_dial
     assert stats.get("dialogues_not_sampled", 0) == 24 - written
     assert stats["dropped"]["fewer_than_3_turns"] == stats["dropped"]["not_two_interlocutors"] == 8
     assert _as_multisets(_build(corpus, tmp_path / "beam", "beam", IN_PROCESS, **settings)) == single
+
+
+def _candidate_line(i):
+    """Dialogue `i` of 2 to 4 turns (3 consecutive words each), its second turn the response of
+    a candidate list: the response, another dialogue's first turn, two texts that only candidate
+    lists hold and the first of them again. Those are 20 texts "W code", dialogue i holding the
+    (i % 20)-th, so dialogues 0 to 19 own one (18 and 19 in the second file), and 12 texts
+    "W W code", owned by dialogues 0 to 11."""
+    words = TINY_WORDS[i % 11:] + TINY_WORDS[:i % 11]
+    turns = [{"speaker": "ua"[j % 2], "text": " ".join(words[2 * j:2 * j + 3])} for j in range(2 + i % 3)]
+    only = [f"{TINY_WORDS[i % 20]} code", f"{TINY_WORDS[5 * i % 12]} {TINY_WORDS[i % 3]} code"]
+    candidates = [turns[1]["text"], " ".join(TINY_WORDS[(i + 5) % 11:][:3]), *only, only[0]]
+    return json.dumps({"turns": turns, "response_index": 1, "candidates": candidates,
+                       "candidate_labels": [1, 0, 0, 0, 0]})
+
+
+@pytest.fixture(scope="module")
+def candidate_corpus(tmp_path_factory):
+    """Two files, 30 dialogues with candidate lists (the authors' contrastive samples as JSON
+    Lines), and a vocabulary."""
+    folder = tmp_path_factory.mktemp("candidates")
+    for part, lines in enumerate((range(0, 18), range(18, 30))):
+        (folder / f"part-{part}.jsonl").write_text("\n".join(_candidate_line(i) for i in lines) + "\n",
+                                                   encoding="utf-8")
+    corpus = CorpusConfig(input_file=(str(folder / "part-*.jsonl"),), input_format="jsonl", min_turns=0)
+    return corpus, write_tiny_vocab(folder / "vocab.txt")
+
+
+def _in_rounds(built, one_round):
+    """Each shard's records as (the multiset of its first round, that of the rest), its first
+    round as long as the shard of `one_round`, the same records with dupe_factor=1."""
+    shards, info, prep_stats = built
+    return {name: (collections.Counter(records[:len(one_round[0][name])]),
+                   collections.Counter(records[len(one_round[0][name]):])) for name, records in shards.items()}, info, \
+        prep_stats
+
+
+MLM_SETTINGS = {"config_class": MlmDataConfig, "max_seq_length": 12, "max_predictions_per_seq": 3}
+
+
+@pytest.mark.parametrize("pool_size", [1000, 4])
+def test_mlm_beam_records_equal_the_single_process_records(candidate_corpus, pool_size, tmp_path):
+    """30 dialogues and their candidate documents, masked twice (dupe_factor=2), random next
+    segments from all of them or from the documents of 4 dialogues sampled by hash: the same
+    records in every shard on both paths, round by round (a shard's first round holds the records
+    of a dupe_factor=1 run: a round's RNGs are its own), and the same counts."""
+    settings = {**MLM_SETTINGS, "random_next_pool_size": pool_size}
+    one_round = _build(candidate_corpus, tmp_path / "one_round", "single", dupe_factor=1, **settings)
+    single = _in_rounds(_build(candidate_corpus, tmp_path / "single", "single", dupe_factor=2, **settings), one_round)
+    assert all(first == collections.Counter(one_round[0][name]) and sum(rest.values()) > 5
+               for name, (first, rest) in single[0].items())
+    stats = single[1][1]
+    assert (stats["mlm_distinct_utterances"] - stats["mlm_turn_utterances"], stats["mlm_candidate_only_utterances"],
+            stats["mlm_candidate_documents"]) == (32, 32, 20)
+    assert stats["samples_written"] == sum(sum(first.values()) + sum(rest.values()) for first, rest in single[0].values())
+    assert _in_rounds(_build(candidate_corpus, tmp_path / "beam", "beam", IN_PROCESS, dupe_factor=2, **settings),
+                      one_round) == single
+
+
+@pytest.mark.slow
+def test_mlm_beam_records_on_two_worker_processes(candidate_corpus, tmp_path):
+    settings = {**MLM_SETTINGS, "dupe_factor": 2}
+    single = _as_multisets(_build(candidate_corpus, tmp_path / "single", "single", **settings))
+    assert _as_multisets(_build(candidate_corpus, tmp_path / "beam2", "beam", TWO_PROCESSES, **settings)) == single
 
 
 class _Corpus:

@@ -16,7 +16,8 @@ from dialoguecse_tf.records.common import read_dataset
 from dialoguecse_tf.records.contrastive import (RECORD_TYPE_CONTRASTIVE, ContrastiveRecordSpec, nearest_context,
                                                 write_contrastive_records)
 from dialoguecse_tf.records.dialogues import DialogueRecordSpec, write_dialogue_records
-from dialoguecse_tf.records.mlm import RECORD_TYPE_MLM, MlmRecordSpec, document_texts, write_mlm_records
+from dialoguecse_tf.records.mlm import (CANDIDATES, RECORD_TYPE_MLM, TURNS, MlmRecordSpec, keyed_documents, scan_corpus,
+                                        write_mlm_records)
 from dialoguecse_tf.records.pairs import PairRecordSpec, write_pair_records
 from dialoguecse_tf.records.registry import read_records_info
 from dialoguecse_tf.records.streaming import shard_of
@@ -235,16 +236,22 @@ def test_mlm_documents_hold_every_distinct_utterance_of_the_real_sample(ecd, sha
     everything |= turns
     assert (len(everything), len(turns)) == (50653, 7762)
 
-    stats = PrepStats()
-    documents = document_texts(dialogues, stats)
+    scan = scan_corpus(enumerate(dialogues), random_seed=1, pool_size=10)
+    keyed = list(keyed_documents(enumerate(dialogues), scan.turns))
+    documents = [texts for _, texts in keyed]
     assert {text for document in documents for text in document} == everything
-    assert (stats["mlm_distinct_utterances"], stats["mlm_turn_utterances"], stats["mlm_candidate_only_utterances"],
-            stats["mlm_candidate_documents"]) == (50653, 7762, 42891, 1000)
+    assert (len(scan.turns), scan.candidate_only) == (7762, 42891)
     # Each dialogue stays a document of its turns, followed by one of its candidates no turn holds.
+    assert [key for key, _ in keyed] == [(i, part) for i in range(1000) for part in (TURNS, CANDIDATES)]
     assert documents[0::2] == [[t.text for t in d.turns] for d in dialogues]
     extra = [text for document in documents[1::2] for text in document]
     assert len(extra) == len(set(extra)) == 42891 and not set(extra) & turns
     assert set(documents[1]) <= set(dialogues[0].candidates[1:])
+    # The first pass finds the sampled dialogues' candidate documents before it knows every turn:
+    # the same documents as the records pass.
+    by_key = dict(keyed)
+    assert len({key for (key, _), _ in scan.pool_documents}) == 10
+    assert all(texts == by_key[key] for key, texts in scan.pool_documents)
 
 
 def test_mlm_masking_is_deterministic_and_needs_two_dialogues(tiny_vocab_file, tmp_path):

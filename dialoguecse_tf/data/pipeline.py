@@ -20,7 +20,7 @@ from dialoguecse_tf.io_utils import check_output_dir
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances, preprocess
 from dialoguecse_tf.data.readers import default_min_turns, read_corpus
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
-from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE, dialogue_key
+from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE, DEFAULT_RANDOM_NEXT_POOL_SIZE, dialogue_key
 from dialoguecse_tf.vocabulary import load_vocab
 
 STATS_FILE = "prep_stats.json"
@@ -172,6 +172,8 @@ class MlmDataConfig:
     short_seq_prob: float = 0.1
     random_seed: int = 12345
     num_shards: int = 1
+    random_next_pool_size: int = DEFAULT_RANDOM_NEXT_POOL_SIZE
+    engine: str = "single"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,19 +5,21 @@ A pipeline reads the corpus files with the single-process reader (`pipeline.read
 one file per element: the formats' parsers need line numbers and, for mdc, jddc and sgd, lines
 of one dialogue together, so a file is read by one worker and its dialogues are then
 redistributed; split a big corpus into several files to read it in parallel). The corpus-wide
-samples are Beam combines given to the per-dialogue step as side inputs (the negative pools:
-`Top.Smallest` over the same hashed items `streaming.BottomK` keeps), the per-dialogue step calls
-the record module's own functions (`contrastive.dialogue_samples`, `pairs.consecutive_pairs`,
-`dialogues.dialogue_samples`, ...), tokenization runs on batches with one tokenizer per worker
+samples are Beam combines given to the per-dialogue step as side inputs (the negative pools and
+MLM's random-next pool: `Top.Smallest` over the same hashed items `streaming.BottomK` keeps), the
+corpus-wide sets of distinct texts are `CombinePerKey`s (self pairs' first occurrences, MLM's
+candidate-only texts), the per-dialogue step calls the record module's own functions
+(`contrastive.dialogue_samples`, `pairs.consecutive_pairs`, `dialogues.dialogue_samples`,
+`mlm.serialize_documents`, ...), tokenization runs on batches with one tokenizer per worker
 (`DoFn.setup`), and each record goes to the shard its seeded hash names (`streaming.shard_of`):
 the shard files hold the same multiset of records as the single-process path's. Records reach
 their shards through files: each bundle writes a hidden part file per shard (and round, for
-dialogue records), and only the parts' names are grouped by shard, so no runner holds the
-records in memory for a shuffle (the DirectRunner would). A shard is then its parts in order:
-pair shards sorted by their pairs' seeded hashes, as the single-process writer sorts them (the
-same files), dialogue shards round by round (the same rounds; within a round, the runner's
-bundle order), contrastive shards in the runner's order (the single-process writer keeps corpus
-order; sorting would cost a sort of every record's bytes).
+dialogue and MLM records), and only the parts' names are grouped by shard, so no runner holds
+the records in memory for a shuffle (the DirectRunner would). A shard is then its parts in
+order: pair shards sorted by their pairs' seeded hashes, as the single-process writer sorts them
+(the same files), dialogue and MLM shards round by round (the same rounds; within a round, the
+runner's bundle order), contrastive shards in the runner's order (the single-process writer
+keeps corpus order; sorting would cost a sort of every record's bytes).
 
 The counts (`PrepStats`) are gathered per file (reading, kept in file order, so the examples of
 malformed lines are those the single-process path lists) and per bundle (records), merged by the
@@ -43,10 +45,10 @@ from apache_beam.transforms.window import GlobalWindows
 
 from dialoguecse_tf.data.pipeline import no_dialogue_error, read_file_dialogues
 from dialoguecse_tf.data.preprocessing import PrepStats
-from dialoguecse_tf.records import contrastive, pairs
+from dialoguecse_tf.records import contrastive, mlm, pairs
 from dialoguecse_tf.records import dialogues as dialogue_records
-from dialoguecse_tf.records.common import (ordered_record, remove_stale_shards, shard_paths, temporary_path,
-                                           unordered_records, write_records_info)
+from dialoguecse_tf.records.common import (ordered_record, read_record_files, remove_stale_shards, shard_paths,
+                                           temporary_path, unordered_records, write_records_info)
 from dialoguecse_tf.records.streaming import shard_of
 
 _STATS = "stats"
@@ -54,6 +56,7 @@ _RESULTS_FILE = ".beam_results.pickle"
 _PART_SUFFIX = ".part"
 _TOKENIZE_BATCH = 256
 _DIALOGUE_BATCH = 64
+_DOCUMENT_BATCH = 64
 
 
 class _ReadFile(beam.DoFn):
@@ -290,15 +293,94 @@ def _dialogue_records(keyed, config, spec, arguments):
     return encoded.records, (usable[_STATS], samples[_STATS], encoded[_STATS])
 
 
+def _utterance_entries(item):
+    """(digest, (is a turn, (key, position, text) as a candidate or None)) of a dialogue's texts."""
+    key, dialogue = item
+    return ([(digest, (True, None)) for digest in mlm.turn_digests(dialogue)]
+            + [(digest, (False, (key, position, text))) for digest, position, text in mlm.candidate_entries(dialogue)])
+
+
+def _text_owner(entries):
+    """Whether some dialogue holds a text as a turn, and its smallest (key, position, text) as a
+    candidate: the combine of `_utterance_entries` by digest (its result is such an entry too)."""
+    entries = list(entries)
+    candidates = [candidate for _, candidate in entries if candidate is not None]
+    return any(turn for turn, _ in entries), (min(candidates) if candidates else None)
+
+
+def _owned_candidate(item):
+    """(owner key, (position, text)) of a text that is a candidate only."""
+    _, (turn, candidate) = item
+    if not turn:
+        key, position, text = candidate
+        yield key, (position, text)
+
+
+class _RandomNextPool(_WithTokenizer, beam.DoFn):
+    def process(self, items, candidate_documents):
+        yield mlm.RandomNextPool(mlm.pool_documents(items, dict(candidate_documents)), self._tokenizer,
+                                 self._config.max_seq_length)
+
+
+class _MlmEncode(_EncodeDoFn):
+    """A batch of (document key, texts) -> (shard, round, record): shards are written round by round."""
+
+    def process(self, batch, pool):
+        yield from mlm.serialize_documents(batch, self._tokenizer, pool, self._spec, mlm.MlmSettings(**self._arguments),
+                                           self.stats)
+
+
+def _mlm_records(dialogues, config, spec, arguments):
+    """(shard, round, record) and the counts of the MLM records. The candidate documents come from
+    a CombinePerKey by text digest (is the text a turn, and which dialogue holds it first as a
+    candidate), grouped by their owner; the pool is a Top.Smallest of the dialogues and those of
+    their candidate documents, tokenized once and given to every worker."""
+    settings = mlm.MlmSettings(**arguments)
+    owners = (dialogues
+              | "Utterances" >> beam.FlatMap(_utterance_entries)
+              | "TextOwners" >> beam.CombinePerKey(_text_owner))
+    candidate_documents = (owners
+                           | "CandidateOnly" >> beam.FlatMap(_owned_candidate)
+                           | "ByOwner" >> beam.GroupByKey()
+                           | "CandidateDocuments" >> beam.MapTuple(lambda key, owned: (key,
+                                                                                    mlm.candidate_document(owned))))
+    text_counts = (owners
+                   | "IsTurn" >> beam.Map(lambda item: item[1][0])
+                   | "CountTexts" >> beam.combiners.Count.PerElement()
+                   | "TextCounts" >> beam.combiners.ToDict())
+    utterance_stats = text_counts | "UtteranceStats" >> beam.Map(
+        lambda counts, documents: ((1, 0), mlm.utterance_stats(counts.get(True, 0), counts.get(False, 0), documents)),
+        beam.pvalue.AsSingleton(candidate_documents | "CountCandidateDocuments" >> beam.combiners.Count.Globally()))
+    items = (dialogues
+             | "PoolItems" >> beam.Map(lambda item: mlm.pool_item(item[0], item[1], settings.random_seed))
+             | "PoolSample" >> beam.combiners.Top.Smallest(settings.random_next_pool_size))
+    pool_keys = items | "PoolKeys" >> beam.Map(lambda sampled: {item[1] for item in sampled})
+    pool_candidates = (candidate_documents
+                       | "PoolCandidates" >> beam.Filter(lambda document, keys: document[0] in keys,
+                                                         beam.pvalue.AsSingleton(pool_keys))
+                       | "PoolCandidateList" >> beam.combiners.ToList())
+    pool = items | "Pool" >> beam.ParDo(_RandomNextPool(config), beam.pvalue.AsSingleton(pool_candidates))
+    turn_documents = dialogues | "TurnDocuments" >> beam.Map(lambda item: mlm.turn_document(*item))
+    keyed_candidates = candidate_documents | "CandidateKeys" >> beam.MapTuple(
+        lambda key, texts: ((key, mlm.CANDIDATES), texts))
+    encoded = ((turn_documents, keyed_candidates)
+               | "Documents" >> beam.Flatten()
+               | "Batch" >> beam.BatchElements(min_batch_size=_DOCUMENT_BATCH, max_batch_size=_DOCUMENT_BATCH)
+               | "Encode" >> beam.ParDo(_MlmEncode(config, spec, arguments),
+                                        beam.pvalue.AsSingleton(pool)).with_outputs(_STATS, main="records"))
+    return encoded.records, (utterance_stats, encoded[_STATS])
+
+
 # record type -> (its pipeline, how its shards are ordered: None (as grouped), "sorted" (by the
 # records' order keys) or "rounds" (round by round))
 _BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: (_contrastive_records, None),
              pairs.RECORD_TYPE_PAIRS: (_pair_records, "sorted"),
-             dialogue_records.RECORD_TYPE_DIALOGUES: (_dialogue_records, "rounds")}
+             dialogue_records.RECORD_TYPE_DIALOGUES: (_dialogue_records, "rounds"),
+             mlm.RECORD_TYPE_MLM: (_mlm_records, "rounds")}
 
 
 class _WriteParts(beam.DoFn):
-    """(shard, part, record) -> a hidden part file per shard and part (a round of dialogue
+    """(shard, part, record) -> a hidden part file per shard and part (a round of dialogue or MLM
     records, else 0) and bundle; (shard, (part, path)) of each at the bundle's end. The records
     reach the shards as files: only their names go through a GroupByKey, which the DirectRunner
     would hold in memory."""
@@ -336,7 +418,7 @@ class _WriteShard(beam.DoFn):
         shard, parts = element
         parts = sorted(parts)
         # One dataset over every part: setting one up per file costs milliseconds, and a bundle is small.
-        records = tf.data.TFRecordDataset([path for _, path in parts]).as_numpy_iterator()
+        records = read_record_files([path for _, path in parts])
         if self._order == "sorted":
             records = unordered_records(records)
         count = 0

@@ -29,6 +29,7 @@ _INT32_MAX = np.iinfo(np.int32).max
 # Fixed rather than AUTOTUNE so the read order does not depend on the
 # machine's CPU count.
 _MAX_PARALLEL_FILES = 16
+_READ_BATCH = 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -550,9 +551,11 @@ class _SpillingShardWriter:
                 tf.io.gfile.rmtree(directory)
 
 
-def _read_spill(paths):
-    """The records of a spill file, or of several in turn."""
-    return tf.data.TFRecordDataset(paths).as_numpy_iterator()
+def read_record_files(paths):
+    """The records of a record file, or of several in turn, read in batches: a step of a dataset
+    iterator costs about 100 µs, as much as the writers spend on a record."""
+    for batch in tf.data.TFRecordDataset(paths).batch(_READ_BATCH).as_numpy_iterator():
+        yield from batch.tolist()
 
 
 class OrderedShardWriter(_SpillingShardWriter):
@@ -567,7 +570,7 @@ class OrderedShardWriter(_SpillingShardWriter):
         self._spill(shard, 0, ordered_record(order, serialized))
 
     def _shard_records(self, paths):
-        return unordered_records(_read_spill(paths[0]))
+        return unordered_records(read_record_files(paths[0]))
 
 
 class RoundShardWriter(_SpillingShardWriter):
@@ -582,7 +585,7 @@ class RoundShardWriter(_SpillingShardWriter):
         self._spill(shard, sample_round, serialized)
 
     def _shard_records(self, paths):
-        return _read_spill(paths)
+        return read_record_files(paths)
 
 
 def shard_paths(output_prefix: str, num_shards: int) -> list[str]:

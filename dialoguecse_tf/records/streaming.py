@@ -8,6 +8,9 @@ writers and the Beam pipelines (`beam_pipeline`) write the same records for a se
   each item gets a hash, the k smallest are kept. That is a uniform sample without replacement,
   computed in one pass with a heap of k items, or by Beam's `Top.Smallest` in any order; with k
   at least the number of items it is all of them, in hash order.
+* Corpus-wide sets of distinct texts (MLM's: which texts are turns, which candidates are taken)
+  hold 128-bit digests of the texts (`text_digest`), and Beam groups the texts by the same
+  digests, so both paths tell texts apart alike.
 * An example's shard is its seeded hash modulo the number of shards (`shard_of`).
 """
 
@@ -25,6 +28,9 @@ from dialoguecse_tf.data.dialogue import Dialogue
 # and as much again for their word pieces in the contrastive writer) whatever the corpus size,
 # and is the whole corpus below it (MDC, ECD's sample, SGD).
 DEFAULT_NEGATIVE_POOL_SIZE = 1_000_000
+# Dialogues whose documents MLM records draw random next segments from (`mlm.RandomNextPool`): as
+# many utterances as the negative pools' 1,000,000 for dialogues of about ten turns.
+DEFAULT_RANDOM_NEXT_POOL_SIZE = 100_000
 _KEY_BITS = 40  # dialogues per file; a file index takes the bits above
 
 
@@ -35,9 +41,16 @@ def stable_hash(*parts) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-def example_rng(random_seed: int, record_type: str, key: int) -> random.Random:
-    """The RNG of everything drawn for one dialogue (or document) of a record type."""
-    return random.Random(stable_hash(random_seed, record_type, key))
+def example_rng(random_seed: int, record_type: str, *key) -> random.Random:
+    """The RNG of everything drawn for one dialogue (or document, or round of one) of a record type."""
+    return random.Random(stable_hash(random_seed, record_type, *key))
+
+
+def text_digest(text: str) -> int:
+    """A 128-bit hash of a text, for sets of the distinct texts of a corpus that do not hold the
+    texts: at 128 bits no two texts of any corpus share one (at 64 bits, 10^9 texts would with a 3%
+    chance)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest(), "little")
 
 
 def dialogue_key(file_index: int, position: int) -> int:
