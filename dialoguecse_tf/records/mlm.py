@@ -59,8 +59,9 @@ NEXT_SENTENCE_LABELS = "next_sentence_labels"
 class MlmRecordSpec(RecordSpec):
     """Masked-LM pretraining records in Google BERT's schema.
 
-    ``next_sentence_labels`` is always written as ``[0]`` so BERT's readers,
-    which require it, accept the records; ``parse`` ignores it.
+    ``next_sentence_labels`` is always written, so that BERT's readers, which require it, accept
+    the records: the writer gives Google's random-next label of each instance, and an example
+    passed without one gets ``[0]``; ``parse`` ignores it (no stage trains a next-sentence task).
     """
 
     record_type: ClassVar[str] = RECORD_TYPE_MLM
