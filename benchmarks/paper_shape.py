@@ -63,6 +63,7 @@ flags.DEFINE_string("sgd_file", os.path.join(SHARED_DATA, "sgd", "train", "dialo
 flags.DEFINE_string("note", "", "A note on the machine (e.g. whether it was quiet) kept in the results.")
 flags.DEFINE_string("output_json", "benchmarks/results/paper_shape.json",
                     "Where the results go; rewritten after each preset, so an interrupted run keeps its rows.")
+flags.DEFINE_string("markdown_from", None, "Print the README table of this results file and exit.")
 flags.DEFINE_bool("resume", False, "Keep the rows of --output_json that ran at this shape and run the other presets.")
 
 FLAGS = flags.FLAGS
@@ -162,8 +163,24 @@ def last_error(log_path: str) -> str:
     return lines[-1] if lines else ""
 
 
+def markdown_table(results: dict) -> str:
+    """The README table: one row per preset, in the results' order."""
+    lines = ["| preset | objective | max length | batch | examples per pass | s/step | peak RSS MiB |",
+             "|---|---|--:|--:|--:|--:|--:|"]
+    for row in results["results"]:
+        seconds = f"{row['s_per_step']:.1f}" if "s_per_step" in row else f"failed ({row['failed']})"
+        lines.append(f"| `{row['preset']}` | {row['objective']} | {row['max_seq_length']} | {row['train_batch_size']} | "
+                     f"{row['max_examples_per_pass'] or 'whole batch'} | {seconds} | "
+                     f"{row['peak_rss_mib']:,.0f} |")
+    return "\n".join(lines)
+
+
 def main(argv):
     del argv
+    if FLAGS.markdown_from:
+        with open(FLAGS.markdown_from, encoding="utf-8") as reader:
+            print(markdown_table(json.load(reader)))
+        return
     from dialoguecse_tf.bert_config import BertConfig
     from dialoguecse_tf.objectives.base import get_objective_class
     from dialoguecse_tf.presets import PRESETS
