@@ -28,8 +28,22 @@ from dialoguecse_tf.stage import configure
 # Each objective's English CPU preset (MiniLM), the shapes the benchmark times.
 PRESETS = {"dialoguecse": "cpu_en_dialoguecse", "siamese_m": "cpu_en_siamese_m", "dse": "cpu_dse",
            "dial2vec": "cpu_dial2vec", "simcse": "cpu_simcse"}
+# Padding regimes, the same on both sides: the preset's length buckets, or every sequence at max_seq_length.
+PADDINGS = ("buckets", "padded")
 # The first ids of BERT's vocabularies are special or unused tokens.
 FIRST_WORD_ID = 5
+
+
+def check_choices(objectives, paddings) -> None:
+    """Refuses objectives without a preset here and unknown padding regimes, naming the flag."""
+    from absl import app
+
+    unknown = sorted(set(objectives) - set(PRESETS))
+    if unknown:
+        raise app.UsageError(f"--objectives: unknown {unknown}; choose from {sorted(PRESETS)}")
+    unknown = sorted(set(paddings) - set(PADDINGS))
+    if unknown:
+        raise app.UsageError(f"--padding: unknown {unknown}; choose from {PADDINGS}")
 
 
 def preset_objective(name: str, **overrides):

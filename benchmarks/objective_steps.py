@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
 
-PADDINGS = ("buckets", "padded")
+PADDINGS = ("buckets", "padded")  # objective_pairs.PADDINGS, without importing TensorFlow for --help
 
 flags.DEFINE_list("objectives", ["dialoguecse", "siamese_m", "dse", "dial2vec", "simcse"],
                   "Objectives to time (keys of objective_pairs.PRESETS).")
@@ -146,12 +146,7 @@ def main(argv):
         return
     import objective_pairs
 
-    unknown = sorted(set(FLAGS.objectives) - set(objective_pairs.PRESETS))
-    if unknown:
-        raise app.UsageError(f"--objectives: unknown {unknown}; choose from {sorted(objective_pairs.PRESETS)}")
-    unknown = sorted(set(FLAGS.padding) - set(PADDINGS))
-    if unknown:
-        raise app.UsageError(f"--padding: unknown {unknown}; choose from {PADDINGS}")
+    objective_pairs.check_choices(FLAGS.objectives, FLAGS.padding)
     folder = FLAGS.hf_folder or common.default_hf_folder()
     load_before = os.getloadavg()
     results = {}

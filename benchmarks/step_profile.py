@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
 
-PADDINGS = ("buckets", "padded")
+PADDINGS = ("buckets", "padded")  # objective_pairs.PADDINGS, without importing TensorFlow for --help
 
 flags.DEFINE_list("objectives", ["dse", "dial2vec"], "Objectives to profile (keys of objective_pairs.PRESETS).")
 flags.DEFINE_list("padding", ["padded"], f"Padding regimes: {PADDINGS}.")
@@ -96,12 +96,7 @@ def main(argv):
     import objective_pairs
     from dialoguecse_tf.checkpoints import load_checkpoint
 
-    unknown = sorted(set(FLAGS.objectives) - set(objective_pairs.PRESETS))
-    if unknown:
-        raise app.UsageError(f"--objectives: unknown {unknown}; choose from {sorted(objective_pairs.PRESETS)}")
-    unknown = sorted(set(FLAGS.padding) - set(PADDINGS))
-    if unknown:
-        raise app.UsageError(f"--padding: unknown {unknown}; choose from {PADDINGS}")
+    objective_pairs.check_choices(FLAGS.objectives, FLAGS.padding)
     folder = common.default_hf_folder()
     load_before = os.getloadavg()
     results = {}
