@@ -10,11 +10,13 @@ and peak memory, the sum of the resident memory of the entry point's process and
 descendants (Beam's worker processes) sampled from /proc every 0.2 s. The JSON also holds a
 projection to 10M and 100M dialogues on N workers, its assumptions stated beside it.
 
-The full run takes hours, so it can be run in parts: the rows of record types not run now are
-kept from `output_json` when it was written for the same corpus and shard settings, e.g.
+The full run takes hours, so it can be run in parts, and the results are written after every
+run: rows that this invocation does not measure are kept from `output_json` when it was written
+for the same corpus and shard settings, and `--resume` skips the runs already there, e.g.
 
   python benchmarks/record_building.py --num_dialogues=1000000 --record_types=contrastive,pairs
   python benchmarks/record_building.py --num_dialogues=1000000 --record_types=dialogues,mlm
+  python benchmarks/record_building.py --num_dialogues=1000000 --resume   # after a cut-off
 """
 
 import glob
@@ -22,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 from absl import app, flags
@@ -40,6 +43,8 @@ flags.DEFINE_list("record_types", ["contrastive", "mlm", "pairs", "dialogues"], 
 flags.DEFINE_list("beam_workers", ["1", "2"], "Beam DirectRunner worker processes to time.")
 flags.DEFINE_integer("num_shards", 8, "Shards each run writes.")
 flags.DEFINE_list("projection_workers", ["8", "32", "128"], "Worker counts of the projection.")
+flags.DEFINE_bool("resume", False, "Skip the runs (record type, engine, workers) that `output_json` already holds "
+                  "for the same settings.")
 flags.DEFINE_bool("keep_records", False, "Keep each run's record files (by default removed once counted).")
 flags.DEFINE_string("output_json", "benchmarks/results/record_building.json", "Where the results go.")
 FLAGS = flags.FLAGS
@@ -105,16 +110,17 @@ def _tree_rss_bytes(root: int) -> int:
 
 def timed_run(command: list) -> dict:
     """Runs `command`, sampling its process tree's memory; its wall seconds and peak memory."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = 0
-    while process.poll() is None:
-        peak = max(peak, _tree_rss_bytes(process.pid))
-        time.sleep(SAMPLE_SECONDS)
-    output = process.stdout.read()
-    seconds = time.perf_counter() - start
-    if process.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{output[-3000:]}")
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:  # a pipe would fill and stall the child
+        start = time.perf_counter()
+        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)
+        peak = 0
+        while process.poll() is None:
+            peak = max(peak, _tree_rss_bytes(process.pid))
+            time.sleep(SAMPLE_SECONDS)
+        seconds = time.perf_counter() - start
+        if process.returncode != 0:
+            log.seek(0)
+            raise RuntimeError(f"{' '.join(command)} failed:\n{log.read()[-3000:]}")
     return {"seconds": round(seconds, 2), "peak_memory_mib": round(peak / 2**20, 1)}
 
 
@@ -155,17 +161,43 @@ def projection(rows: list, workers: list) -> dict:
     }
 
 
-def kept_rows(path: str, settings: dict, record_types: list) -> tuple:
-    """The rows of other record types in the results at `path` and the commands that measured
-    them, if they were measured with `settings`."""
+def run_key(row: dict) -> tuple:
+    return row["record_type"], row["engine"], row["workers"]
+
+
+def kept_rows(path: str, settings: dict, planned: set, resume: bool) -> tuple:
+    """The rows in the results at `path` that this invocation keeps (those it does not rerun:
+    every row if `resume`, else those outside `planned`) and the commands that measured them,
+    if they were measured with `settings`."""
     if not os.path.exists(path):
         return [], []
     with open(path, encoding="utf-8") as f:
         earlier = json.load(f)
     if any(earlier.get("settings", {}).get(name) != value for name, value in settings.items()):
         return [], []
-    rows = [row for row in earlier.get("runs", []) if row["record_type"] not in record_types]
+    rows = [row for row in earlier.get("runs", []) if resume or run_key(row) not in planned]
     return rows, (earlier.get("commands", []) if rows else [])
+
+
+def planned_runs(record_types: list, beam_types: set, beam_workers: list) -> list:
+    """(record type, engine, workers, runner options) of every run, in order."""
+    runs = []
+    for record_type in record_types:
+        runs.append((record_type, "single", 1, []))
+        if record_type in beam_types:
+            runs.extend((record_type, "beam", int(n), ["--runner=DirectRunner", f"--direct_num_workers={n}",
+                                                       "--direct_running_mode=multi_processing"])
+                        for n in beam_workers)
+    return runs
+
+
+def write(rows: list, commands: list, settings: dict) -> None:
+    common.write_results(FLAGS.output_json, {
+        "commands": commands,
+        "settings": settings,
+        "runs": rows,
+        "projection": projection(rows, [int(n) for n in FLAGS.projection_workers]),
+    })
 
 
 def main(argv):
@@ -174,44 +206,41 @@ def main(argv):
     beam_types = beam_record_types()
     corpus_settings = {"num_dialogues": FLAGS.num_dialogues, "dialogues_per_file": FLAGS.dialogues_per_file,
                        "num_shards": FLAGS.num_shards}
-    rows, commands = kept_rows(FLAGS.output_json, corpus_settings, FLAGS.record_types)
-    for record_type in FLAGS.record_types:
+    runs = planned_runs(FLAGS.record_types, beam_types, FLAGS.beam_workers)
+    rows, commands = kept_rows(FLAGS.output_json, corpus_settings, {run[:3] for run in runs}, FLAGS.resume)
+    commands = commands + [" ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])]
+    settings = {**corpus_settings, "corpus_files": len(files),
+                "entry_point_flags": {name: extra for name, (_, extra) in ENTRY_POINTS.items()},
+                "peak_memory": f"resident memory of the entry point's process tree (Beam's workers included), "
+                               f"sampled from /proc every {SAMPLE_SECONDS} s",
+                "beam_record_types": sorted(beam_types)}
+    done = {run_key(row) for row in rows}
+    for record_type, engine, workers, options in runs:
+        if (record_type, engine, workers) in done:
+            continue
         script, extra = ENTRY_POINTS[record_type]
-        runs = [("single", 1, [])] + [
-            ("beam", int(n), ["--runner=DirectRunner", f"--direct_num_workers={n}",
-                              "--direct_running_mode=multi_processing"]) for n in FLAGS.beam_workers
-            if record_type in beam_types]
-        for engine, workers, options in runs:
-            output_dir = os.path.join(FLAGS.work_dir, f"{record_type}-{engine}-{workers}")
-            command = [sys.executable, os.path.join("data_prep", script), f"--input_file={FLAGS.work_dir}/corpus/*.jsonl",
-                       f"--vocab_file={vocab}", f"--output_dir={output_dir}", f"--num_shards={FLAGS.num_shards}",
-                       *extra, *([f"--engine={engine}"] if record_type in beam_types else []), *options]
-            result = timed_run(command)
-            with open(os.path.join(output_dir, "prep_stats.json"), encoding="utf-8") as f:
-                stats = json.load(f)
-            if not FLAGS.keep_records:  # a million dialogues' contrastive records take about 14 GB a run
-                for path in glob.glob(os.path.join(output_dir, "*.tfrecord")):
-                    os.remove(path)
-            row = {"record_type": record_type, "engine": engine, "workers": workers, **result,
-                   "dialogues": stats["dialogues_kept"], "records": stats["samples_written"],
-                   "dialogues_per_second": round(stats["dialogues_kept"] / result["seconds"], 1),
-                   "records_per_second": round(stats["samples_written"] / result["seconds"], 1),
-                   "command": " ".join(command[1:])}
-            rows.append(row)
-            print(json.dumps(row))
+        output_dir = os.path.join(FLAGS.work_dir, f"{record_type}-{engine}-{workers}")
+        command = [sys.executable, os.path.join("data_prep", script), f"--input_file={FLAGS.work_dir}/corpus/*.jsonl",
+                   f"--vocab_file={vocab}", f"--output_dir={output_dir}", f"--num_shards={FLAGS.num_shards}",
+                   *extra, *([f"--engine={engine}"] if record_type in beam_types else []), *options]
+        result = timed_run(command)
+        with open(os.path.join(output_dir, "prep_stats.json"), encoding="utf-8") as f:
+            stats = json.load(f)
+        if not FLAGS.keep_records:  # a million dialogues' contrastive records take about 14 GB a run
+            for path in glob.glob(os.path.join(output_dir, "*.tfrecord")):
+                os.remove(path)
+        row = {"record_type": record_type, "engine": engine, "workers": workers, **result,
+               "dialogues": stats["dialogues_kept"], "records": stats["samples_written"],
+               "dialogues_per_second": round(stats["dialogues_kept"] / result["seconds"], 1),
+               "records_per_second": round(stats["samples_written"] / result["seconds"], 1),
+               "command": " ".join(command[1:])}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        write(rows, commands, settings)
     common.print_table("record building", ["type", "engine", "workers", "dialogues/s", "records/s", "peak MiB"],
                        [[r["record_type"], r["engine"], r["workers"], r["dialogues_per_second"],
                          r["records_per_second"], r["peak_memory_mib"]] for r in rows])
-    common.write_results(FLAGS.output_json, {
-        "commands": commands + [" ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])],
-        "settings": {**corpus_settings, "corpus_files": len(files),
-                     "entry_point_flags": {name: extra for name, (_, extra) in ENTRY_POINTS.items()},
-                     "peak_memory": f"resident memory of the entry point's process tree (Beam's workers included), "
-                                    f"sampled from /proc every {SAMPLE_SECONDS} s",
-                     "beam_record_types": sorted(beam_types)},
-        "runs": rows,
-        "projection": projection(rows, [int(n) for n in FLAGS.projection_workers]),
-    })
+    write(rows, commands, settings)
 
 
 if __name__ == "__main__":
