@@ -42,6 +42,22 @@ def test_sweep_puts_two_models_side_by_side_at_every_point(tmp_path):
     assert (tmp_path / "out" / "scale.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_sweep_folds_training_seeds_into_mean_and_spread(tmp_path):
+    seeds = ("DialogueCSE [seed 1]", "DialogueCSE [seed 2]", "DialogueCSE [seed 3]", "SiameseBERT_M")
+    points = [("600", _results(tmp_path, "600", 50.0, 60.0, seeds))]
+    sweep = collect_sweep("num_train_steps", points)
+    assert [row["model"] for row in sweep["rows"]] == ["DialogueCSE", "SiameseBERT_M"]
+    folded = sweep["rows"][0]
+    assert folded["seeds"] == [1, 2, 3] and folded["metrics"]["ECD"]["corr"] == 51.0
+    assert folded["spread"]["ECD"]["corr"] == 1.0 and "map" in folded["spread"]["ECD"]
+    assert [metrics["ECD"]["corr"] for metrics in folded["per_seed"]] == [50.0, 51.0, 52.0]
+    table = sweep_markdown(sweep)
+    assert "| 600 | DialogueCSE | 51.00 ± 1.00 | 60.00 ± 0.00 | 70.00 ± 0.00 |" in table
+    assert "| 600 | SiameseBERT_M | 53.00 | 60.00 | 70.00 |" in table and "training seeds (3)" in table
+    write_sweep(sweep, str(tmp_path / "out"), "budget")
+    assert (tmp_path / "out" / "budget.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_plot_sweep_entry_point(tmp_path):
     path = _results(tmp_path, "a", 50.0, 60.0)
     done = run_python([REPO_ROOT / "evaluation" / "plot_sweep.py", "--parameter=negatives", f"--point=9={path}",

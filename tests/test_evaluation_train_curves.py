@@ -12,7 +12,8 @@ def _log(path, values, with_cosines=True):
         for step, value in enumerate(values, 1):
             entry = {"step": step * 10, "loss": value, "learning_rate": 1e-4}
             if with_cosines:
-                entry.update(positive_cosine=0.9, negative_cosine=0.9 - value, cosine_gap=value)
+                entry.update(positive_ranked_first=1.0 / value, positive_cosine=0.9, negative_cosine=0.9 - value,
+                             cosine_gap=value)
             writer.write(json.dumps(entry) + "\n")
         writer.write(json.dumps({"step": len(values) * 10, "eval_map": 50.0}) + "\n")
     return str(path)
@@ -26,6 +27,7 @@ def test_summary_averages_the_first_and_last_window_and_skips_evaluation_entries
     rows = {(row["run"], row["metric"]): row for row in summarize(curves, window=2)}
     assert rows[("dialoguecse", "loss")]["start"] == 3.0 and rows[("dialoguecse", "loss")]["end"] == 1.0
     assert rows[("dialoguecse", "cosine_gap")]["end"] == 1.0
+    assert rows[("dialoguecse", "positive_ranked_first")]["start"] == pytest.approx(0.375)
     assert ("mlm", "negative_cosine") not in rows and rows[("mlm", "loss")]["last_step"] == 20
     paths = write_curves(curves, str(tmp_path / "out"), "curves", window=2)
     assert (tmp_path / "out" / "curves.png").read_bytes()[:4] == b"\x89PNG"

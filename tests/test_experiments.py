@@ -39,7 +39,7 @@ def plans(tmp_path_factory):
 def test_every_committed_experiment_is_declared(plans):
     assert {"demo", "ecd_cpu", "ecd_sweeps", "ecd_study", "ecd_study_empty_rounds", "sgd_minilm", "sgd_study",
             "sgd_study_empty_rounds", "dse_sgd_minilm", "dial2vec_sgd_minilm", "benchmark",
-            "benchmark_paper", "ecd_paper"} <= set(plans)
+            "benchmark_paper", "ecd_paper", "ecd_budget"} <= set(plans)
     for name, planner in plans.items():
         assert planner.order, name
         assert f"experiment {name}:" in describe_plan(planner)
@@ -54,6 +54,24 @@ def test_every_training_run_parses_into_a_valid_configuration(plans):
                 assert config.output_dir == run.output_dir, (name, run.name)
                 if run.seed is not None:
                     assert config.random_seed == run.seed
+
+
+def test_the_budget_study_trains_each_row_at_every_budget_and_seed_from_one_encoder(plans):
+    planner = plans["ecd_budget"]
+    trained = {}
+    for run in planner.order:
+        if run.step.tool == "train" and run.step.name.startswith("budget_"):
+            objective, config = stage_from_args(command_line(run)[2:])
+            trained[(run.step.name, run.seed, run.value)] = (objective, config)
+    assert len(trained) == 3 * 3 * 3
+    for (step, seed, steps), (objective, config) in trained.items():
+        assert config.resolved(objective).num_train_steps == steps and config.random_seed == seed
+        assert config.init_checkpoint.endswith(os.path.join("mlm", "encoder"))
+        expected = {"budget_siamese_m": "siamese_m"}.get(step, "dialoguecse")
+        assert objective.name == expected, step
+        if expected == "dialoguecse":
+            assert objective.options.variant == "released"
+            assert objective.options.matching_side == ("response" if step == "budget_response_side" else "context")
 
 
 # The objective and settings each paper-sized benchmark row reaches, as the papers give them;

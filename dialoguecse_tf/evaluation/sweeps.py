@@ -1,7 +1,9 @@
 """Hyper-parameter sweeps (the paper's Figure 2-3, Tables 3-4): one metric table and plot per sweep.
 
 Each point of a sweep is one evaluation run (`results.json`) of a model trained with one value
-of the swept parameter; the table lists every model row and dataset metric per value.
+of the swept parameter; the table lists every model row and dataset metric per value. A point's
+training seeds ("<model> [seed <n>]" rows) are folded into mean ± sample std, as the results
+tables fold them (`tables.aggregate_seeds`); the plot draws the spread as error bars.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 from dialoguecse_tf.evaluation.plotting import pyplot, save_png
 from dialoguecse_tf.evaluation.provenance import portable_path
 from dialoguecse_tf.evaluation.results_io import read_results
-from dialoguecse_tf.evaluation.tables import table_columns
+from dialoguecse_tf.evaluation.tables import aggregate_seeds, results_table, table_columns
 from dialoguecse_tf.io_utils import atomic_open, write_json
 
 
@@ -32,10 +34,17 @@ def collect_sweep(parameter: str, points: list[tuple[str, str]]) -> dict:
         raise ValueError("a sweep needs at least one point")
     rows = []
     for value, path in points:
-        results = read_results(path)
-        for model in results["models"]:
-            rows.append({"value": value, "model": model["display_name"], "metrics": model["metrics"],
-                         "checkpoint": model["checkpoint"], "source": portable_path(path)})
+        try:
+            table = aggregate_seeds(results_table([(path, read_results(path))]))
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+        for table_row in table.rows:
+            row = {"value": value, "model": table_row.model, "metrics": table_row.metrics,
+                   "checkpoint": table_row.checkpoints[0] if len(table_row.checkpoints) == 1 else table_row.checkpoints,
+                   "source": portable_path(path)}
+            if table_row.seeds:
+                row.update(spread=table_row.spread, seeds=table_row.seeds, per_seed=table_row.per_seed)
+            rows.append(row)
     return {"parameter": parameter, "rows": rows}
 
 
@@ -55,9 +64,14 @@ def sweep_markdown(sweep: dict) -> str:
         cells = [str(row["value"]), row["model"]]
         for dataset, key, _ in columns:
             value = row["metrics"].get(dataset, {}).get(key)
-            cells.append("" if value is None else f"{value:.2f}")
+            spread = row.get("spread", {}).get(dataset, {}).get(key)
+            cells.append("" if value is None else f"{value:.2f}" + ("" if spread is None else f" ± {spread:.2f}"))
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n\nAll numbers are percentages (Corr.: D-STS Spearman; MAP/MRR: SR).\n"
+    seeds = sorted({len(row["seeds"]) for row in sweep["rows"] if row.get("seeds")})
+    note = (f" Rows over training seeds ({', '.join(map(str, seeds))}) show their mean ± the sample standard "
+            "deviation; each seed's numbers are in the JSON." if seeds else "")
+    return ("\n".join(lines) + "\n\nAll numbers are percentages (Corr.: D-STS Spearman; MAP/MRR: SR)." + note
+            + "\n")
 
 
 def plot_sweep(sweep: dict, path: str) -> None:
@@ -73,7 +87,10 @@ def plot_sweep(sweep: dict, path: str) -> None:
         for model in dict.fromkeys(row["model"] for row in sweep["rows"]):
             model_rows = {str(r["value"]): r for r in sweep["rows"] if r["model"] == model}
             ys = [model_rows[v]["metrics"].get(dataset, {}).get(key) if v in model_rows else None for v in values]
-            axis.plot(values, [float("nan") if y is None else y for y in ys], marker="o", label=model)
+            spreads = [model_rows[v].get("spread", {}).get(dataset, {}).get(key) if v in model_rows else None
+                       for v in values]
+            axis.errorbar(values, [float("nan") if y is None else y for y in ys],
+                          yerr=[0.0 if e is None else e for e in spreads], marker="o", capsize=3, label=model)
         axis.set_title(label, fontsize=9)
         axis.set_xlabel(sweep["parameter"], fontsize=8)
         axis.tick_params(labelsize=7)

@@ -1,7 +1,7 @@
 """Training curves from `train_log.jsonl` files: a start/end summary table and a PNG.
 
-What moved during training (loss, the mean cosine of positive and of negative pairs and their
-gap) is the first thing to look at when a contrastive objective does or does not beat another;
+What moved during training (loss, the share of samples whose positive ranks first, the mean
+cosine of positive and of negative pairs and their gap) is the first thing to look at when a contrastive objective does or does not beat another;
 these files are committed beside the results they explain.
 """
 
@@ -15,7 +15,7 @@ from dialoguecse_tf.evaluation.plotting import pyplot, save_png
 from dialoguecse_tf.io_utils import atomic_open, write_json
 from dialoguecse_tf.training.train_log import read_train_log
 
-CURVE_METRICS = ("loss", "positive_cosine", "negative_cosine", "cosine_gap")
+CURVE_METRICS = ("loss", "positive_ranked_first", "positive_cosine", "negative_cosine", "cosine_gap")
 
 
 def load_curves(runs: list[tuple[str, str]]) -> dict:
@@ -57,7 +57,8 @@ def summary_markdown(rows: list[dict], window: int = 5) -> str:
                      f"{row['end'] - row['start']:+.4f} |")
     return "\n".join(lines) + (
         f"\n\nStart: mean of the first {window} logged steps; end: mean of the last {window} (each logged "
-        "value is one batch's). positive_cosine / negative_cosine: mean cosine of the true and of the "
+        "value is one batch's). positive_ranked_first: the share of samples whose true candidate scores "
+        "highest of its candidates; positive_cosine / negative_cosine: mean cosine of the true and of the "
         "sampled candidates' pairs the loss compares; cosine_gap: their difference.\n")
 
 
