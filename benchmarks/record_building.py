@@ -17,6 +17,8 @@ for the same corpus and shard settings, and `--resume` skips the runs already th
   python benchmarks/record_building.py --num_dialogues=1000000 --record_types=contrastive,pairs
   python benchmarks/record_building.py --num_dialogues=1000000 --record_types=dialogues,mlm
   python benchmarks/record_building.py --num_dialogues=1000000 --resume   # after a cut-off
+
+`--markdown_from=FILE` prints the README tables of a results file and runs nothing.
 """
 
 import glob
@@ -47,6 +49,7 @@ flags.DEFINE_bool("resume", False, "Skip the runs (record type, engine, workers)
                   "for the same settings.")
 flags.DEFINE_bool("keep_records", False, "Keep each run's record files (by default removed once counted).")
 flags.DEFINE_string("output_json", "benchmarks/results/record_building.json", "Where the results go.")
+flags.DEFINE_string("markdown_from", None, "Print the README tables of this results file and exit.")
 FLAGS = flags.FLAGS
 
 # Entry point and record-type flags of each record type; the others take their defaults.
@@ -200,8 +203,33 @@ def write(rows: list, commands: list, settings: dict) -> None:
     })
 
 
+def markdown_tables(results: dict) -> str:
+    """The measured runs, then the projection, as Markdown."""
+    lines = ["| record type | engine | workers | seconds | dialogues/s | records/s | peak memory MiB |",
+             "|---|---|--:|--:|--:|--:|--:|"]
+    for row in results["runs"]:
+        lines.append(f"| {row['record_type']} | {'single process' if row['engine'] == 'single' else 'Beam DirectRunner'} "
+                     f"| {row['workers']} | {row['seconds']:,.0f} | {row['dialogues_per_second']:,.1f} "
+                     f"| {row['records_per_second']:,.1f} | {row['peak_memory_mib']:,.0f} |")
+    projected = results["projection"]["by_record_type"]
+    workers = sorted({int(n) for entry in projected.values() for n in entry["hours"]["10M_dialogues"]})
+    lines += ["", "| record type | 2-worker efficiency | " + " | ".join(
+        f"10M on {n} (h)" for n in workers) + " | " + " | ".join(f"100M on {n} (h)" for n in workers) + " |",
+        "|---|--:|" + "--:|" * (2 * len(workers))]
+    for record_type in sorted(projected):
+        entry = projected[record_type]
+        cells = [f"{entry['hours'][size][str(n)]:,.2f}" for size in ("10M_dialogues", "100M_dialogues")
+                 for n in workers]
+        lines.append(f"| {record_type} | {entry['two_worker_efficiency']:.3f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv):
     del argv
+    if FLAGS.markdown_from:
+        with open(FLAGS.markdown_from, encoding="utf-8") as reader:
+            print(markdown_tables(json.load(reader)))
+        return
     files, vocab = make_corpus(os.path.join(FLAGS.work_dir, "corpus"), FLAGS.num_dialogues, FLAGS.dialogues_per_file)
     beam_types = beam_record_types()
     corpus_settings = {"num_dialogues": FLAGS.num_dialogues, "dialogues_per_file": FLAGS.dialogues_per_file,
