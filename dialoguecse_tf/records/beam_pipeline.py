@@ -3,8 +3,12 @@ single-process writers for a seed, built on any Beam runner.
 
 A pipeline reads the corpus files with the single-process reader (`pipeline.read_file_dialogues`,
 one file per element: the formats' parsers need line numbers and, for mdc, jddc and sgd, lines
-of one dialogue together, so a file is read by one worker and its dialogues are then
-redistributed; split a big corpus into several files to read it in parallel). The corpus-wide
+of one dialogue together, so a file is read by one worker; the file names are redistributed, so
+that the files are read in parallel: split a big corpus into several files per worker). The
+dialogues themselves are never shuffled or held between steps: a step that needs a corpus-wide
+sample first (a side input) reads the files again, as the single-process writers make a second
+pass (`_Corpus`). Held instead, the DirectRunner would keep every dialogue in memory
+(benchmarks/README.md, record building). The corpus-wide
 samples are Beam combines given to the per-dialogue step as side inputs (the negative pools and
 MLM's random-next pool: `Top.Smallest` over the same hashed items `streaming.BottomK` keeps), the
 corpus-wide sets of distinct texts are `CombinePerKey`s (self pairs' first occurrences, MLM's
@@ -72,6 +76,22 @@ class _ReadFile(beam.DoFn):
         yield beam.pvalue.TaggedOutput(_STATS, ((0, file_index), stats))
 
 
+class _Corpus:
+    """The corpus files as PCollections of (key, dialogue): `read` gives a new read of the files
+    for each pass a pipeline makes over them; the reading counts come from the first."""
+
+    def __init__(self, files, corpus):
+        self._files = files
+        self._corpus = corpus
+        self.stats = None
+
+    def read(self, label: str):
+        read = self._files | label >> beam.ParDo(_ReadFile(self._corpus)).with_outputs(_STATS, main="dialogues")
+        if self.stats is None:
+            self.stats = read[_STATS]
+        return read.dialogues
+
+
 class _CountingDoFn(beam.DoFn):
     """A DoFn counting into one PrepStats per bundle, emitted to the "stats" output at its end."""
 
@@ -134,15 +154,16 @@ class _ContrastiveEncode(_EncodeDoFn):
                            self._arguments["num_shards"]), 0, record
 
 
-def _contrastive_records(dialogues, config, spec, arguments):
-    """(shard, 0, serialized record) and the per-bundle counts of the contrastive records."""
+def _contrastive_records(corpus, config, spec, arguments):
+    """(shard, 0, serialized record) and the per-bundle counts of the contrastive records: one
+    pass over the corpus for the negative pool, one for the samples."""
     seed = arguments["random_seed"]
-    pool = (dialogues
+    pool = (corpus.read("Read")
             | "PoolItems" >> beam.FlatMap(lambda item: contrastive.pool_items(item[0], item[1], spec, seed))
             | "NegativePool" >> beam.combiners.Top.Smallest(arguments["negative_pool_size"])
             | "PoolSampler" >> beam.Map(contrastive.NegativePool))
     known = pool | "PoolPieces" >> beam.ParDo(_PoolPieces(config))
-    samples = dialogues | "Samples" >> beam.ParDo(
+    samples = corpus.read("ReadForSamples") | "Samples" >> beam.ParDo(
         _ContrastiveSamples(spec, arguments), beam.pvalue.AsSingleton(pool)).with_outputs(_STATS, main="samples")
     encoded = (samples.samples
                | "Batch" >> beam.BatchElements(min_batch_size=_TOKENIZE_BATCH, max_batch_size=_TOKENIZE_BATCH)
@@ -212,9 +233,11 @@ class _PairEncode(_EncodeDoFn):
             yield shard, 0, ordered_record(order, record)
 
 
-def _pair_records(dialogues, config, spec, arguments):
-    """(shard, 0, ordered record) and the per-bundle counts of the pair records. Self pairs
-    keep each text's first occurrence: the texts are grouped (CombinePerKey), not held in a set."""
+def _pair_records(corpus, config, spec, arguments):
+    """(shard, 0, ordered record) and the per-bundle counts of the pair records, in one pass over
+    the corpus. Self pairs keep each text's first occurrence: the texts are grouped
+    (CombinePerKey), not held in a set."""
+    dialogues = corpus.read("Read")
     if spec.pairing == "consecutive":
         found = dialogues | "Pairs" >> beam.ParDo(_ConsecutivePairs(spec, arguments)).with_outputs(_STATS, main="pairs")
         keyed, stats = found.pairs, [found[_STATS]]
@@ -266,9 +289,12 @@ class _DialogueEncode(_EncodeDoFn):
             yield shard, sample_round, record
 
 
-def _dialogue_records(keyed, config, spec, arguments):
-    """(shard, round, record) and the per-bundle counts of the dialogue records."""
-    usable = keyed | "Usable" >> beam.ParDo(_UsableDialogues(spec, arguments)).with_outputs(_STATS, main="usable")
+def _dialogue_records(corpus, config, spec, arguments):
+    """(shard, round, record) and the per-bundle counts of the dialogue records: one pass over the
+    corpus for the role pools, the sampled dialogues and their count, one for the samples (its
+    usable dialogues found again; their counts are the first pass's)."""
+    usable = corpus.read("Read") | "Usable" >> beam.ParDo(_UsableDialogues(spec, arguments)).with_outputs(
+        _STATS, main="usable")
     pools = (usable.usable
              | "PoolItems" >> beam.FlatMap(lambda item: item[1][1])
              | "RolePools" >> beam.combiners.Top.SmallestPerKey(arguments["negative_pool_size"])
@@ -283,7 +309,9 @@ def _dialogue_records(keyed, config, spec, arguments):
     else:
         chosen = usable.usable.pipeline | "NoSample" >> beam.Create([None])
     count = usable.usable | "CountUsable" >> beam.combiners.Count.Globally()
-    samples = usable.usable | "Samples" >> beam.ParDo(
+    usable_again = corpus.read("ReadForSamples") | "UsableAgain" >> beam.ParDo(
+        _UsableDialogues(spec, arguments)).with_outputs(_STATS, main="usable")
+    samples = usable_again.usable | "Samples" >> beam.ParDo(
         _DialogueSamples(spec, arguments), beam.pvalue.AsSingleton(pools), beam.pvalue.AsSingleton(chosen),
         beam.pvalue.AsSingleton(count)).with_outputs(_STATS, main="samples")
     encoded = (samples.samples
@@ -330,12 +358,14 @@ class _MlmEncode(_EncodeDoFn):
                                            self.stats)
 
 
-def _mlm_records(dialogues, config, spec, arguments):
+def _mlm_records(corpus, config, spec, arguments):
     """(shard, round, record) and the counts of the MLM records. The candidate documents come from
     a CombinePerKey by text digest (is the text a turn, and which dialogue holds it first as a
     candidate), grouped by their owner; the pool is a Top.Smallest of the dialogues and those of
-    their candidate documents, tokenized once and given to every worker."""
+    their candidate documents, tokenized once and given to every worker. One pass over the corpus
+    for the texts and the pool, one for the documents."""
     settings = mlm.MlmSettings(**arguments)
+    dialogues = corpus.read("Read")
     owners = (dialogues
               | "Utterances" >> beam.FlatMap(_utterance_entries)
               | "TextOwners" >> beam.CombinePerKey(_text_owner))
@@ -360,7 +390,8 @@ def _mlm_records(dialogues, config, spec, arguments):
                                                          beam.pvalue.AsSingleton(pool_keys))
                        | "PoolCandidateList" >> beam.combiners.ToList())
     pool = items | "Pool" >> beam.ParDo(_RandomNextPool(config), beam.pvalue.AsSingleton(pool_candidates))
-    turn_documents = dialogues | "TurnDocuments" >> beam.Map(lambda item: mlm.turn_document(*item))
+    turn_documents = corpus.read("ReadForDocuments") | "TurnDocuments" >> beam.Map(
+        lambda item: mlm.turn_document(*item))
     keyed_candidates = candidate_documents | "CandidateKeys" >> beam.MapTuple(
         lambda key, texts: ((key, mlm.CANDIDATES), texts))
     encoded = ((turn_documents, keyed_candidates)
@@ -448,17 +479,17 @@ def build_pipeline(pipeline, config, spec, arguments, paths):
         raise ValueError(f"engine=beam does not build {spec.record_type!r} records yet; it builds "
                          f"{sorted(_BUILDERS)}")
     shards = shard_paths(os.path.join(config.output_dir, spec.record_type), arguments["num_shards"])
-    read = (pipeline
-            | "Files" >> beam.Create(list(enumerate(paths)))
-            | "Read" >> beam.ParDo(_ReadFile(config.corpus)).with_outputs(_STATS, main="dialogues"))
-    dialogues = read.dialogues | "Redistribute" >> beam.Reshuffle()
-    records, record_stats = builder(dialogues, config, spec, arguments)
+    files = (pipeline
+             | "Files" >> beam.Create(list(enumerate(paths)))
+             | "SpreadFiles" >> beam.Reshuffle())
+    corpus = _Corpus(files, config.corpus)
+    records, record_stats = builder(corpus, config, spec, arguments)
     counts = (records
               | "WriteParts" >> beam.ParDo(_WriteParts(_part_prefix(config, spec)))
               | "PartsByShard" >> beam.GroupByKey()
               | "WriteShards" >> beam.ParDo(_WriteShard(shards, order))
               | "Counts" >> beam.combiners.ToList())
-    stats = ((read[_STATS], *record_stats)
+    stats = ((corpus.stats, *record_stats)
              | "AllStats" >> beam.Flatten()
              | "StatsList" >> beam.combiners.ToList())
     results_path = os.path.join(config.output_dir, _RESULTS_FILE)
