@@ -209,16 +209,18 @@ def markdown_tables(results: dict) -> str:
              "|---|---|--:|--:|--:|--:|--:|"]
     for row in results["runs"]:
         lines.append(f"| {row['record_type']} | {'single process' if row['engine'] == 'single' else 'Beam DirectRunner'} "
-                     f"| {row['workers']} | {row['seconds']:,.0f} | {row['dialogues_per_second']:,.1f} "
-                     f"| {row['records_per_second']:,.1f} | {row['peak_memory_mib']:,.0f} |")
+                     f"| {row['workers']} | {row['seconds']:,.0f} | {row['dialogues_per_second']:.1f} "
+                     f"| {row['records_per_second']:.1f} | {row['peak_memory_mib']:,.0f} |")
     projected = results["projection"]["by_record_type"]
+    if not projected:
+        return "\n".join(lines)
     workers = sorted({int(n) for entry in projected.values() for n in entry["hours"]["10M_dialogues"]})
     lines += ["", "| record type | 2-worker efficiency | " + " | ".join(
         f"10M on {n} (h)" for n in workers) + " | " + " | ".join(f"100M on {n} (h)" for n in workers) + " |",
         "|---|--:|" + "--:|" * (2 * len(workers))]
     for record_type in sorted(projected):
         entry = projected[record_type]
-        cells = [f"{entry['hours'][size][str(n)]:,.2f}" for size in ("10M_dialogues", "100M_dialogues")
+        cells = [f"{entry['hours'][size][str(n)]:.2f}" for size in ("10M_dialogues", "100M_dialogues")
                  for n in workers]
         lines.append(f"| {record_type} | {entry['two_worker_efficiency']:.3f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
