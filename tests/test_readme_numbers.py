@@ -130,6 +130,8 @@ DECLARED = {
      "3 of 6 layers frozen; 3 x 2 steps)", 0): Source("measurements", ("benchmarks/results/dial2vec_step.json",)),
     ("benchmarks/README.md", "### 8. Every objective against PyTorch", 0): Source(
         "measurements", ("benchmarks/results/objective_steps.json",)),
+    ("benchmarks/README.md", "### 9. Record building (a million demo dialogues; single process against Apache "
+     "Beam) — in progress", 0): Source("measurements", ("benchmarks/results/record_building.json",)),
     ("benchmarks/README.md", "## The papers' model shape", 0): Source(
         "measurements", ("benchmarks/results/paper_shape.json",)),
     ("benchmarks/README.md", "## What the fast path is, and its flags", 0): Source(

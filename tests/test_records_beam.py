@@ -244,3 +244,16 @@ def test_single_process_writer_streams_with_a_bounded_pool(tmp_path, monkeypatch
     assert corpus.most_alive <= 2
     with pytest.raises(TypeError, match="one-shot iterator"):
         write_contrastive_records(iter([]), tokenizer, str(tmp_path / "x"), spec, log=NOOP)
+
+
+def test_a_shard_whose_parts_lost_records_is_refused(tmp_path):
+    from dialoguecse_tf.records.beam_pipeline import _WriteShard
+
+    part = str(tmp_path / "part-0")
+    with tf.io.TFRecordWriter(part) as writer:
+        writer.write(b"one")
+        writer.write(b"two")
+    writer = _WriteShard([str(tmp_path / "shard-0")], None)
+    with pytest.raises(RuntimeError, match="shard 0: its 1 part files hold 2 records, but 3 were written"):
+        list(writer.process((0, [(0, part, 3)])))
+    assert list(writer.process((0, [(0, part, 2)]))) == [(0, 2)]

@@ -78,17 +78,21 @@ class _ReadFile(beam.DoFn):
 
 class _Corpus:
     """The corpus files as PCollections of (key, dialogue): `read` gives a new read of the files
-    for each pass a pipeline makes over them; the reading counts come from the first."""
+    for each pass a pipeline makes over them; the reading counts come from the first, those of
+    the others (`rereads`) are checked against it."""
 
     def __init__(self, files, corpus):
         self._files = files
         self._corpus = corpus
         self.stats = None
+        self.rereads = []
 
     def read(self, label: str):
         read = self._files | label >> beam.ParDo(_ReadFile(self._corpus)).with_outputs(_STATS, main="dialogues")
         if self.stats is None:
             self.stats = read[_STATS]
+        else:
+            self.rereads.append(read[_STATS])
         return read.dialogues
 
 
@@ -412,7 +416,7 @@ _BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: (_contrastive_records, None),
 
 class _WriteParts(beam.DoFn):
     """(shard, part, record) -> a hidden part file per shard and part (a round of dialogue or MLM
-    records, else 0) and bundle; (shard, (part, path)) of each at the bundle's end. The records
+    records, else 0) and bundle; (shard, (part, path, records in it)) of each at the bundle's end. The records
     reach the shards as files: only their names go through a GroupByKey, which the DirectRunner
     would hold in memory."""
 
@@ -427,13 +431,15 @@ class _WriteParts(beam.DoFn):
         shard, part, record = element
         if (shard, part) not in self._writers:
             path = f"{self._prefix}-{shard:05d}-{part:05d}-{self._tag}{_PART_SUFFIX}"
-            self._writers[shard, part] = path, tf.io.TFRecordWriter(path)
-        self._writers[shard, part][1].write(record)
+            self._writers[shard, part] = [path, tf.io.TFRecordWriter(path), 0]
+        entry = self._writers[shard, part]
+        entry[1].write(record)
+        entry[2] += 1
 
     def finish_bundle(self):
-        for (shard, part), (path, writer) in sorted(self._writers.items()):
+        for (shard, part), (path, writer, count) in sorted(self._writers.items()):
             writer.close()
-            yield GlobalWindows.windowed_value((shard, (part, path)))
+            yield GlobalWindows.windowed_value((shard, (part, path, count)))
 
 
 class _WriteShard(beam.DoFn):
@@ -449,7 +455,7 @@ class _WriteShard(beam.DoFn):
         shard, parts = element
         parts = sorted(parts)
         # One dataset over every part: setting one up per file costs milliseconds, and a bundle is small.
-        records = read_record_files([path for _, path in parts])
+        records = read_record_files([path for _, path, _ in parts])
         if self._order == "sorted":
             records = unordered_records(records)
         count = 0
@@ -457,7 +463,11 @@ class _WriteShard(beam.DoFn):
             for record in records:
                 writer.write(record)
                 count += 1
-        for _, path in parts:
+        expected = sum(records_in_part for _, _, records_in_part in parts)
+        if count != expected:
+            raise RuntimeError(f"shard {shard}: its {len(parts)} part files hold {count} records, but {expected} "
+                               "were written to them")
+        for _, path, _ in parts:
             tf.io.gfile.remove(path)
         yield shard, count
 
@@ -492,12 +502,20 @@ def build_pipeline(pipeline, config, spec, arguments, paths):
     stats = ((corpus.stats, *record_stats)
              | "AllStats" >> beam.Flatten()
              | "StatsList" >> beam.combiners.ToList())
+    if corpus.rereads:
+        rereads = (tuple(corpus.rereads)
+                   | "RereadStats" >> beam.Flatten()
+                   | "RereadList" >> beam.combiners.ToList())
+    else:
+        rereads = pipeline | "NoReread" >> beam.Create([[]])
     results_path = os.path.join(config.output_dir, _RESULTS_FILE)
+    num_rereads = len(corpus.rereads)
     _ = (pipeline
          | "Results" >> beam.Create([None])
-         | "Save" >> beam.Map(lambda _, counts, stats: _save_results({"counts": counts, "stats": stats},
-                                                                      results_path),
-                              beam.pvalue.AsSingleton(counts), beam.pvalue.AsSingleton(stats)))
+         | "Save" >> beam.Map(lambda _, counts, stats, rereads: _save_results(
+             {"counts": counts, "stats": stats, "rereads": (num_rereads, rereads)}, results_path),
+                              beam.pvalue.AsSingleton(counts), beam.pvalue.AsSingleton(stats),
+                              beam.pvalue.AsSingleton(rereads)))
     return shards, results_path
 
 
@@ -527,6 +545,16 @@ def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_
     # Reading counts in file order first, as one pass over the files would count them.
     for _, part in sorted(results["stats"], key=lambda item: item[0]):
         stats.merge(part)
+    num_rereads, reread_parts = results["rereads"]
+    reread = PrepStats()
+    for _, part in reread_parts:
+        reread.merge(part)
+    if reread["dialogues_read"] != num_rereads * stats["dialogues_read"]:
+        raise RuntimeError(f"the runner read {stats['dialogues_read']} dialogues in the first pass over the corpus "
+                           f"but {reread['dialogues_read']} in the {num_rereads} other(s)")
+    shard_list = [shard for shard, _ in results["counts"]]
+    if len(set(shard_list)) != len(shard_list):
+        raise RuntimeError(f"the runner wrote some shards twice: {sorted(shard_list)}")
     counts = dict(results["counts"])
     if not stats["dialogues_kept"]:
         raise no_dialogue_error(config.corpus, stats)
