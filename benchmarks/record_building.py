@@ -263,7 +263,8 @@ def main(argv):
                "dialogues": stats["dialogues_kept"], "records": stats["samples_written"],
                "dialogues_per_second": round(stats["dialogues_kept"] / result["seconds"], 1),
                "records_per_second": round(stats["samples_written"] / result["seconds"], 1),
-               "command": " ".join(command[1:])}
+               # The scratch folder is the user's: the results name it $WORK_DIR, not this machine's path.
+               "command": " ".join(command[1:]).replace(FLAGS.work_dir, "$WORK_DIR")}
         rows.append(row)
         print(json.dumps(row), flush=True)
         write(rows, commands, settings)
