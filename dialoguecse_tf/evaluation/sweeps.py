@@ -13,7 +13,7 @@ import os
 from dialoguecse_tf.evaluation.plotting import pyplot, save_png
 from dialoguecse_tf.evaluation.provenance import portable_path
 from dialoguecse_tf.evaluation.results_io import read_results
-from dialoguecse_tf.evaluation.tables import aggregate_seeds, results_table, table_columns
+from dialoguecse_tf.evaluation.tables import aggregate_seeds, metric_text, results_table, table_columns
 from dialoguecse_tf.io_utils import atomic_open, write_json
 
 
@@ -64,8 +64,7 @@ def sweep_markdown(sweep: dict) -> str:
         cells = [str(row["value"]), row["model"]]
         for dataset, key, _ in columns:
             value = row["metrics"].get(dataset, {}).get(key)
-            spread = row.get("spread", {}).get(dataset, {}).get(key)
-            cells.append("" if value is None else f"{value:.2f}" + ("" if spread is None else f" ± {spread:.2f}"))
+            cells.append("" if value is None else metric_text(value, row.get("spread", {}).get(dataset, {}).get(key)))
         lines.append("| " + " | ".join(cells) + " |")
     seeds = sorted({len(row["seeds"]) for row in sweep["rows"] if row.get("seeds")})
     note = (f" Rows over training seeds ({', '.join(map(str, seeds))}) show their mean ± the sample standard "

@@ -187,12 +187,15 @@ def table_columns(dataset_names: list, row_metrics: list) -> list[tuple[str, str
     return columns
 
 
+def metric_text(value: float, spread: float | None = None) -> str:
+    """A metric as tables print it: two decimals, with ± its spread over seeds where there is one."""
+    return f"{value:.2f}" if spread is None else f"{value:.2f} ± {spread:.2f}"
+
+
 def _metric_cell(row: TableRow, dataset: str, key: str) -> str:
     if key not in row.metrics.get(dataset, {}):
         return "–"
-    cell = f"{row.metrics[dataset][key]:.2f}"
-    spread = row.spread.get(dataset, {}).get(key)
-    return cell if spread is None else f"{cell} ± {spread:.2f}"
+    return metric_text(row.metrics[dataset][key], row.spread.get(dataset, {}).get(key))
 
 
 def _cell(text: str) -> str:

@@ -58,6 +58,7 @@ from dialoguecse_tf.records.streaming import shard_of
 _STATS = "stats"
 _RESULTS_FILE = ".beam_results.pickle"
 _PART_SUFFIX = ".part"
+_REREAD = 2  # the first element of a reread's counts key (0: the first read; 1: a bundle's records)
 _TOKENIZE_BATCH = 256
 _DIALOGUE_BATCH = 64
 _DOCUMENT_BATCH = 64
@@ -78,21 +79,22 @@ class _ReadFile(beam.DoFn):
 
 class _Corpus:
     """The corpus files as PCollections of (key, dialogue): `read` gives a new read of the files
-    for each pass a pipeline makes over them; the reading counts come from the first, those of
-    the others (`rereads`) are checked against it."""
+    for each pass a pipeline makes over them. Their reading counts (`stats`) are keyed (0, file)
+    for the first read, which the records' counts take, and (_REREAD, file) for the others, which
+    `run_beam_records` checks against it."""
 
     def __init__(self, files, corpus):
         self._files = files
         self._corpus = corpus
-        self.stats = None
-        self.rereads = []
+        self.stats = []
 
     def read(self, label: str):
         read = self._files | label >> beam.ParDo(_ReadFile(self._corpus)).with_outputs(_STATS, main="dialogues")
-        if self.stats is None:
-            self.stats = read[_STATS]
+        if self.stats:
+            self.stats.append(read[_STATS] | f"{label}Counts" >> beam.MapTuple(
+                lambda key, stats: ((_REREAD, key[1]), stats)))
         else:
-            self.rereads.append(read[_STATS])
+            self.stats.append(read[_STATS])
         return read.dialogues
 
 
@@ -499,23 +501,16 @@ def build_pipeline(pipeline, config, spec, arguments, paths):
               | "PartsByShard" >> beam.GroupByKey()
               | "WriteShards" >> beam.ParDo(_WriteShard(shards, order))
               | "Counts" >> beam.combiners.ToList())
-    stats = ((corpus.stats, *record_stats)
+    stats = ((*corpus.stats, *record_stats)
              | "AllStats" >> beam.Flatten()
              | "StatsList" >> beam.combiners.ToList())
-    if corpus.rereads:
-        rereads = (tuple(corpus.rereads)
-                   | "RereadStats" >> beam.Flatten()
-                   | "RereadList" >> beam.combiners.ToList())
-    else:
-        rereads = pipeline | "NoReread" >> beam.Create([[]])
     results_path = os.path.join(config.output_dir, _RESULTS_FILE)
-    num_rereads = len(corpus.rereads)
+    num_rereads = len(corpus.stats) - 1
     _ = (pipeline
          | "Results" >> beam.Create([None])
-         | "Save" >> beam.Map(lambda _, counts, stats, rereads: _save_results(
-             {"counts": counts, "stats": stats, "rereads": (num_rereads, rereads)}, results_path),
-                              beam.pvalue.AsSingleton(counts), beam.pvalue.AsSingleton(stats),
-                              beam.pvalue.AsSingleton(rereads)))
+         | "Save" >> beam.Map(lambda _, counts, stats: _save_results(
+             {"counts": counts, "stats": stats, "num_rereads": num_rereads}, results_path),
+                              beam.pvalue.AsSingleton(counts), beam.pvalue.AsSingleton(stats)))
     return shards, results_path
 
 
@@ -543,12 +538,10 @@ def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_
         results = pickle.loads(f.read())
     tf.io.gfile.remove(results_path)
     # Reading counts in file order first, as one pass over the files would count them.
-    for _, part in sorted(results["stats"], key=lambda item: item[0]):
-        stats.merge(part)
-    num_rereads, reread_parts = results["rereads"]
     reread = PrepStats()
-    for _, part in reread_parts:
-        reread.merge(part)
+    for key, part in sorted(results["stats"], key=lambda item: item[0]):
+        (reread if key[0] == _REREAD else stats).merge(part)
+    num_rereads = results["num_rereads"]
     if reread["dialogues_read"] != num_rereads * stats["dialogues_read"]:
         raise RuntimeError(f"the runner read {stats['dialogues_read']} dialogues in the first pass over the corpus "
                            f"but {reread['dialogues_read']} in the {num_rereads} other(s)")
