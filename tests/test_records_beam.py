@@ -13,6 +13,7 @@ import collections
 import json
 import weakref
 
+import apache_beam as beam
 import pytest
 import tensorflow as tf
 
@@ -257,3 +258,24 @@ def test_a_shard_whose_parts_lost_records_is_refused(tmp_path):
     with pytest.raises(RuntimeError, match="shard 0: its 1 part files hold 2 records, but 3 were written"):
         list(writer.process((0, [(0, part, 3)])))
     assert list(writer.process((0, [(0, part, 2)]))) == [(0, 2)]
+
+
+@pytest.mark.parametrize("config_class", [ContrastiveDataConfig, DialogueDataConfig, MlmDataConfig])
+def test_a_runner_that_loses_reread_dialogues_fails_the_run(corpus, config_class, tmp_path, monkeypatch):
+    """The per-dialogue step of a reread counts what reaches it: a runner that drops a dialogue
+    between the read and that step (as the DirectRunner did with two workers, on a million
+    dialogues) fails the run, although every read counted the whole corpus."""
+    from dialoguecse_tf.records import beam_pipeline
+
+    read = beam_pipeline._Corpus.read
+
+    def lossy_read(self, label, after=()):
+        dialogues = read(self, label, after)
+        if label == "Read":
+            return dialogues
+        return dialogues | f"{label}Lost" >> beam.Filter(lambda item: item[0] != 0)
+
+    monkeypatch.setattr(beam_pipeline._Corpus, "read", lossy_read)
+    with pytest.raises(RuntimeError,
+                       match=r"kept 40 dialogues in each pass .* received 39 in the 1 reread\(s\): it lost dialogues"):
+        _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, config_class=config_class)

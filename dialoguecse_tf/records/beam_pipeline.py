@@ -6,8 +6,8 @@ one file per element: the formats' parsers need line numbers and, for mdc, jddc 
 of one dialogue together, so a file is read by one worker; the file names are redistributed, so
 that the files are read in parallel: split a big corpus into several files per worker). The
 dialogues themselves are never shuffled or held between steps: a step that needs a corpus-wide
-sample first (a side input) reads the files again, as the single-process writers make a second
-pass (`_Corpus`). Held instead, the DirectRunner would keep every dialogue in memory
+sample first (a side input) reads the files again once the sample is complete, as the
+single-process writers make a second pass (`_Corpus`). Held instead, the DirectRunner would keep every dialogue in memory
 (benchmarks/README.md, record building). The corpus-wide
 samples are Beam combines given to the per-dialogue step as side inputs (the negative pools and
 MLM's random-next pool: `Top.Smallest` over the same hashed items `streaming.BottomK` keeps), the
@@ -58,7 +58,10 @@ from dialoguecse_tf.records.streaming import shard_of
 _STATS = "stats"
 _RESULTS_FILE = ".beam_results.pickle"
 _PART_SUFFIX = ".part"
-_REREAD = 2  # the first element of a reread's counts key (0: the first read; 1: a bundle's records)
+# The first element of a counts key: 0, the first read; 1, a bundle's records; _REREAD, another
+# read of the corpus; _RECEIVED, the dialogues a reread's per-dialogue step received.
+_REREAD = 2
+_RECEIVED = 3
 _TOKENIZE_BATCH = 256
 _DIALOGUE_BATCH = 64
 _DOCUMENT_BATCH = 64
@@ -77,19 +80,37 @@ class _ReadFile(beam.DoFn):
         yield beam.pvalue.TaggedOutput(_STATS, ((0, file_index), stats))
 
 
+def _barrier(label: str, pcollections):
+    """A one-element PCollection computed once every one of `pcollections` is: a side input
+    that holds a step back until they are complete."""
+    return [pcollection | f"{label}{index}" >> beam.Map(lambda _: None)
+            for index, pcollection in enumerate(pcollections)]
+
+
 class _Corpus:
     """The corpus files as PCollections of (key, dialogue): `read` gives a new read of the files
     for each pass a pipeline makes over them. Their reading counts (`stats`) are keyed (0, file)
     for the first read, which the records' counts take, and (_REREAD, file) for the others, which
-    `run_beam_records` checks against it."""
+    `run_beam_records` checks against it.
+
+    A reread starts only once the corpus-wide samples its per-dialogue step takes as side
+    inputs (`after`) are complete, so that a runner fuses the reading with that step: what
+    crosses the runner is file names, not dialogues. Read alongside the first pass instead, its
+    dialogues were held by the DirectRunner until the samples were ready and then handed to the
+    workers, and with two worker processes whole chunks of them never reached the step
+    (benchmarks/README.md, record building)."""
 
     def __init__(self, files, corpus):
         self._files = files
         self._corpus = corpus
         self.stats = []
 
-    def read(self, label: str):
-        read = self._files | label >> beam.ParDo(_ReadFile(self._corpus)).with_outputs(_STATS, main="dialogues")
+    def read(self, label: str, after=()):
+        files = self._files
+        if after:
+            files = files | f"{label}After" >> beam.Map(
+                lambda name, *_: name, *[beam.pvalue.AsSingleton(done) for done in _barrier(f"{label}Done", after)])
+        read = files | label >> beam.ParDo(_ReadFile(self._corpus)).with_outputs(_STATS, main="dialogues")
         if self.stats:
             self.stats.append(read[_STATS] | f"{label}Counts" >> beam.MapTuple(
                 lambda key, stats: ((_REREAD, key[1]), stats)))
@@ -99,13 +120,30 @@ class _Corpus:
 
 
 class _CountingDoFn(beam.DoFn):
-    """A DoFn counting into one PrepStats per bundle, emitted to the "stats" output at its end."""
+    """A DoFn counting into one PrepStats per bundle, emitted to the "stats" output at its end.
+    The per-dialogue step of a reread also counts the dialogues it receives (`receive`), keyed
+    (_RECEIVED, 0), which `run_beam_records` checks against the dialogues read: a runner that
+    lost some on the way fails the run instead of writing fewer records."""
 
     def start_bundle(self):
         self.stats = PrepStats()
+        self._received = 0
+
+    def receive(self):
+        self._received += 1
 
     def finish_bundle(self):
         yield beam.pvalue.TaggedOutput(_STATS, GlobalWindows.windowed_value(((1, 0), self.stats)))
+        if self._received:
+            received = PrepStats()
+            received.increment("dialogues_kept", self._received)
+            yield beam.pvalue.TaggedOutput(_STATS, GlobalWindows.windowed_value(((_RECEIVED, 0), received)))
+
+
+def _received(label: str, stats):
+    """The received-dialogue counts of a reread's per-dialogue step: its other counts are the
+    first pass's."""
+    return stats | label >> beam.Filter(lambda item: item[0][0] == _RECEIVED)
 
 
 class _WithTokenizer:
@@ -138,6 +176,7 @@ class _EncodeDoFn(_WithTokenizer, _RecordDoFn):
 
 class _ContrastiveSamples(_RecordDoFn):
     def process(self, element, pool):
+        self.receive()
         key, dialogue = element
         yield from contrastive.dialogue_samples(
             key, dialogue, self._spec, pool, self._arguments["random_seed"],
@@ -169,7 +208,7 @@ def _contrastive_records(corpus, config, spec, arguments):
             | "NegativePool" >> beam.combiners.Top.Smallest(arguments["negative_pool_size"])
             | "PoolSampler" >> beam.Map(contrastive.NegativePool))
     known = pool | "PoolPieces" >> beam.ParDo(_PoolPieces(config))
-    samples = corpus.read("ReadForSamples") | "Samples" >> beam.ParDo(
+    samples = corpus.read("ReadForSamples", after=(pool, known)) | "Samples" >> beam.ParDo(
         _ContrastiveSamples(spec, arguments), beam.pvalue.AsSingleton(pool)).with_outputs(_STATS, main="samples")
     encoded = (samples.samples
                | "Batch" >> beam.BatchElements(min_batch_size=_TOKENIZE_BATCH, max_batch_size=_TOKENIZE_BATCH)
@@ -261,9 +300,16 @@ def _pair_records(corpus, config, spec, arguments):
 
 
 class _UsableDialogues(_RecordDoFn):
-    """(key, dialogue) -> (key, dialogue_items) of the usable dialogues."""
+    """(key, dialogue) -> (key, dialogue_items) of the usable dialogues; on a reread
+    (`received`), counting the dialogues it receives."""
+
+    def __init__(self, spec, arguments, received=False):
+        super().__init__(spec, arguments)
+        self._count_received = received
 
     def process(self, element):
+        if self._count_received:
+            self.receive()
         key, dialogue = element
         items = dialogue_records.dialogue_items(key, dialogue, self._spec, self._arguments["min_dialogue_turns"],
                                          self._arguments["random_seed"], self.stats)
@@ -315,8 +361,8 @@ def _dialogue_records(corpus, config, spec, arguments):
     else:
         chosen = usable.usable.pipeline | "NoSample" >> beam.Create([None])
     count = usable.usable | "CountUsable" >> beam.combiners.Count.Globally()
-    usable_again = corpus.read("ReadForSamples") | "UsableAgain" >> beam.ParDo(
-        _UsableDialogues(spec, arguments)).with_outputs(_STATS, main="usable")
+    usable_again = corpus.read("ReadForSamples", after=(pools, chosen, count)) | "UsableAgain" >> beam.ParDo(
+        _UsableDialogues(spec, arguments, received=True)).with_outputs(_STATS, main="usable")
     samples = usable_again.usable | "Samples" >> beam.ParDo(
         _DialogueSamples(spec, arguments), beam.pvalue.AsSingleton(pools), beam.pvalue.AsSingleton(chosen),
         beam.pvalue.AsSingleton(count)).with_outputs(_STATS, main="samples")
@@ -324,7 +370,8 @@ def _dialogue_records(corpus, config, spec, arguments):
                | "Batch" >> beam.BatchElements(min_batch_size=_DIALOGUE_BATCH, max_batch_size=_DIALOGUE_BATCH)
                | "Encode" >> beam.ParDo(_DialogueEncode(config, spec, arguments)).with_outputs(
                    _STATS, main="records"))
-    return encoded.records, (usable[_STATS], samples[_STATS], encoded[_STATS])
+    return encoded.records, (usable[_STATS], _received("ReceivedCounts", usable_again[_STATS]), samples[_STATS],
+                             encoded[_STATS])
 
 
 def _utterance_entries(item):
@@ -348,6 +395,12 @@ def _owned_candidate(item):
     if not turn:
         key, position, text = candidate
         yield key, (position, text)
+
+
+class _TurnDocuments(_CountingDoFn):
+    def process(self, element):
+        self.receive()
+        yield mlm.turn_document(*element)
 
 
 class _RandomNextPool(_WithTokenizer, beam.DoFn):
@@ -396,16 +449,16 @@ def _mlm_records(corpus, config, spec, arguments):
                                                          beam.pvalue.AsSingleton(pool_keys))
                        | "PoolCandidateList" >> beam.combiners.ToList())
     pool = items | "Pool" >> beam.ParDo(_RandomNextPool(config), beam.pvalue.AsSingleton(pool_candidates))
-    turn_documents = corpus.read("ReadForDocuments") | "TurnDocuments" >> beam.Map(
-        lambda item: mlm.turn_document(*item))
+    turn_documents = corpus.read("ReadForDocuments", after=(pool,)) | "TurnDocuments" >> beam.ParDo(
+        _TurnDocuments()).with_outputs(_STATS, main="documents")
     keyed_candidates = candidate_documents | "CandidateKeys" >> beam.MapTuple(
         lambda key, texts: ((key, mlm.CANDIDATES), texts))
-    encoded = ((turn_documents, keyed_candidates)
+    encoded = ((turn_documents.documents, keyed_candidates)
                | "Documents" >> beam.Flatten()
                | "Batch" >> beam.BatchElements(min_batch_size=_DOCUMENT_BATCH, max_batch_size=_DOCUMENT_BATCH)
                | "Encode" >> beam.ParDo(_MlmEncode(config, spec, arguments),
                                         beam.pvalue.AsSingleton(pool)).with_outputs(_STATS, main="records"))
-    return encoded.records, (utterance_stats, encoded[_STATS])
+    return encoded.records, (utterance_stats, _received("ReceivedCounts", turn_documents[_STATS]), encoded[_STATS])
 
 
 # record type -> (its pipeline, how its shards are ordered: None (as grouped), "sorted" (by the
@@ -538,13 +591,17 @@ def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_
         results = pickle.loads(f.read())
     tf.io.gfile.remove(results_path)
     # Reading counts in file order first, as one pass over the files would count them.
-    reread = PrepStats()
+    reread, received = PrepStats(), PrepStats()
     for key, part in sorted(results["stats"], key=lambda item: item[0]):
-        (reread if key[0] == _REREAD else stats).merge(part)
+        {_REREAD: reread, _RECEIVED: received}.get(key[0], stats).merge(part)
     num_rereads = results["num_rereads"]
     if reread["dialogues_read"] != num_rereads * stats["dialogues_read"]:
         raise RuntimeError(f"the runner read {stats['dialogues_read']} dialogues in the first pass over the corpus "
                            f"but {reread['dialogues_read']} in the {num_rereads} other(s)")
+    if received["dialogues_kept"] != num_rereads * stats["dialogues_kept"]:
+        raise RuntimeError(f"the runner kept {stats['dialogues_kept']} dialogues in each pass over the corpus, but "
+                           f"its per-dialogue steps received {received['dialogues_kept']} in the {num_rereads} "
+                           "reread(s): it lost dialogues on the way")
     shard_list = [shard for shard, _ in results["counts"]]
     if len(set(shard_list)) != len(shard_list):
         raise RuntimeError(f"the runner wrote some shards twice: {sorted(shard_list)}")
