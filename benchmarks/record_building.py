@@ -37,11 +37,13 @@ import common  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+RECORD_TYPES = ("contrastive", "mlm", "pairs", "dialogues")
+
 flags.DEFINE_integer("num_dialogues", 1_000_000, "Dialogues in the generated demo corpus.")
 flags.DEFINE_integer("dialogues_per_file", 100_000, "Dialogues per corpus file (Beam reads a file per worker).")
 flags.DEFINE_string("work_dir", "/tmp/record_building", "Corpus, vocabulary and records; a corpus already "
                     "there for the same settings is reused.")
-flags.DEFINE_list("record_types", ["contrastive", "mlm", "pairs", "dialogues"], "Record types to time.")
+flags.DEFINE_list("record_types", list(RECORD_TYPES), "Record types to time.")
 flags.DEFINE_list("beam_workers", ["1", "2"], "Beam DirectRunner worker processes to time.")
 flags.DEFINE_integer("num_shards", 8, "Shards each run writes.")
 flags.DEFINE_list("projection_workers", ["8", "32", "128"], "Worker counts of the projection.")
@@ -207,7 +209,9 @@ def markdown_tables(results: dict) -> str:
     """The measured runs, then the projection, as Markdown."""
     lines = ["| record type | engine | workers | seconds | dialogues/s | records/s | peak memory MiB |",
              "|---|---|--:|--:|--:|--:|--:|"]
-    for row in results["runs"]:
+    # Record type by record type, the single process first, then Beam by workers, whatever order they ran in.
+    for row in sorted(results["runs"], key=lambda row: (RECORD_TYPES.index(row["record_type"]),
+                                                        row["engine"] != "single", row["workers"])):
         lines.append(f"| {row['record_type']} | {'single process' if row['engine'] == 'single' else 'Beam DirectRunner'} "
                      f"| {row['workers']} | {row['seconds']:,.0f} | {row['dialogues_per_second']:.1f} "
                      f"| {row['records_per_second']:.1f} | {row['peak_memory_mib']:,.0f} |")
