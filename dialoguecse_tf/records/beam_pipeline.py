@@ -81,8 +81,9 @@ class _ReadFile(beam.DoFn):
 
 
 def _barrier(label: str, pcollections):
-    """A one-element PCollection computed once every one of `pcollections` is: a side input
-    that holds a step back until they are complete."""
+    """A one-element stand-in (`None`) for each of the singleton `pcollections`, computed once it
+    is complete: side inputs that hold a step back until all of them are, without handing the
+    step their contents (a million-utterance pool)."""
     return [pcollection | f"{label}{index}" >> beam.Map(lambda _: None)
             for index, pcollection in enumerate(pcollections)]
 
