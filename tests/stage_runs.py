@@ -30,6 +30,9 @@ TRAIN = str(REPO_ROOT / "train" / "run_training.py")
 RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
 MAX_SEQ_LENGTH = 10
 DROPOUT = 0.1
+# Each length bucket traces the encoder once more, and tracing is most of a tiny run's cost:
+# two still run the bucketed path (tests/test_encoder.py checks bucketing's arithmetic).
+LENGTH_BUCKETS = 2
 
 TOPICS = [
     ["where is my order", "track my package", "my order is late", "when is delivery"],
@@ -77,7 +80,7 @@ def write_finetuning_inputs(folder, vocab_file, bert_config) -> list:
     return [f"--train_file={folder / 'contrastive_records' / 'contrastive-*'}", f"--init_checkpoint={folder / 'init'}",
             "--objective=dialoguecse", f"--max_seq_length={MAX_SEQ_LENGTH}", "--num_negatives=4",
             "--num_frozen_layers=1", "--train_batch_size=8", "--learning_rate=3e-3", "--aggregation=attention",
-            "--attention_hidden_size=16"]
+            "--attention_hidden_size=16", f"--num_length_buckets={LENGTH_BUCKETS}"]
 
 
 def write_evaluation_files(folder) -> dict:

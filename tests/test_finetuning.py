@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from stage_runs import LENGTH_BUCKETS
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.encoder import build_backbone
@@ -56,7 +57,7 @@ def setup(tmp_path, tiny_vocab_file, tiny_bert_config):
         train_file=(str(tmp_path / "records" / "contrastive-*"),), output_dir=str(tmp_path / "run"),
         init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=3, num_negatives=4,
         num_frozen_layers=1, train_batch_size=8, learning_rate=3e-3, num_train_steps=40, log_steps=1,
-        save_checkpoints_steps=10,
+        save_checkpoints_steps=10, num_length_buckets=LENGTH_BUCKETS,
     )
 
 

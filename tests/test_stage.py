@@ -35,7 +35,7 @@ def contrastive_run(tmp_path, tiny_vocab_file, tiny_bert_config):
     return dict(train_file=(str(tmp_path / "records" / "contrastive-*"),), output_dir=str(tmp_path / "run"),
                 init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=2, num_negatives=3,
                 num_frozen_layers=1, aggregation="mean", train_batch_size=8, learning_rate=3e-3, num_train_steps=4,
-                log_steps=1, save_checkpoints_steps=2)
+                log_steps=1, save_checkpoints_steps=2, num_length_buckets=stage_runs.LENGTH_BUCKETS)
 
 
 @pytest.mark.slow
