@@ -30,8 +30,9 @@ TRAIN = str(REPO_ROOT / "train" / "run_training.py")
 RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
 MAX_SEQ_LENGTH = 10
 DROPOUT = 0.1
-# Each length bucket traces the encoder once more, and tracing is most of a tiny run's cost:
-# two still run the bucketed path (tests/test_encoder.py checks bucketing's arithmetic).
+# Each length bucket traces the encoder once more, and tracing is most of a tiny run's cost: two
+# (against the default four) still run the bucketed path in every training test (test_encoder.py
+# and test_models_dialoguecse.py check bucketing's arithmetic).
 LENGTH_BUCKETS = 2
 
 TOPICS = [

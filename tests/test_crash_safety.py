@@ -58,7 +58,7 @@ def assert_readable_state(output_dir) -> list:
     assert state is not None and state.all_model_checkpoint_paths
     listed = list(state.all_model_checkpoint_paths)
     assert len(listed) <= KEEP_CHECKPOINT_MAX + 1, listed
-    being_deleted = listed[:len(listed) - KEEP_CHECKPOINT_MAX]
+    being_deleted = listed[:max(0, len(listed) - KEEP_CHECKPOINT_MAX)]
     maps = [checkpoint_contents(path) for path in listed
             if path not in being_deleted or tf.io.gfile.exists(path + ".index")]
     encoder = os.path.join(output_dir, "encoder")

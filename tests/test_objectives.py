@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from forked_entry_points import run_entry_points
-from stage_runs import assert_best_is_the_first_argmax
+from stage_runs import LENGTH_BUCKETS, assert_best_is_the_first_argmax
 from dialoguecse_tf import stage
 from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
@@ -32,9 +32,6 @@ from dialoguecse_tf.training.strategy import create_strategy
 
 MAX_SEQ_LENGTH = 24
 STEPS = 24
-# A run's cost here is tracing, not steps, and each length bucket traces the encoder once more:
-# two buckets keep the bucketed path in every check at about two thirds of the default four's cost.
-HARNESS_LENGTH_BUCKETS = 2
 # Every registered objective with its defaults, and each further variant an objective offers.
 CASES = {name: (name, {}) for name in objective_names()}
 CASES["dialoguecse-paper_text"] = ("dialoguecse", {"variant": "paper_text"})
@@ -130,7 +127,7 @@ def _settings(real_inputs, case, output_dir, **overrides):
         "init_checkpoint": str(folder / "init"), "max_seq_length": MAX_SEQ_LENGTH, "train_batch_size": 8,
         "learning_rate": 5e-3, "num_train_steps": STEPS, "num_warmup_steps": 2, "log_steps": 1,
         "save_checkpoints_steps": 8, "max_train_examples": 16, "random_seed": 3,
-        "num_length_buckets": HARNESS_LENGTH_BUCKETS, **record_options, **variant, **overrides,
+        "num_length_buckets": LENGTH_BUCKETS, **record_options, **variant, **overrides,
     }
 
 
