@@ -16,6 +16,7 @@ from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.experiments.execute import command_line, describe_plan, run_experiment
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner
 from dialoguecse_tf.experiments.spec import apply_overrides, experiment_names, get_experiment, load_spec
+from dialoguecse_tf.experiments.tools import expand_input
 
 DATA = os.path.relpath(REPO_ROOT.parent / "shared" / "data")
 # Parameters a CPU machine cannot fill: a Chinese BERT (any folder stands in; nothing is read).
@@ -239,3 +240,15 @@ def test_a_run_that_declares_no_results_leaves_the_results_folder_records_alone(
     run_experiment(planner, "rows only")
     assert (tmp_path / "runs" / "rows" / "results.json").exists()
     assert not (tmp_path / "results" / "command.txt").exists()
+
+
+def test_a_labelled_input_expands_its_path_not_its_label(tmp_path):
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_text("{}\n")
+    labelled = f"SiameseBERT_M [seed 12345]={tmp_path}/a.jsonl"
+    assert expand_input(labelled) == [labelled]
+    assert expand_input(f"row [seed 1]={tmp_path}/*.jsonl") == [f"row [seed 1]={tmp_path}/{name}"
+                                                                 for name in ("a.jsonl", "b.jsonl")]
+    assert expand_input(f"{tmp_path}/*.jsonl") == [f"{tmp_path}/a.jsonl", f"{tmp_path}/b.jsonl"]
+    with pytest.raises(ValueError, match="no file matches"):
+        expand_input(f"{tmp_path}/parts/*/results.json")

@@ -55,12 +55,26 @@ class Tool:
         for name, value in flags.items():
             argv.extend(flag_arguments(name, value))
         if self.input_flag:
-            # A glob (e.g. every part of a benchmark) names the files there when the step runs.
-            expanded = [match for item in inputs for match in (sorted(glob.glob(item)) if glob.has_magic(item) else [item])]
-            argv.extend(flag_arguments(self.input_flag, expanded))
+            argv.extend(flag_arguments(self.input_flag, [match for item in inputs for match in expand_input(item)]))
         target = os.path.join(output_dir, self.output_name) if self.output_name else output_dir
         argv.append(f"--{self.output_flag}={target}")
         return argv
+
+
+def expand_input(item: str) -> list[str]:
+    """A step input as the files it names when the step runs: "PATH" or "LABEL=PATH".
+
+    A glob in PATH (e.g. every part of a benchmark) expands there; the label is text (a row name
+    such as "SiameseBERT_M [seed 12345]"), so its brackets are not a pattern. A pattern that
+    matches nothing is an error, not a plot or merge that silently leaves its inputs out.
+    """
+    label, separator, path = item.rpartition("=")
+    if not glob.has_magic(path):
+        return [item]
+    matches = sorted(glob.glob(path))
+    if not matches:
+        raise ValueError(f"input {item!r}: no file matches {path!r}")
+    return [f"{label}{separator}{match}" for match in matches]
 
 
 def flag_arguments(name: str, value) -> list[str]:
