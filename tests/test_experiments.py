@@ -3,6 +3,7 @@ plans, its training runs parse into valid configurations (the paper-sized ones, 
 machine runs, into the papers' settings), bad specs are refused naming the file and key, and
 keys decide what runs, what is reused and what is linked from another experiment's runs."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.experiments.execute import command_line, describe_plan, run_experiment
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner
 from dialoguecse_tf.experiments.spec import apply_overrides, experiment_names, get_experiment, load_spec
-from dialoguecse_tf.experiments.tools import expand_input
+from dialoguecse_tf.experiments.tools import TOOLS, expand_input
 
 DATA = os.path.relpath(REPO_ROOT.parent / "shared" / "data")
 # Parameters a CPU machine cannot fill: a Chinese BERT (any folder stands in; nothing is read).
@@ -184,7 +185,7 @@ def _tiny(tmp_path, template_text='{"hidden_size": 16}'):
     return load_spec(_write(tmp_path, text.replace("{part}", str(part))))
 
 
-def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path):
+def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path, monkeypatch):
     runs, results = str(tmp_path / "runs"), str(tmp_path / "results")
     first = Planner(_tiny(tmp_path), runs, results, DATA)
     assert [run.status for run in first.order] == ["run", "run"]
@@ -209,6 +210,12 @@ def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path)
     changed = Planner(_tiny(tmp_path, '{"hidden_size": 32}'), runs, results, DATA)
     assert [run.status for run in changed.order] == ["rerun", "run"]
     assert changed.order[0].key != again.order[0].key
+
+    # The tool's version changed (its code writes other bytes for the same settings): it runs again.
+    tool = TOOLS["bert_config"]
+    monkeypatch.setitem(TOOLS, "bert_config", dataclasses.replace(tool, version=tool.version + 1))
+    assert [run.status for run in Planner(_tiny(tmp_path), runs, results, DATA).order] == ["rerun", "run"]
+    monkeypatch.undo()
 
     # Another experiment's finished run of the same key is linked, not run again.
     elsewhere = Planner(_tiny(tmp_path), str(tmp_path / "other_runs"), results, DATA, reuse_under=(runs,))

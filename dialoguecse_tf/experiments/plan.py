@@ -1,7 +1,7 @@
 """From an experiment spec to the runs it needs, each with its key and whether it is reused.
 
 A step expands into runs: one per seed (`seeds: all` or `first`) or one per value of its
-varied flag. A run's key hashes its tool, its resolved flags, its models and suite, with
+varied flag. A run's key hashes its tool and the tool's version, its resolved flags, its models and suite, with
 every upstream step's folder replaced by that step's key and every other input file or
 folder by its content hash. That key is the one finished-work mechanism: a run whose
 folder holds `STEP_FILE` with the same key is reused, and so is (linked) a finished run of the
@@ -236,6 +236,7 @@ class Planner:
         needs: list = []
         record = {
             "tool": run.step.tool,
+            "version": run.tool.version,
             "flags": self._resolve(self._run_flags(run), run, needs, for_key=True),
             "models": self._models(run, True, needs),
             "suite": [self._resolve(entry.as_dict(), run, needs, for_key=True) for entry in run.step.suite],

@@ -31,6 +31,9 @@ class Tool:
     needs_models: bool = False
     input_flag: str = ""  # the flag each of the step's inputs is given as (merge, plots)
     writes_results: bool = False  # its output folder is the experiment's results folder
+    # Part of every run's key, since keys hash settings and inputs, not code: bumped when the
+    # tool writes other bytes for the same settings, so runs the former code made are not reused.
+    version: int = 1
 
     @property
     def needs_inputs(self) -> bool:
@@ -92,10 +95,11 @@ TOOLS = {
     "demo_corpus": Tool("data_prep/generate_demo_corpus.py"),
     "vocab": Tool("data_prep/build_vocab.py"),
     "sr_set": Tool("data_prep/build_sr_set.py", output_flag="output_file", output_name="select.txt"),
-    "mlm_records": Tool("data_prep/create_pretraining_data.py"),
-    "contrastive_records": Tool("data_prep/create_contrastive_data.py"),
-    "pair_records": Tool("data_prep/create_pair_data.py"),
-    "dialogue_records": Tool("data_prep/create_dialogue_data.py"),
+    # Version 2: the streaming writers draw other samples, masks and negatives from the same seeds.
+    "mlm_records": Tool("data_prep/create_pretraining_data.py", version=2),
+    "contrastive_records": Tool("data_prep/create_contrastive_data.py", version=2),
+    "pair_records": Tool("data_prep/create_pair_data.py", version=2),
+    "dialogue_records": Tool("data_prep/create_dialogue_data.py", version=2),
     "bert_config": Tool(),
     "train": Tool("train/run_training.py", seeded=True),
     "evaluate": Tool("evaluation/run_evaluation.py", needs_models=True),
