@@ -206,6 +206,15 @@ def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path,
     run_experiment(again, "again")
     assert "config\t0 (reused)" in (tmp_path / "results" / "stage_seconds.tsv").read_text()
 
+    # A stopped attempt left files but no step file: the run goes on, and its seconds say they are
+    # the last attempt's.
+    os.remove(tmp_path / "runs" / "config" / STEP_FILE)
+    resumed = Planner(_tiny(tmp_path), runs, results, DATA)
+    assert [run.status for run in resumed.order] == ["run", "run"]
+    run_experiment(resumed, "resumed")
+    assert "(this attempt only: it resumed a stopped one)" in (tmp_path / "results" / "stage_seconds.tsv").read_text()
+    assert json.loads((tmp_path / "runs" / "config" / STEP_FILE).read_text())["resumed"] is True
+
     # An input's content changed: its key changes and it runs again.
     changed = Planner(_tiny(tmp_path, '{"hidden_size": 32}'), runs, results, DATA)
     assert [run.status for run in changed.order] == ["rerun", "run"]

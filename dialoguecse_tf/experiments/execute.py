@@ -2,7 +2,8 @@
 
 The results folder gets what each step declares (`results`, kept train logs, evaluation
 parts), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
-took when they ran), `experiment.json` (parameters, seeds and every run with its key, status
+took when they ran, and a run that resumed a stopped attempt marked: its seconds are that last
+attempt's), `experiment.json` (parameters, seeds and every run with its key, status
 and command) and `command.txt` (the command, the commit and the total wall time).
 """
 
@@ -64,22 +65,28 @@ def run_experiment(planner: Planner, invocation: str, suffix: str = "") -> list[
                        run.output_dir)
         if run.status in ("reuse", "link"):
             with open(os.path.join(run.output_dir, STEP_FILE), encoding="utf-8") as f:
-                seconds = json.load(f).get("seconds")
+                step = json.load(f)
+            seconds, resumed = step.get("seconds"), step.get("resumed", False)
             logging.info("=== %s: reusing %s", run.name, portable_path(run.reuse_from or run.output_dir))
         else:
             if run.status == "rerun":
                 remove_output(run.output_dir)
-            logging.info("=== [%s] %s", time.strftime("%H:%M:%S"), run.name)
+            # Files left by an attempt that was stopped: training resumes from its checkpoints,
+            # so this attempt's seconds are not the run's.
+            resumed = run.tool.cached and os.path.isdir(run.output_dir) and bool(os.listdir(run.output_dir))
+            logging.info("=== [%s] %s%s", time.strftime("%H:%M:%S"), run.name,
+                         " (files of a stopped attempt are there)" if resumed else "")
             start = time.time()
             _execute(run)
             seconds = round(time.time() - start)
             if run.tool.cached:
                 write_json(os.path.join(run.output_dir, STEP_FILE),
-                           {"key": run.key, "tool": run.step.tool, "seconds": seconds, "finished": utc_now()})
+                           {"key": run.key, "tool": run.step.tool, "seconds": seconds, "resumed": resumed,
+                            "finished": utc_now()})
             logging.info("--- %s done in %d s (experiment running for %d s)", run.name, seconds,
                          time.time() - started)
         records.append({"run": run.name, "tool": run.step.tool, "key": run.key, "status": run.status,
-                        "seconds": seconds, "command": _portable_command(run)})
+                        "seconds": seconds, "resumed": resumed, "command": _portable_command(run)})
         _collect(planner, run, records, invocation, suffix)
     # A run that only evaluated parts leaves the folder's own records (those of its last merge) alone.
     if any(run.tool.writes_results or run.step.results.as_dict() or run.step.keep_train_log for run in planner.order):
@@ -153,8 +160,11 @@ def _upstream(planner: Planner, run: Run) -> set:
 def _write_timings(path: str, records: list) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for record in records:
-            reused = " (reused)" if record["status"] in ("reuse", "link") else ""
-            f.write(f"{record['run']}\t{record['seconds'] if record['seconds'] is not None else '?'}{reused}\n")
+            notes = [note for note, applies in (("reused", record["status"] in ("reuse", "link")),
+                                                ("this attempt only: it resumed a stopped one", record["resumed"]))
+                     if applies]
+            seconds = record["seconds"] if record["seconds"] is not None else "?"
+            f.write(f"{record['run']}\t{seconds}{''.join(f' ({note})' for note in notes)}\n")
 
 
 def _write_command(path: str, invocation: str, notes: list[str]) -> None:
