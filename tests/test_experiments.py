@@ -206,14 +206,19 @@ def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path,
     run_experiment(again, "again")
     assert "config\t0 (reused)" in (tmp_path / "results" / "stage_seconds.tsv").read_text()
 
-    # A stopped attempt left files but no step file: the run goes on, and its seconds say they are
-    # the last attempt's.
-    os.remove(tmp_path / "runs" / "config" / STEP_FILE)
-    resumed = Planner(_tiny(tmp_path), runs, results, DATA)
-    assert [run.status for run in resumed.order] == ["run", "run"]
-    run_experiment(resumed, "resumed")
-    assert "(this attempt only: it resumed a stopped one)" in (tmp_path / "results" / "stage_seconds.tsv").read_text()
-    assert json.loads((tmp_path / "runs" / "config" / STEP_FILE).read_text())["resumed"] is True
+    # A stopped attempt left files but no step file: the run goes on. A tool that starts afresh
+    # takes whole seconds; one that resumes from those files says its seconds are the last attempt's.
+    note = "(this attempt only: it resumed a stopped one)"
+    tool = TOOLS["bert_config"]
+    for resumes in (False, True):
+        monkeypatch.setitem(TOOLS, "bert_config", dataclasses.replace(tool, resumes=resumes))
+        os.remove(tmp_path / "runs" / "config" / STEP_FILE)
+        stopped = Planner(_tiny(tmp_path), runs, results, DATA)
+        assert [run.status for run in stopped.order] == ["run", "run"]
+        run_experiment(stopped, "after a stop")
+        assert (note in (tmp_path / "results" / "stage_seconds.tsv").read_text()) is resumes
+        assert json.loads((tmp_path / "runs" / "config" / STEP_FILE).read_text())["resumed"] is resumes
+    monkeypatch.undo()
 
     # An input's content changed: its key changes and it runs again.
     changed = Planner(_tiny(tmp_path, '{"hidden_size": 32}'), runs, results, DATA)
@@ -221,7 +226,6 @@ def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path,
     assert changed.order[0].key != again.order[0].key
 
     # The tool's version changed (its code writes other bytes for the same settings): it runs again.
-    tool = TOOLS["bert_config"]
     monkeypatch.setitem(TOOLS, "bert_config", dataclasses.replace(tool, version=tool.version + 1))
     assert [run.status for run in Planner(_tiny(tmp_path), runs, results, DATA).order] == ["rerun", "run"]
     monkeypatch.undo()

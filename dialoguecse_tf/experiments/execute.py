@@ -2,8 +2,8 @@
 
 The results folder gets what each step declares (`results`, kept train logs, evaluation
 parts), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
-took when they ran, and a run that resumed a stopped attempt marked: its seconds are that last
-attempt's), `experiment.json` (parameters, seeds and every run with its key, status
+took when they ran, and a training run that resumed from a stopped attempt's checkpoints marked:
+its seconds are that last attempt's), `experiment.json` (parameters, seeds and every run with its key, status
 and command) and `command.txt` (the command, the commit and the total wall time).
 """
 
@@ -71,9 +71,9 @@ def run_experiment(planner: Planner, invocation: str, suffix: str = "") -> list[
         else:
             if run.status == "rerun":
                 remove_output(run.output_dir)
-            # Files left by an attempt that was stopped: training resumes from its checkpoints,
-            # so this attempt's seconds are not the run's.
-            resumed = run.tool.cached and os.path.isdir(run.output_dir) and bool(os.listdir(run.output_dir))
+            # A stopped attempt's files are there and the tool goes on from them: this attempt's
+            # seconds are not the run's.
+            resumed = run.tool.resumes and os.path.isdir(run.output_dir) and bool(os.listdir(run.output_dir))
             logging.info("=== [%s] %s%s", time.strftime("%H:%M:%S"), run.name,
                          " (files of a stopped attempt are there)" if resumed else "")
             start = time.time()

@@ -31,6 +31,7 @@ class Tool:
     needs_models: bool = False
     input_flag: str = ""  # the flag each of the step's inputs is given as (merge, plots)
     writes_results: bool = False  # its output folder is the experiment's results folder
+    resumes: bool = False  # goes on from the checkpoints a stopped attempt left in its folder
     # Part of every run's key, since keys hash settings and inputs, not code: bumped when the
     # tool writes other bytes for the same settings, so runs the former code made are not reused.
     version: int = 1
@@ -101,7 +102,7 @@ TOOLS = {
     "pair_records": Tool("data_prep/create_pair_data.py", version=2),
     "dialogue_records": Tool("data_prep/create_dialogue_data.py", version=2),
     "bert_config": Tool(),
-    "train": Tool("train/run_training.py", seeded=True),
+    "train": Tool("train/run_training.py", seeded=True, resumes=True),
     "evaluate": Tool("evaluation/run_evaluation.py", needs_models=True),
     "export_savedmodel": Tool("finetune/export_savedmodel.py", output_flag="export_dir", output_name="savedmodel"),
     "export_encoder": Tool("finetune/export_encoder.py", output_name="model"),
