@@ -3,8 +3,8 @@
 The results folder gets what each step declares (`results`, kept train logs, evaluation
 parts), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
 took when they ran, and a training run that resumed from a stopped attempt's checkpoints marked:
-its seconds are that last attempt's), `experiment.json` (parameters, seeds and every run with its key, status
-and command) and `command.txt` (the command, the commit and the total wall time).
+its seconds are that last attempt's), `experiment.json` (parameters, seeds and every run with its
+key, status and command) and `command.txt` (the command, the commit and the total wall time).
 """
 
 from __future__ import annotations
@@ -160,11 +160,10 @@ def _upstream(planner: Planner, run: Run) -> set:
 def _write_timings(path: str, records: list) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for record in records:
-            notes = [note for note, applies in (("reused", record["status"] in ("reuse", "link")),
-                                                ("this attempt only: it resumed a stopped one", record["resumed"]))
-                     if applies]
             seconds = record["seconds"] if record["seconds"] is not None else "?"
-            f.write(f"{record['run']}\t{seconds}{''.join(f' ({note})' for note in notes)}\n")
+            reused = " (reused)" if record["status"] in ("reuse", "link") else ""
+            resumed = " (this attempt only: it resumed a stopped one)" if record["resumed"] else ""
+            f.write(f"{record['run']}\t{seconds}{reused}{resumed}\n")
 
 
 def _write_command(path: str, invocation: str, notes: list[str]) -> None:

@@ -1,9 +1,9 @@
 """From an experiment spec to the runs it needs, each with its key and whether it is reused.
 
 A step expands into runs: one per seed (`seeds: all` or `first`) or one per value of its
-varied flag. A run's key hashes its tool and the tool's version, its resolved flags, its models and suite, with
-every upstream step's folder replaced by that step's key and every other input file or
-folder by its content hash. That key is the one finished-work mechanism: a run whose
+varied flag. A run's key hashes its tool and the tool's version, its resolved flags, its models
+and suite, with every upstream step's folder replaced by that step's key and every other input
+file or folder by its content hash. That key is the one finished-work mechanism: a run whose
 folder holds `STEP_FILE` with the same key is reused, and so is (linked) a finished run of the
 same key in another experiment's folders under `reuse_under`; any change to a setting or an
 input changes the key, and the run (and every run below it) runs again.
