@@ -180,7 +180,7 @@ steps:
 def _tiny(tmp_path, template_text='{"hidden_size": 16}'):
     (tmp_path / "template.json").write_text(template_text)
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\na\n")
-    part = REPO_ROOT / "results" / "benchmark" / "parts" / "zh-dial2vec" / "results.json"
+    part = REPO_ROOT / "results" / "benchmark" / "parts" / "zh" / "results.json"
     text = TINY.replace("{template}", str(tmp_path / "template.json")).replace("{vocab}", str(tmp_path / "vocab.txt"))
     return load_spec(_write(tmp_path, text.replace("{part}", str(part))))
 
@@ -240,16 +240,18 @@ def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path,
 
 @pytest.mark.slow
 def test_the_benchmark_merge_alone_folds_the_parts_present(tmp_path):
-    part = tmp_path / "results" / "parts" / "zh-dial2vec"
+    part = tmp_path / "results" / "parts" / "zh"
     part.mkdir(parents=True)
-    shutil.copy(REPO_ROOT / "results" / "benchmark" / "parts" / "zh-dial2vec" / "results.json", part / "results.json")
+    shutil.copy(REPO_ROOT / "results" / "benchmark" / "parts" / "zh" / "results.json", part / "results.json")
     done = subprocess.run(
         [sys.executable, "-m", "dialoguecse_tf.cli.experiment", "run", "benchmark", "--only=results",
          f"--run_dir={tmp_path / 'runs'}", f"--results_dir={tmp_path / 'results'}"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     merged = json.loads((tmp_path / "results" / "results.json").read_text())
-    assert [row["model"] for row in merged["rows"]] == ["dial2vec"]
+    assert [row["model"] for row in merged["rows"]] == [
+        "MLM-adapted encoder", "SiameseBERT_M", "DialogueCSE (release)", "DialogueCSE_I2", "SimCSE", "DSE-dropout",
+        "DSE", "dial2vec"]
     assert (tmp_path / "results" / "results.png").stat().st_size > 0
     assert "--only=results" in (tmp_path / "results" / "command.txt").read_text()
     assert not (tmp_path / "runs").exists()
