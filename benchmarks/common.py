@@ -4,6 +4,7 @@ import datetime
 import os
 import platform
 import resource
+import shutil
 import statistics
 import time
 
@@ -121,3 +122,18 @@ def _portable(value):
 def write_results(path: str, payload: dict) -> None:
     write_json(path, {"environment": environment(), **_portable(payload)})
     print(f"\nwrote {path}")
+
+
+def prune_run(output_dir: str, keep: tuple) -> None:
+    """Deletes what a benchmark's training run wrote except the files named in `keep`: its
+    checkpoints and encoder are scratch, and at BERT-base they fill a disk over a few dozen runs."""
+    if not os.path.isdir(output_dir):
+        return
+    for entry in os.listdir(output_dir):
+        path = os.path.join(output_dir, entry)
+        if entry in keep:
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
