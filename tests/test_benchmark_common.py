@@ -2,14 +2,11 @@
 import importlib.util
 import os
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import REPO_ROOT
 
-
-def _common():
-    spec = importlib.util.spec_from_file_location("benchmark_common", os.path.join(REPO_ROOT, "benchmarks", "common.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_SPEC = importlib.util.spec_from_file_location("benchmark_common", REPO_ROOT / "benchmarks" / "common.py")
+common = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(common)
 
 
 def test_prune_run_keeps_only_the_named_files(tmp_path):
@@ -23,7 +20,7 @@ def test_prune_run_keeps_only_the_named_files(tmp_path):
     outside.mkdir()
     (outside / "kept.txt").write_text("x")
     os.symlink(outside, run / "link")
-    _common().prune_run(str(run), keep=("train_log.jsonl",))
+    common.prune_run(str(run), keep=("train_log.jsonl",))
     assert sorted(os.listdir(run)) == ["train_log.jsonl"]
     assert (outside / "kept.txt").exists()
-    _common().prune_run(str(tmp_path / "never_written"), keep=())
+    common.prune_run(str(tmp_path / "never_written"), keep=())
