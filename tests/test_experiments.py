@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from dialoguecse_tf.cli.train_flags import stage_from_args
-from dialoguecse_tf.experiments.execute import command_line, describe_plan, run_experiment
+from dialoguecse_tf.experiments.execute import command_line, describe_plan, portable_argument, run_experiment
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner
 from dialoguecse_tf.experiments.spec import apply_overrides, experiment_names, get_experiment, load_spec
 from dialoguecse_tf.experiments.tools import TOOLS, expand_input
@@ -274,3 +274,12 @@ def test_a_labelled_input_expands_its_path_not_its_label(tmp_path):
     assert expand_input(f"{tmp_path}/*.jsonl") == [f"{tmp_path}/a.jsonl", f"{tmp_path}/b.jsonl"]
     with pytest.raises(ValueError, match="no file matches"):
         expand_input(f"{tmp_path}/parts/*/results.json")
+
+
+def test_every_absolute_path_of_a_recorded_command_is_made_relative():
+    inside = str(REPO_ROOT / "runs" / "a" / "encoder")
+    assert portable_argument(f"--checkpoint={inside},runs/b/encoder,{inside}") == (
+        "--checkpoint=runs/a/encoder,runs/b/encoder,runs/a/encoder")
+    assert portable_argument(f"SiameseBERT_M [seed 1]={inside}") == "SiameseBERT_M [seed 1]=runs/a/encoder"
+    assert portable_argument(inside) == "runs/a/encoder"
+    assert portable_argument("--pooling=mean") == "--pooling=mean"

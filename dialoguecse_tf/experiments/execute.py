@@ -117,11 +117,19 @@ def _portable_command(run: Run) -> str:
 
 
 def portable_argument(argument: str) -> str:
-    """An argument with absolute paths in it made relative to the repository."""
+    """An argument with absolute paths in it made relative to the repository.
+
+    `NAME=VALUE` (a flag, or a labelled input) is made portable in its value; a value may be a
+    comma-separated list (`--checkpoint=a,b`), each item its own path.
+    """
     name, sep, value = argument.partition("=")
-    if sep and os.path.isabs(value):
-        return f"{name}={portable_path(value)}"
-    return portable_path(argument) if os.path.isabs(argument) else argument
+    if sep:
+        return f"{name}={_portable_list(value)}"
+    return _portable_list(argument)
+
+
+def _portable_list(value: str) -> str:
+    return ",".join(portable_path(item) if os.path.isabs(item) else item for item in value.split(","))
 
 
 def _collect(planner: Planner, run: Run, records: list, invocation: str, suffix: str) -> None:
