@@ -91,14 +91,6 @@ DECLARED = {
                 "SiameseBERT_M, main run (3 seeds)": "SiameseBERT_M (3 seeds)"}),
     ("docs/dse.md", "### DSE on the English track: results", 0): _results(
         "results/dse_sgd_minilm/table.md", labels={"MiniLM (untouched)": "MiniLM"}, any_order=True),
-    ("docs/dial2vec.md", "### dial2vec on the English track: results", 0): _results(
-        "results/dial2vec_sgd_minilm/table.md",
-        labels={"MiniLM, mean pooling": "MiniLM (mean pooling)",
-                "MiniLM, interlocutor pooling": "MiniLM (interlocutor pooling)",
-                "DialogueCSE_I2 (SGD train, seed 12345)": "DialogueCSE_I2 (SGD train)",
-                "DSE (SGD train, seed 12345)": "DSE (SGD train)",
-                "dial2vec (3 seeds, dev-selected)": "dial2vec (3 seeds)",
-                "dial2vec, tau 0.05 (1 seed, dev-selected)": "dial2vec tau 0.05 (1 seed)"}),
     ("docs/reliability.md", "# Reliability: what was tried and what held", 0): Source(
         "tests", why="each row names the test whose assertions and tolerances it states"),
     ("docs/reliability.md", "## A new user's first runs (the 2026-11 probes)", 0): Source(
