@@ -13,7 +13,9 @@ Candidates run alternately in one process; the table gives median sentences/s an
 ratio to the PyTorch peer of the same regime.
 """
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -91,6 +93,8 @@ def main(argv):
         "fast+xla": SentenceEncoder(loaded.backbone, loaded.tokenizer, jit_compile=True),
     }
     export_dir = tempfile.mkdtemp(prefix="encode-bench-")
+    # Scratch: each call's SavedModel would otherwise stay behind in the temporary folder.
+    atexit.register(shutil.rmtree, export_dir, ignore_errors=True)
     saved = ExportedEncoder(export_savedmodel(ours["fast"], export_dir))
     peer = HuggingFaceEncoder(folder, FLAGS.max_seq_length)
     batch = FLAGS.batch_size
