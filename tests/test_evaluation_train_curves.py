@@ -4,7 +4,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from forked_entry_points import run_python
-from dialoguecse_tf.evaluation.train_curves import load_curves, summarize, write_curves
+from dialoguecse_tf.evaluation.train_curves import line_style, load_curves, summarize, write_curves
 
 
 def _log(path, values, with_cosines=True):
@@ -32,6 +32,12 @@ def test_summary_averages_the_first_and_last_window_and_skips_evaluation_entries
     paths = write_curves(curves, str(tmp_path / "out"), "curves", window=2)
     assert (tmp_path / "out" / "curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "| dialoguecse | loss | 3.0000 | 1.0000 | -2.0000 |" in open(paths[1], encoding="utf-8").read()
+
+
+def test_runs_past_ten_keep_distinct_lines():
+    styles = [tuple(sorted(line_style(index).items())) for index in range(12)]
+    assert len(set(styles)) == 12
+    assert line_style(10)["color"] == line_style(0)["color"] and line_style(10)["linestyle"] != "-"
 
 
 def test_a_log_without_training_entries_is_refused(tmp_path):

@@ -62,15 +62,24 @@ def summary_markdown(rows: list[dict], window: int = 5) -> str:
         "sampled candidates' pairs the loss compares; cosine_gap: their difference.\n")
 
 
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def line_style(index: int) -> dict:
+    """Run `index`'s colour and dash: matplotlib's ten colours, then the next dash, so a study of
+    more than ten runs draws no two alike."""
+    return {"color": f"C{index % 10}", "linestyle": LINE_STYLES[(index // 10) % len(LINE_STYLES)]}
+
+
 def plot_curves(curves: dict, path: str) -> None:
     """One panel per metric, one line per run (matplotlib: the `plot` extra)."""
     plt = pyplot()
     metrics = [metric for metric in CURVE_METRICS if any(metric in curve for curve in curves.values())]
     figure, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.0), squeeze=False)
     for axis, metric in zip(axes.flat, metrics):
-        for name, curve in curves.items():
+        for index, (name, curve) in enumerate(curves.items()):
             if metric in curve:
-                axis.plot(curve["steps"], curve[metric], label=name, linewidth=1)
+                axis.plot(curve["steps"], curve[metric], label=name, linewidth=1, **line_style(index))
         axis.set_title(metric, fontsize=9)
         axis.set_xlabel("step", fontsize=8)
         axis.tick_params(labelsize=7)
