@@ -9,6 +9,7 @@ import pytest
 from dialoguecse_tf.evaluation.provenance import REPO_ROOT, dataset_file_record, file_sha256, git_commit, portable_path
 from dialoguecse_tf.evaluation.results_io import model_record, new_results, read_results
 from dialoguecse_tf.evaluation.tables import (
+    _BEST_NOTE,
     aggregate_seeds,
     merge_results,
     seed_row_name,
@@ -210,7 +211,7 @@ def test_selected_columns_in_order_with_the_best_row_bold_and_a_chart(tmp_path):
     assert lines[0] == "| Model | ECD MRR | ECD Corr. |"
     assert lines[2] == "| DSE (2 seeds) | 70.00 ± 0.00 | **52.00 ± 2.83** |"
     assert lines[3] == "| MiniLM | **71.00** | **52.00** |"  # 52.0 ties DSE's mean: both bold
-    assert "Bold: the best row" in chosen.to_markdown()
+    assert _BEST_NOTE in chosen.to_markdown()
     assert chosen.best_rows() == {"ECD MRR": ["MiniLM", "Tie"], "ECD Corr.": ["DSE", "MiniLM"]}
     saved = json.load(open(write_table(chosen, str(tmp_path / "t"))[1], encoding="utf-8"))
     assert saved["columns"] == [["ECD", "mrr", "ECD MRR"], ["ECD", "corr", "ECD Corr."]]
@@ -219,6 +220,38 @@ def test_selected_columns_in_order_with_the_best_row_bold_and_a_chart(tmp_path):
         select_columns(table, ["ECD:acc_1shot"])
     plot_table(chosen, str(tmp_path / "chart.png"))
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bold_marks_the_best_row_and_every_row_level_with_it_within_twice_the_larger_seed_std(tmp_path):
+    from dialoguecse_tf.evaluation.tables import level, select_columns
+
+    # ECD Corr.: "Wide" and "Close" 0.07 apart with stds near 3: level, both bold (the former rule
+    # bolded "Wide" alone). ECD MAP: "Tight" 1.00 ahead of "Behind" with stds near 0.14: only "Tight".
+    # ECD MRR: "Plain" (no seeds, std 0) 0.50 under "Wide" (std 0.30): level; "Low" 0.70 under: behind.
+    seeds = {"Wide": ((40.0, 45.0, 71.0), (44.0, 45.0, 70.4), (46.0, 45.0, 70.7)),
+             "Close": ((39.93, 44.0, 60.0), (43.93, 44.0, 60.0), (45.93, 44.0, 60.0)),
+             "Tight": ((30.0, 50.1, 60.0), (30.0, 49.9, 60.0)),
+             "Behind": ((30.0, 49.1, 60.0), (30.0, 48.9, 60.0))}
+    models = [(seed_row_name(model, seed), *values) for model, runs in seeds.items()
+              for seed, values in enumerate(runs, 1)]
+    models += [("Plain", 20.0, 10.0, 70.2), ("Low", 20.0, 10.0, 70.0)]
+    table = aggregate_seeds(merge_results([write_results(make_results(tmp_path, "ECD", models), str(tmp_path / "r"))]))
+    chosen = select_columns(table, ["ECD:corr", "ECD:map", "ECD:mrr"], mark_best=True)
+    spread = {row.model: row.spread.get("ECD", {}) for row in chosen.rows}
+    assert 2.9 < spread["Close"]["corr"] < 3.1 and 0.1 < spread["Tight"]["map"] < 0.15
+    assert chosen.best_rows() == {"ECD Corr.": ["Wide", "Close"], "ECD MAP": ["Tight"], "ECD MRR": ["Wide", "Plain"]}
+    lines = chosen.to_markdown().splitlines()
+    assert lines[2].startswith("| Wide (3 seeds) | **43.33 ± 3.06** | 45.00 ± 0.00 | **70.70 ± 0.30** |")
+    assert lines[3].startswith("| Close (3 seeds) | **43.26 ± 3.06** | 44.00 ± 0.00 |")
+    assert lines[4].startswith("| Tight (2 seeds) | 30.00 ± 0.00 | **50.00 ± 0.14** |")
+    assert lines[5].startswith("| Behind (2 seeds) | 30.00 ± 0.00 | 49.00 ± 0.14 |")
+    assert lines[6] == "| Plain | 20.00 | 10.00 | **70.20** |" and lines[7] == "| Low | 20.00 | 10.00 | 70.00 |"
+    # The note says the rule exactly.
+    assert ("and every row level with it; a row leads another only when their means differ by more than twice "
+            "the larger of the two rows' seed standard deviations (a row without seeds counts 0)") in _BEST_NOTE
+    # The boundary: a gap of exactly twice the larger std is level; a row without seeds ties only exactly.
+    assert level(10.0, 0.5, 9.0, 0.25) and not level(10.0, 0.5, 8.99, 0.25) and level(10.0, 0.0, 10.0, 0.0)
+    assert not level(10.0, 0.0, 9.99, 0.0)
 
 
 def test_parts_merge_in_a_fixed_row_order_with_missing_columns_skipped_on_request(tmp_path):

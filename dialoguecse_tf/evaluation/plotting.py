@@ -26,7 +26,7 @@ def save_png(figure, path: str) -> None:
 
 def plot_table(table, path: str) -> None:
     """One panel per shown column, the rows' values side by side as horizontal bars with the
-    seed spread as error bars (matplotlib: the `plot` extra)."""
+    seed spread as error bars, the rows the table bolds in orange (matplotlib: the `plot` extra)."""
     plt = pyplot()
     columns = table.columns()
     if not columns:

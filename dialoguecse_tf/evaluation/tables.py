@@ -54,7 +54,7 @@ class ResultsTable:
     datasets: list  # dataset records (see module docstring), merged over sources
     rows: list
     selected: list | None = None  # [(dataset, metric key)] to show, in this order; None: every column
-    mark_best: bool = False  # bold the best cell of each ranked column
+    mark_best: bool = False  # bold each ranked column's best row and the rows level with it
 
     def to_dict(self) -> dict:
         return {"datasets": self.datasets, "rows": [dataclasses.asdict(row) for row in self.rows],
@@ -78,8 +78,9 @@ class ResultsTable:
         return [by_key[pair] for pair in self.selected]
 
     def best_by_column(self) -> dict:
-        """{(dataset, metric key): [model, ...]} the rows holding each ranked column's best value
-        (ties all). Keyed by the column, not its header, so two columns never share a mark."""
+        """{(dataset, metric key): [model, ...]} for each ranked column: the row with the best
+        mean and every row level with it (`level`), in row order. Keyed by the column, not its
+        header, so two columns never share a mark."""
         if not self.mark_best:
             return {}
         directions = metric_directions()
@@ -87,10 +88,13 @@ class ResultsTable:
         for name, key, _ in self.columns():
             if directions.get(key) is None:
                 continue
-            values = {row.model: row.metrics[name][key] for row in self.rows if key in row.metrics.get(name, {})}
-            if values:
-                target = (max if directions[key] else min)(values.values())
-                best[(name, key)] = [model for model, value in values.items() if value == target]
+            ranked = [(row.model, row.metrics[name][key], row.spread.get(name, {}).get(key, 0.0))
+                      for row in self.rows if key in row.metrics.get(name, {})]
+            if ranked:
+                target = (max if directions[key] else min)(value for _, value, _ in ranked)
+                leaders = [(value, std) for _, value, std in ranked if value == target]
+                best[(name, key)] = [model for model, value, std in ranked
+                                     if any(level(value, std, *leader) for leader in leaders)]
         return best
 
     def best_rows(self) -> dict:
@@ -136,7 +140,20 @@ class ResultsTable:
         return "\n".join(lines) + "\n"
 
 
-_BEST_NOTE = "Bold: the best row of each column, by the mean where seeds are folded (spread columns are not ranked)."
+# The project's one rule for orderings: a row leads another on a column only when their means
+# differ by more than twice the larger of the two rows' seed standard deviations.
+_BEST_NOTE = (
+    "Bold: the row with the best mean in each column (the mean over seeds where they are folded) and every "
+    "row level with it; a row leads another only when their means differ by more than twice the larger "
+    "of the two rows' seed standard deviations (a row without seeds counts 0), otherwise they are level. "
+    "Spread columns are not ranked."
+)
+
+
+def level(value: float, std: float, other: float, other_std: float) -> bool:
+    """True if two rows' means are level on a column: they differ by at most twice the larger
+    of their seed standard deviations (0 for a row without seeds)."""
+    return abs(value - other) <= 2 * max(std, other_std)
 
 
 def metric_directions() -> dict:
