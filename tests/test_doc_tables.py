@@ -1,5 +1,7 @@
 """The docs tables generated from results files: `dialoguecse-experiment docs --check` passes on
-the committed docs and fails, naming the block, when a generated table is edited by hand."""
+the committed docs and results (every table matches its results file; every results folder is
+what the current code makes, or kept in results/SUPERSEDED.md as made before a change) and
+fails, naming the block, when a generated table is edited by hand."""
 
 import os
 import shutil
@@ -8,12 +10,13 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, SHARED_DATA
 from dialoguecse_tf.doc_tables import doc_paths, find_blocks, render, update_docs
 
 
 def _check(repo_root):
-    return subprocess.run([sys.executable, "-m", "dialoguecse_tf.cli.experiment", "docs", "--check"],
+    return subprocess.run([sys.executable, "-m", "dialoguecse_tf.cli.experiment", "docs", "--check",
+                           f"--data_dir={SHARED_DATA}"],
                           cwd=repo_root, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(repo_root)})
 
@@ -28,7 +31,7 @@ def test_the_committed_docs_hold_their_generated_tables():
 @pytest.fixture
 def docs_copy(tmp_path):
     """The docs, the results files and the code of the repository, in a folder of their own."""
-    for name in ("README.md", "docs", "benchmarks/README.md", "results", "dialoguecse_tf"):
+    for name in ("README.md", "docs", "benchmarks/README.md", "results", "dialoguecse_tf", "experiments"):
         source, target = REPO_ROOT / name, tmp_path / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():

@@ -9,7 +9,10 @@ the plan (every run with its key and whether it is reused), runs what is missing
 the results folder with the command, commit and timings; `--dry_run` prints the plan only.
 Paths in an experiment are relative to the repository, where every run starts. `docs` rewrites
 the tables of README.md, docs/ and benchmarks/README.md that copy a results file
-(`dialoguecse_tf/doc_tables.py`); `--check` only names those that differ, and fails if any does.
+(`dialoguecse_tf/doc_tables.py`); `--check` only names those that differ, and fails if any does,
+or if a committed results folder is stale: its runs' keys, planned again from its recorded
+command with the current code and data, differ from those it records, and results/SUPERSEDED.md
+does not list it (`experiments/staleness.py`).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ flags.DEFINE_string("data_dir", None, "The shared data folder {data} refers to (
 flags.DEFINE_list("reuse_under", ["runs"], "Folders searched for a finished run of the same key (another "
                   "experiment's), linked instead of run again; empty: only the experiment's own runs.")
 flags.DEFINE_bool("check", False, "With docs: change nothing, fail naming every generated table that differs "
-                  "from its results file.")
+                  "from its results file and every results folder the current code would make differently "
+                  "that results/SUPERSEDED.md does not list.")
 FLAGS = flags.FLAGS
 
 USAGE = "usage: dialoguecse-experiment list | run NAME [flags] | docs [--check] (--helpshort lists the flags)"
@@ -46,7 +50,7 @@ def main(argv):
 
     args = argv[1:]
     if args == ["docs"]:
-        _docs(REPO_ROOT, FLAGS.check)
+        _docs(REPO_ROOT, FLAGS.check, FLAGS.data_dir)
         return
     from dialoguecse_tf.experiments.execute import describe_plan, portable_argument, run_experiment
     from dialoguecse_tf.experiments.plan import Planner
@@ -82,8 +86,9 @@ def main(argv):
     run_experiment(planner, invocation, suffix)
 
 
-def _docs(repo_root: str, check: bool) -> None:
+def _docs(repo_root: str, check: bool, data_dir: str | None) -> None:
     from dialoguecse_tf.doc_tables import update_docs
+    from dialoguecse_tf.experiments.staleness import STALE_SECTION, SUPERSEDED_FILE, check_results
 
     stale = update_docs(repo_root, check=check)
     if check and stale:
@@ -93,6 +98,18 @@ def _docs(repo_root: str, check: bool) -> None:
         print(f"rewrote {block.name}")
     if not stale:
         print("every generated table matches its results file")
+    unlisted, listed = check_results(repo_root, os.path.abspath(data_dir) if data_dir else None)
+    for folder in listed:
+        print(f"kept from before a change ({SUPERSEDED_FILE}): {folder.describe()}")
+    if unlisted:
+        message = (f"{len(unlisted)} results folders are stale (the current code would make them differently) and "
+                   f"{SUPERSEDED_FILE} does not list them under {STALE_SECTION!r}: "
+                   + "; ".join(folder.describe() for folder in unlisted))
+        if check:
+            raise ValueError(message)
+        print(message)
+    else:
+        print("every results folder is what the current code makes, or listed as made before a change")
 
 
 def run():

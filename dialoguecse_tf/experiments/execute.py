@@ -3,8 +3,10 @@
 The results folder gets what each step declares (`results`, kept train logs, evaluation
 parts), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
 took when they ran, and a training run that resumed from a stopped attempt's checkpoints marked:
-its seconds are that last attempt's), `experiment.json` (parameters, seeds and every run with its
-key, status and command) and `command.txt` (the command, the commit and the total wall time).
+its seconds are that last attempt's), `experiment.json` (parameters, seeds, rows and steps asked for, and every run with its key,
+status and command: what `experiments.staleness` checks) and `command.txt` (the command, the
+commit and the total wall time). An evaluation part's folder gets the same three files for the
+runs behind it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dialoguecse_tf.experiments.tools import remove_output, select_rows, write_b
 from dialoguecse_tf.io_utils import write_json
 
 SUITE_FILE = "suite.json"
+EXPERIMENT_FILE = "experiment.json"
 
 
 def describe_plan(planner: Planner) -> str:
@@ -150,6 +153,7 @@ def _collect(planner: Planner, run: Run, records: list, invocation: str, suffix:
         needed = _upstream(planner, run)
         part_records = [record for record in records if record["run"] in needed]
         _write_timings(os.path.join(part_dir, "stage_seconds.tsv"), part_records)
+        _write_experiment(os.path.join(part_dir, EXPERIMENT_FILE), planner, part_records)
         _write_command(os.path.join(part_dir, "command.txt"), invocation,
                        [f"this part's runs: {', '.join(record['run'] for record in part_records)}"])
 
@@ -181,13 +185,24 @@ def _write_command(path: str, invocation: str, notes: list[str]) -> None:
             f.write(f"# {note}\n")
 
 
+def experiment_record(planner: Planner, records: list) -> dict:
+    """What a results folder records of the runs behind it: enough to plan them again."""
+    return {
+        "experiment": planner.spec.name, "params": planner.spec.params.as_dict(),
+        "seeds": list(planner.spec.seeds), "rows": planner.rows, "only": planner.only,
+        "run_dir": portable_path(planner.run_dir), "results_dir": portable_path(planner.results_dir),
+        "external_digests": dict(sorted(planner.external_digests.items())),
+        "runs": records,
+    }
+
+
+def _write_experiment(path: str, planner: Planner, records: list) -> None:
+    write_json(path, experiment_record(planner, records))
+
+
 def _write_records(planner: Planner, records: list, invocation: str, seconds: int) -> None:
     results_dir = planner.results_dir
     _write_timings(os.path.join(results_dir, "stage_seconds.tsv"), records)
-    write_json(os.path.join(results_dir, "experiment.json"), {
-        "experiment": planner.spec.name, "params": planner.spec.params.as_dict(),
-        "seeds": list(planner.spec.seeds), "rows": planner.rows, "run_dir": portable_path(planner.run_dir),
-        "runs": records,
-    })
+    _write_experiment(os.path.join(results_dir, EXPERIMENT_FILE), planner, records)
     _write_command(os.path.join(results_dir, "command.txt"), invocation,
                    [f"total wall seconds: {seconds} (stage_seconds.tsv: each run's; experiment.json: each command)"])

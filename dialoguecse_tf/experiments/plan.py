@@ -6,7 +6,14 @@ and suite, with every upstream step's folder replaced by that step's key and eve
 file or folder by its content hash. That key is the one finished-work mechanism: a run whose
 folder holds `STEP_FILE` with the same key is reused, and so is (linked) a finished run of the
 same key in another experiment's folders under `reuse_under`; any change to a setting or an
-input changes the key, and the run (and every run below it) runs again.
+input changes the key, and the run (and every run below it) runs again. A training or
+evaluation run's settings are the ones it resolves to, defaults included (`Tool.settings`), so
+a changed default changes the key too.
+
+The results folder records its runs' keys (`experiment.json`), and the digest of every input
+given by a relative path outside the data folder (`external_digests`: e.g. another experiment's run), so
+`experiments.staleness` can compute the keys again without any run folder and name the
+committed results the current code would make differently.
 """
 
 from __future__ import annotations
@@ -59,13 +66,19 @@ class Planner:
     """Expands and resolves an experiment's steps into ordered runs."""
 
     def __init__(self, spec, run_dir: str, results_dir: str, data_dir: str, rows: list[str] | None = None,
-                 only: list[str] | None = None, reuse_under: tuple[str, ...] = ()):
+                 only: list[str] | None = None, reuse_under: tuple[str, ...] = (),
+                 recorded_digests: dict | None = None):
+        """`recorded_digests` ({path: digest}, from a results folder's record) stand in for inputs
+        that no longer exist, and a missing checkpoint is then no error: the plan only computes keys."""
         self.spec = spec
+        self.recorded_digests = recorded_digests
+        self.external_digests: dict = {}
         self.reuse_under = reuse_under
         self._finished: dict | None = None
         self.run_dir = run_dir
         self.results_dir = results_dir
         self.rows = rows
+        self.only = only
         self.steps = {step.name: step for step in spec.steps}
         self.variables = {
             "data": data_dir, "run_dir": run_dir, "results_dir": results_dir, "repo": os.path.relpath(REPO_ROOT),
@@ -185,7 +198,8 @@ class Planner:
                 upstream_refs: list = []
                 checkpoint = self._resolve_text(model.checkpoint, run, upstream_refs, for_key)
                 needs.extend(upstream_refs)
-                if not for_key and not upstream_refs and not os.path.exists(checkpoint):
+                if (not for_key and not upstream_refs and self.recorded_digests is None
+                        and not os.path.exists(checkpoint)):
                     raise ValueError(f"step {run.step.name}: model {model.name!r}'s checkpoint {checkpoint} does not "
                                      f"exist (if another experiment trains it, run that one first)")
                 rows.append((model.name, checkpoint, model.protocol))
@@ -234,14 +248,18 @@ class Planner:
 
     def _key(self, run: Run, planned: dict) -> str:
         needs: list = []
+        flags = self._resolve(self._run_flags(run), run, needs, for_key=True)
         record = {
             "tool": run.step.tool,
             "version": run.tool.version,
-            "flags": self._resolve(self._run_flags(run), run, needs, for_key=True),
+            "flags": flags,
             "models": self._models(run, True, needs),
             "suite": [self._resolve(entry.as_dict(), run, needs, for_key=True) for entry in run.step.suite],
             "inputs": self._resolve(list(run.step.inputs), run, needs, for_key=True),
         }
+        settings = run.tool.effective_settings(flags)
+        if settings is not None:
+            record["settings"] = settings
         text = json.dumps(record, sort_keys=True)
         text = re.sub(r"<([^<>]+)>", lambda m: "step:" + planned[m.group(1)].key, text)
         text = _PATHISH.sub(lambda m: self._digest_or_text(m.group(0)), text)
@@ -252,10 +270,18 @@ class Planner:
         path = text.strip('"')
         if "/" not in path:
             return text
-        matches = sorted(glob.glob(path)) if glob.has_magic(path) else ([path] if os.path.exists(path) else [])
-        if not matches or os.path.abspath(path).startswith(os.path.abspath(self.run_dir) + os.sep):
+        if os.path.abspath(path).startswith(os.path.abspath(self.run_dir) + os.sep):
             return text
-        return '"sha256:' + _digest(matches, self._digests) + '"'
+        matches = sorted(glob.glob(path)) if glob.has_magic(path) else ([path] if os.path.exists(path) else [])
+        if not matches and self.recorded_digests and path in self.recorded_digests:
+            return '"sha256:' + self.recorded_digests[path] + '"'
+        if not matches:
+            return text
+        digest = _digest(matches, self._digests)
+        if not os.path.isabs(path) and not _under(path, self.variables["data"]):
+            # E.g. another experiment's run, gone from a fresh clone: its digest is recorded.
+            self.external_digests[path] = digest
+        return '"sha256:' + digest + '"'
 
     def _status(self, run: Run) -> str:
         """reuse: its folder holds its key; link: another experiment's run under reuse_under does;
@@ -280,6 +306,10 @@ class Planner:
                     if not os.path.islink(folder):
                         self._finished.setdefault(_read_key(marker), folder)
         return self._finished
+
+
+def _under(path: str, root: str) -> bool:
+    return os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)
 
 
 def _read_key(marker: str) -> str | None:

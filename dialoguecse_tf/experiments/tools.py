@@ -35,6 +35,17 @@ class Tool:
     # Part of every run's key, since keys hash settings and inputs, not code: bumped when the
     # tool writes other bytes for the same settings, so runs the former code made are not reused.
     version: int = 1
+    # flags -> every setting the run takes, defaults included: part of the key, so a changed
+    # default changes the key of every run that relied on it (and a committed result made before
+    # it reads as stale). Empty: the flags alone (a tool whose defaults live in its flags only).
+    settings: str = ""
+
+    def effective_settings(self, flags: dict) -> dict | None:
+        """The run's whole configuration for its key (flags as the step gives them, references
+        still placeholders), or None for a tool keyed by its flags alone."""
+        if not self.settings:
+            return None
+        return _SETTINGS[self.settings](flags)
 
     @property
     def needs_inputs(self) -> bool:
@@ -92,6 +103,35 @@ def flag_arguments(name: str, value) -> list[str]:
     return [f"--{name}={value}"]
 
 
+def _training_settings(flags: dict) -> dict:
+    """The objective, its options and the `TrainConfig` a training command resolves to: preset
+    and objective defaults included."""
+    import dataclasses
+
+    from dialoguecse_tf.cli.train_flags import stage_from_args
+
+    args = [argument for name, value in flags.items() for argument in flag_arguments(name, value)]
+    objective, config = stage_from_args(args)
+    settings = {"objective": objective.name, **dataclasses.asdict(objective.options), **dataclasses.asdict(config)}
+    for where in ("output_dir", "overwrite_output_dir"):
+        settings.pop(where)
+    return settings
+
+
+def _evaluation_settings(flags: dict) -> dict:
+    """Every `EvaluationConfig` setting the step leaves at its default (models and suite are
+    keyed on their own)."""
+    import dataclasses
+
+    from dialoguecse_tf.evaluation.config import EvaluationConfig
+
+    per_run = {"checkpoint", "model_name", "output_dir", "eval_suite", "dialogue_protocol"}
+    return {spec.name: flags.get(spec.name, spec.default) for spec in dataclasses.fields(EvaluationConfig)
+            if spec.name not in per_run}
+
+
+_SETTINGS = {"training": _training_settings, "evaluation": _evaluation_settings}
+
 TOOLS = {
     "demo_corpus": Tool("data_prep/generate_demo_corpus.py"),
     "vocab": Tool("data_prep/build_vocab.py"),
@@ -102,8 +142,8 @@ TOOLS = {
     "pair_records": Tool("data_prep/create_pair_data.py", version=2),
     "dialogue_records": Tool("data_prep/create_dialogue_data.py", version=2),
     "bert_config": Tool(),
-    "train": Tool("train/run_training.py", seeded=True, resumes=True),
-    "evaluate": Tool("evaluation/run_evaluation.py", needs_models=True),
+    "train": Tool("train/run_training.py", seeded=True, resumes=True, settings="training"),
+    "evaluate": Tool("evaluation/run_evaluation.py", needs_models=True, settings="evaluation"),
     "export_savedmodel": Tool("finetune/export_savedmodel.py", output_flag="export_dir", output_name="savedmodel"),
     "export_encoder": Tool("finetune/export_encoder.py", output_name="model"),
     "select_rows": Tool(cached=False, input_flag="results"),

@@ -1,0 +1,121 @@
+"""dialoguecse_tf/experiments/staleness.py: a committed results folder is planned again from its
+recorded command; one whose keys the current code computes differently is named unless
+results/SUPERSEDED.md keeps it, and a changed default changes the keys of the runs that relied on it.
+(The committed results themselves are checked by `dialoguecse-experiment docs --check` in
+tests/test_doc_tables.py.)"""
+
+import dataclasses
+import json
+import shutil
+
+import pytest
+
+from conftest import REPO_ROOT, SHARED_DATA
+from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.evaluation.config import EvaluationConfig
+from dialoguecse_tf.experiments import plan
+from dialoguecse_tf.experiments.plan import Planner
+from dialoguecse_tf.experiments.spec import get_experiment
+from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
+from dialoguecse_tf.experiments.staleness import STALE_SECTION, check_results, listed_stale, recorded_command
+
+# A small committed folder: the ECD padding-rounds study (ECD data only, so planning it is quick).
+FOLDER = "results/ecd_cpu/study_empty_rounds"
+
+
+@pytest.fixture
+def planted(tmp_path):
+    """A repository holding one committed results folder, and what the check says of it."""
+    target = tmp_path / FOLDER
+    shutil.copytree(REPO_ROOT / FOLDER, target)
+    # The folder's runs read the small BERT's template by a path relative to the repository.
+    (tmp_path / "experiments" / "configs").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "experiments" / "configs" / "small_bert.json", tmp_path / "experiments" / "configs")
+    return tmp_path
+
+
+def _check(repo):
+    unlisted, listed = check_results(str(repo), str(SHARED_DATA))
+    return [check.folder for check in unlisted], [check.folder for check in listed]
+
+
+def test_a_current_folder_passes_and_a_changed_key_is_named_unless_listed(planted):
+    assert _check(planted) == ([], [])
+
+    record_file = planted / FOLDER / "experiment.json"
+    record = json.loads(record_file.read_text())
+    run = next(run for run in record["runs"] if run["tool"] == "train")
+    run["key"] = "0" * 16
+    record_file.write_text(json.dumps(record))
+    unlisted, listed = check_results(str(planted), str(SHARED_DATA))
+    assert [check.folder for check in unlisted] == [FOLDER] and not listed
+    assert unlisted[0].changed == [run["run"]] and run["run"] in unlisted[0].describe()
+
+    # Kept knowingly: the stale section of SUPERSEDED.md lists it (another section does not count).
+    superseded = planted / "results" / "SUPERSEDED.md"
+    superseded.write_text(f"# Results\n\n## Rerun in place\n\n| Folder |\n|:--|\n| `{FOLDER}/` |\n")
+    assert _check(planted) == ([FOLDER], [])
+    superseded.write_text(superseded.read_text() + f"\n{STALE_SECTION}\n\n| Folder | Why |\n|:--|:--|\n"
+                          f"| `{FOLDER}/` | made before a change |\n\n## Later\n\n| `results/other/` | x |\n")
+    assert listed_stale(str(planted)) == {FOLDER}
+    assert _check(planted) == ([], [FOLDER])
+
+
+def test_a_folder_whose_experiment_is_gone_is_named(planted):
+    command = planted / FOLDER / "command.txt"
+    command.write_text(command.read_text().replace("run ecd_study_empty_rounds", "run no_such_experiment"))
+    unlisted, _ = check_results(str(planted), str(SHARED_DATA))
+    assert [check.folder for check in unlisted] == [FOLDER] and "cannot be planned again" in unlisted[0].describe()
+
+
+def test_an_input_gone_from_the_machine_is_read_from_its_recorded_digest(planted, monkeypatch):
+    """An input gone from the machine (another experiment's run; here the small BERT template,
+    `{repo}` being the planted copy) is keyed by the digest the folder recorded; without that
+    record the key is the path's text and the folder is stale."""
+    monkeypatch.setattr(plan, "REPO_ROOT", str(planted))
+    template = planted / "experiments" / "configs" / "small_bert.json"
+    record = json.loads((planted / FOLDER / "experiment.json").read_text())
+    assert "./experiments/configs/small_bert.json" in record["external_digests"]
+    template.unlink()
+    assert _check(planted) == ([], [])
+    record["external_digests"] = {}
+    (planted / FOLDER / "experiment.json").write_text(json.dumps(record))
+    assert _check(planted) == ([FOLDER], [])
+
+
+def test_a_changed_default_changes_the_keys_of_the_runs_that_rely_on_it(monkeypatch, tmp_path):
+    spec = get_experiment("ecd_study_empty_rounds")
+
+    def keys():
+        planner = Planner(spec, str(tmp_path / "runs"), str(tmp_path / "results"), str(SHARED_DATA))
+        return {run.name: run.key for run in planner.order}
+
+    before = keys()
+    batch_size = EvaluationConfig.__dataclass_fields__["batch_size"]
+    monkeypatch.setattr(batch_size, "default", batch_size.default + 1)
+    after = keys()
+    changed = sorted(name for name in before if before[name] != after[name])
+    assert changed == ["eval_study", "table"], changed  # the evaluation and the table merged from it
+
+    # A training default: an option of the objective that neither the presets nor the steps set.
+    monkeypatch.undo()
+
+    @dataclasses.dataclass(frozen=True)
+    class Changed(DialogueCSEOptions):
+        min_learning_rate: float = field(2e-5, "changed", minimum=0.0)
+
+    monkeypatch.setattr(DialogueCSEObjective, "options_class", Changed)
+    trained = keys()
+    changed = {name for name in before if before[name] != trained[name]}
+    trains = {run.name for run in Planner(spec, str(tmp_path / "runs"), str(tmp_path / "results"),
+                                          str(SHARED_DATA)).order if run.step.tool == "train"}
+    assert {name for name in trains if name != "mlm"} <= changed and "mlm" not in changed
+    assert not any(name.endswith("records") for name in changed)
+
+
+def test_the_recorded_command_is_read_with_its_runner_flags(tmp_path):
+    (tmp_path / "command.txt").write_text(
+        "# produced by:\ndialoguecse-experiment run sgd_study --only=eval_study,table --rows=a,b "
+        "--set steps=3 --seeds=1\n# commit: abc\n")
+    assert recorded_command(str(tmp_path)) == {"name": "sgd_study", "only": ["eval_study,table"], "rows": ["a,b"],
+                                               "set": ["steps=3"], "seeds": ["1"]}
