@@ -111,6 +111,22 @@ class DialogueEncoder(tf.Module):
         """[B, (T)] turn strings and [B, (T)] roles 0/1 -> [B, D] vectors (a graph function)."""
         return self._embed_fn(turns, tf.cast(roles, tf.int32))
 
+    def encode_utterances(self, texts, batch_size: int = 64) -> np.ndarray:
+        """Embeds each text as a one-turn dialogue, packed and pooled as this encoder packs and
+        pools dialogues (with `separators=False` and mean pooling: "[CLS] u" and the mean of all
+        its token outputs); float32 [N, D] in input order."""
+        texts = list(texts)
+
+        def embed_batch(batch):
+            turns, roles = ragged_dialogues([[texts[i]] for i in batch], [[0] for _ in batch])
+            return self.embed_dialogues(turns, roles).numpy()
+
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        vectors = encode_in_batches(order, embed_batch, self.dimension, batch_size, sort_by_length=False)
+        result = np.zeros_like(vectors)
+        result[order] = vectors
+        return result
+
     def encode_dialogues(self, dialogues, batch_size: int = 16, verbose: bool = False) -> np.ndarray:
         """Embeds `Dialogue`s (or sequences of (speaker, text) pairs); float32 [N, D] in input order.
 

@@ -68,6 +68,28 @@ def test_plain_mean_is_the_mean_over_the_first_tokens_without_separators(model):
     assert lengths[1] > length > lengths[2]  # d1 is cut, d2 is not
 
 
+def test_utterance_token_mean_reads_each_utterance_as_cls_and_word_pieces_without_sep(model):
+    """SimCSE in dial2vec's comparison: "[CLS] u" (no [SEP]), its first max_seq_length tokens,
+    the mean over all of them, then the mean over the dialogue's utterances."""
+    _, backbone, tokenizer = model
+    length = 12
+    embedders = CheckpointEmbedders(backbone, tokenizer, batch_size=3)
+    built = embedders.dialogues("utterance_token_mean", length)
+    expected, cut = [], 0
+    for dialogue in DIALOGUES:
+        vectors = []
+        for turn in dialogue.turns:
+            ids = [tokenizer.cls_id] + [int(i) for i in tokenizer.tokenize([turn.text])[0]]
+            cut += len(ids) > length
+            ids = tf.constant([ids[:length]], tf.int32)
+            vectors.append(run_backbone(backbone, ids, tf.ones_like(ids))["sequence_output"].numpy()[0].mean(axis=0))
+        expected.append(np.mean(vectors, axis=0))
+    np.testing.assert_allclose(built.embed_fn(DIALOGUES), np.stack(expected), atol=1e-5)
+    assert cut == 1 and "no [SEP]" in built.description
+    with_sep = embedders.dialogues("utterance_mean", length, sentence_pooling="mean").embed_fn(DIALOGUES)
+    assert not np.allclose(with_sep, np.stack(expected), atol=1e-3)
+
+
 @pytest.mark.slow
 def test_interlocutor_reads_dialogues_as_the_checkpoint_was_trained(model):
     _, backbone, tokenizer = model
@@ -93,7 +115,7 @@ def test_one_protocol_per_checkpoint_or_one_for_all():
         EvaluationConfig(**base, dialogue_protocol=pair + ("interlocutor",))
     with pytest.raises(ValueError, match="unknown dialogue protocol 'cls'"):
         EvaluationConfig(**base, dialogue_protocol=("cls",))
-    assert set(DIALOGUE_PROTOCOLS) == {"interlocutor", "utterance_mean", "plain_mean"}
+    assert set(DIALOGUE_PROTOCOLS) == {"interlocutor", "utterance_mean", "utterance_token_mean", "plain_mean"}
 
 
 def test_a_run_scores_each_row_by_its_protocol_and_the_table_says_which(tmp_path, model):

@@ -58,6 +58,36 @@ def test_every_training_run_parses_into_a_valid_configuration(plans):
                     assert config.random_seed == run.seed
 
 
+def _evaluated_rows(planner):
+    """(experiment evaluate run, display name without seed, train run or None, protocol) per row."""
+    trains = {run.output_dir: run for run in planner.order if run.step.tool == "train"}
+    for run in planner.order:
+        if run.step.tool != "evaluate":
+            continue
+        for name, checkpoint, protocol in run.models:
+            yield run, name.split(" [seed ")[0], trains.get(os.path.dirname(checkpoint)), protocol
+
+
+def test_every_row_is_trained_and_read_as_its_release_does(plans):
+    """DSE-dropout with the DSE release's default loss (HardNeg, pretrain/main.py:76); SimCSE's
+    dialogue columns by the mean over "[CLS] u" without [SEP] (dial2vec's run_simcse.sh); every
+    dialogue column at the 512 tokens of dial2vec's release (data_provider.py:105)."""
+    seen = set()
+    for name, planner in plans.items():
+        for evaluation, row, train, protocol in _evaluated_rows(planner):
+            if row.startswith("DSE-dropout") and train is not None:
+                objective, _ = stage_from_args(command_line(train)[2:])
+                assert objective.options.contrast_type == "HardNeg", (name, train.name)
+                seen.add("dse_dropout")
+            if row == "SimCSE" and protocol:
+                assert protocol == "utterance_token_mean", (name, evaluation.name)
+                seen.add("simcse")
+            if any(entry["task"] in ("clustering", "relatedness", "dialogue_retrieval") for entry in evaluation.suite):
+                assert evaluation.flags.get("dialogue_max_seq_length", 512) == 512, (name, evaluation.name)
+                seen.add("dialogue")
+    assert seen == {"dse_dropout", "simcse", "dialogue"}
+
+
 def test_the_budget_study_trains_each_row_at_every_budget_and_seed_from_one_encoder(plans):
     planner = plans["ecd_budget"]
     trained = {}

@@ -123,6 +123,15 @@ class CheckpointEmbedders:
             description = (f"each utterance embedded alone as the sentence columns are "
                            f"({_POOLING_DESCRIPTIONS[sentence_pooling]}, at most {self.tokenizer.max_seq_length} "
                            "tokens), the dialogue's utterance vectors averaged")
+        elif protocol == "utterance_token_mean":
+            encoder = packed_dialogue_encoder(protocol, self.backbone, self.tokenizer, self.metadata, max_seq_length)
+            key = f"dialogues:{protocol}:{max_seq_length}"
+
+            def embed_dialogues(dialogues):
+                return average_utterances(lambda texts: encoder.encode_utterances(texts, self.batch_size), dialogues)
+
+            description = (f"each utterance alone as [CLS] and its word pieces, no [SEP], at most {max_seq_length} "
+                           "tokens, the mean of all its token outputs; the dialogue's utterance vectors averaged")
         else:
             encoder = packed_dialogue_encoder(protocol, self.backbone, self.tokenizer, self.metadata, max_seq_length)
             key = f"dialogues:{protocol}:{max_seq_length}"

@@ -103,9 +103,9 @@ class EvaluationConfig:
         ("interlocutor",), "How each checkpoint's row embeds dialogues: one protocol for every checkpoint, or one "
         "per checkpoint in the same order. " + "; ".join(f"{name}: {text}" for name, text in DIALOGUE_PROTOCOLS.items())
         + ".", flag="list")
-    dialogue_max_seq_length: int = field(512, "Tokens per packed dialogue (interlocutor and plain_mean protocols), "
-                                         "cut as the checkpoint's training cut them (a dial2vec run's --truncation; "
-                                         "otherwise the first tokens are kept).")
+    dialogue_max_seq_length: int = field(512, "Tokens per packed dialogue (interlocutor and plain_mean protocols) or "
+                                         "utterance (utterance_token_mean), cut as the checkpoint's training cut them "
+                                         "(a dial2vec run's --truncation; otherwise the first tokens are kept).")
     dataset_name: tuple[str, ...] = field(
         (), "Column name of a dataset (e.g. ECD, JDDC); repeat once per dataset. Optional with one dataset "
         "(default 'dev').")

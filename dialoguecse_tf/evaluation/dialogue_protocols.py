@@ -6,13 +6,18 @@ does the project, one protocol per row:
 
 * `interlocutor` (dial2vec rows): `DialogueEncoder` with interlocutor pooling, reading the
   dialogue as the checkpoint's training did (`dialogue_encoder.dialogue_settings`);
-* `utterance_mean` (sentence encoders): every utterance through the sentence path, the one
-  `encode()` the sentence columns use, and the mean of a dialogue's utterance vectors, as the
-  release's `get_feature` averages per-utterance features by dialogue (run.py:173-199,
-  `load_data_for_simcse`, data_provider.py:141-162; `scripts/inference/run_simcse.sh`,
-  `run_dialoguecse.sh`). The release pools a SimCSE utterance as the mean over [CLS] and its word
-  pieces (no [SEP]: `--use_sep_token False`); here an utterance is pooled as the row's sentence
-  columns pool it, so one vector per utterance serves both;
+* `utterance_mean` (DialogueCSE, SiameseBERT, DSE): every utterance through the sentence path,
+  the one `encode()` the sentence columns use, and the mean of a dialogue's utterance vectors,
+  as the release's `get_feature` averages per-utterance features by dialogue (run.py:173-199,
+  `load_data_for_simcse`, data_provider.py:141-162; `run_dialoguecse.sh`); an utterance is
+  pooled as the row's sentence columns pool it, so one vector per utterance serves both;
+* `utterance_token_mean` (SimCSE): as the release reads a SimCSE model
+  (`scripts/inference/run_simcse.sh`: `--use_sep_token False`; data_provider.py:228-250;
+  network.py:105-129, 161-162): each utterance alone as "[CLS] u" with no [SEP], at most
+  `dialogue_max_seq_length` tokens, the mean of all its token outputs, [CLS] included, and the
+  mean of a dialogue's utterance vectors. SimCSE's own sentence columns read [CLS] (its
+  release's `cls_before_pooler`, with the MLP in training only), so this row's two kinds of
+  columns read the encoder in two ways, each as its authors did;
 * `plain_mean` (an untouched language model): `DialogueEncoder` over `[CLS] u_1 u_2 ... u_n`,
   with no [SEP] (`run_bert.sh`: `--use_sep_token False`, data_provider.py:228-232), all-zero
   token types and the first tokens kept (l.242-250), the mean of every token's output, [CLS]
@@ -37,10 +42,11 @@ def average_utterances(encode, dialogues) -> np.ndarray:
 
 
 def packed_dialogue_encoder(protocol: str, backbone, tokenizer, metadata: dict, max_seq_length: int):
-    """The `DialogueEncoder` of the `interlocutor` or `plain_mean` protocol."""
+    """The `DialogueEncoder` of the `interlocutor` or `plain_mean` protocol, or the one that packs
+    each utterance of `utterance_token_mean` ("[CLS] u", no [SEP], the mean of all its tokens)."""
     if check_dialogue_protocol(protocol) == "interlocutor":
         return DialogueEncoder(backbone, tokenizer, max_seq_length, "interlocutor", **dialogue_settings(metadata))
-    if protocol == "plain_mean":
+    if protocol in ("plain_mean", "utterance_token_mean"):
         return DialogueEncoder(backbone, tokenizer, max_seq_length, "mean", truncation="head", role_segment_ids=False,
                                separators=False)
     raise ValueError(f"the {protocol!r} protocol does not pack whole dialogues")

@@ -53,6 +53,10 @@ DIALOGUE_PROTOCOLS: dict[str, str] = {
     "utterance_mean": "the sentence encoders' (SimCSE, DSE, DialogueCSE, SiameseBERT): each utterance embedded alone "
                       "as the sentence columns are, the dialogue's utterance vectors averaged (release: run.py:173-199, "
                       "data_provider.py:141-162)",
+    "utterance_token_mean": "SimCSE's: each utterance alone as [CLS] and its word pieces with no [SEP] "
+                            "(run_simcse.sh: --use_sep_token False), the mean of all its token outputs, [CLS] "
+                            "included; the dialogue's utterance vectors averaged (release: run.py get_feature, "
+                            "data_provider.py load_data_for_simcse, network.py:105-129)",
     "plain_mean": "an untouched language model's: the whole dialogue as [CLS] and every turn's word pieces with no "
                   "[SEP] (--use_sep_token False), its first tokens, the plain mean of all token outputs (release: "
                   "run_bert.sh, run.py:543-546)",

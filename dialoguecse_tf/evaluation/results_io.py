@@ -9,7 +9,7 @@
                    "sts_pairs": 500}],
      "models": [{"display_name": "BERT-flow", "checkpoint": "runs/ecd/pretrain/encoder", "baseline": "flow" | null,
                  "description": "...", "fit": {...} | null,
-                 "dialogue_protocol": "interlocutor" | "utterance_mean" | "plain_mean" | null,
+                 "dialogue_protocol": "interlocutor" | "utterance_mean" | "utterance_token_mean" | "plain_mean" | null,
                  "metrics": {"ECD": {"corr": 55.04, "map": 52.16, "mrr": 71.06}}}]}
 
 Metrics are percentages. `dialogue_protocol` (absent in files written before it existed) names

@@ -116,9 +116,9 @@ class ResultsTable:
             lines.append(f"| {_cell(row.label())} | " + " | ".join(cells) + " |")
         lines += ["", "All numbers are percentages."]
         if any(row.dialogue_protocols for row in self.rows):
-            lines += ["", "Dialogue columns, each row's embedding protocol (interlocutor: dial2vec's interlocutor "
-                      "pooling; utterance_mean: the mean of the sentence vectors of its utterances; plain_mean: the "
-                      "mean of all token outputs of the dialogue without [SEP]): "
+            used = {protocol for row in self.rows for protocol in row.dialogue_protocols}
+            lines += ["", "Dialogue columns, each row's embedding protocol ("
+                      + "; ".join(f"{name}: {text}" for name, text in _PROTOCOL_NOTES.items() if name in used) + "): "
                       + "; ".join(f"{row.label()}: {', '.join(row.dialogue_protocols)}"
                                   for row in self.rows if row.dialogue_protocols) + "."]
         if best:
@@ -139,6 +139,14 @@ class ResultsTable:
             lines.append(f"- {row.model}: {' / '.join(row.descriptions)}. Checkpoint: {checkpoints}.")
         return "\n".join(lines) + "\n"
 
+
+# How the note under a table names each dialogue protocol its rows use (registry.DIALOGUE_PROTOCOLS).
+_PROTOCOL_NOTES = {
+    "interlocutor": "dial2vec's interlocutor pooling",
+    "utterance_mean": "the mean of the sentence vectors of its utterances",
+    "utterance_token_mean": "the mean over its utterances of each one's token mean, [CLS] u without [SEP]",
+    "plain_mean": "the mean of all token outputs of the dialogue without [SEP]",
+}
 
 # The project's one rule for orderings: a row leads another on a column only when their means
 # differ by more than twice the larger of the two rows' seed standard deviations.
