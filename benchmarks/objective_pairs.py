@@ -163,15 +163,16 @@ def torch_step(objective, config, folder: str, tf_model, batch: dict, num_length
                                                 num_length_buckets)
             return torch_peer.TrainStep(model, torch_peer.create_optimizer(model, rate), batch, 1.0,
                                         torch_peer.warmup_linear_decay(warmup, steps))
-        study = (options.empty_rounds != "zero", options.matching_side != "context", options.normalize_matching_tokens,
+        study = (options.matching_side != "context", options.normalize_matching_tokens,
                  options.fuse_turns_before_pooling)
         if any(study):
             raise ValueError("the PyTorch peer of dialoguecse released has the release's defaults only "
-                             "(empty_rounds=zero, no study option)")
+                             "(no study option)")
         attention = tf_model.round_attention
         heads = {"w": _numpy(attention.w), "b": _numpy(attention.b), "u": _numpy(attention.u)}
+        empty_round_ids = tf_model.empty_round_token_ids  # ([CLS], [SEP]) with empty_rounds=empty_text
         model = torch_peer.TorchReleasedDialogueCSE(bert, options.num_frozen_layers, options.temperature,
-                                                    options.aggregation, heads, num_length_buckets)
+                                                    options.aggregation, heads, num_length_buckets, empty_round_ids)
         optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=rate,
                                      betas=(0.9, 0.999), eps=1e-8)
         return torch_peer.TrainStep(model, optimizer, batch, options.clip_norm, torch_peer.exponential_decay_floor(

@@ -179,18 +179,20 @@ class TorchDialogueCSE(torch.nn.Module):
 
 
 class TorchReleasedDialogueCSE(torch.nn.Module):
-    """DialogueCSE `released` (`models.dialoguecse.ReleasedDialogueCSEModel`, empty rounds "zero"):
-    `heads` holds the round attention's `w`, `b`, `u`."""
+    """DialogueCSE `released` (`models.dialoguecse.ReleasedDialogueCSEModel`): `heads` holds the
+    round attention's `w`, `b`, `u`; `empty_round_ids` ([CLS], [SEP]) fills every padding round
+    with that empty text and weighs it as a round (empty_rounds "empty_text"), None weighs it 0."""
 
     inputs = staticmethod(contrastive_inputs)
     MATCHING_SCALE = 0.1
 
     def __init__(self, bert, num_frozen_layers: int, temperature: float, aggregation: str, heads: dict,
-                 num_length_buckets: int = 1):
+                 num_length_buckets: int = 1, empty_round_ids: tuple | None = None):
         super().__init__()
         self.bert = bert
         self.temperature = temperature
         self.aggregation = aggregation
+        self.empty_round_ids = empty_round_ids
         self.num_length_buckets = num_length_buckets
         freeze_bottom_layers(bert, num_frozen_layers)
         self.attention = torch.nn.ParameterDict(
@@ -201,6 +203,13 @@ class TorchReleasedDialogueCSE(torch.nn.Module):
         return torch.softmax(scores.masked_fill(round_mask == 0, -(2.0**32) + 1.0), dim=-1)
 
     def forward(self, context_ids, context_mask, turn_mask, candidate_ids, candidate_mask):
+        if self.empty_round_ids is not None:
+            empty = (turn_mask == 0)[..., None]
+            filler = torch.zeros(context_ids.shape[-1], dtype=context_ids.dtype)
+            filler[0], filler[1] = self.empty_round_ids
+            context_ids = torch.where(empty, filler, context_ids)
+            context_mask = torch.where(empty, (torch.arange(context_ids.shape[-1]) < 2).to(context_mask.dtype),
+                                       context_mask)
         context, candidates = encode_contexts_and_candidates(
             self.bert, context_ids, context_mask, candidate_ids, candidate_mask, self.num_length_buckets)
         context = context * context_mask[..., None].to(context.dtype)
@@ -214,9 +223,11 @@ class TorchReleasedDialogueCSE(torch.nn.Module):
             half = rounds.shape[1] // 2
             alphas = torch.cat([self.round_attention(unmasked_mean[:, :half], rounds[:, :half]),
                                 self.round_attention(unmasked_mean[:, half:], rounds[:, half:])], dim=1)
-            weights = (1.0 + alphas) * rounds
+            weights = 1.0 + alphas
         else:
-            weights = rounds
+            weights = torch.ones_like(rounds)
+        if self.empty_round_ids is None:
+            weights = weights * rounds
         context_aware = (refined * weights[:, None, :, None]).sum(2)
         return released_nt_xent(cosine(context_free, context_aware), self.temperature).mean()
 

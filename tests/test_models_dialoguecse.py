@@ -333,9 +333,12 @@ def test_each_variant_aggregates_as_its_source_by_default(tiny_bert_config):
     tokenizer = type("Tokenizer", (), {"cls_id": 2, "sep_id": 3, "vocab": vocab})()
     objective = DialogueCSEObjective(DialogueCSEOptions(num_frozen_layers=1))
     model = objective.build_model(build_backbone(tiny_bert_config), tiny_bert_config, tokenizer, 1)
-    assert model.aggregation == "attention" and model.empty_round_token_ids is None
-    objective = DialogueCSEObjective(DialogueCSEOptions(num_frozen_layers=1, empty_rounds="empty_text"))
+    # Padding rounds as the release's arithmetic reads them: "[CLS] [SEP]" slots; "zero" on request.
+    assert model.aggregation == "attention" and model.empty_round_token_ids == (2, 3)
+    assert DialogueCSEOptions().empty_rounds == "empty_text"
+    assert DialogueCSEOptions(variant="paper_text").empty_rounds == "zero"
+    objective = DialogueCSEObjective(DialogueCSEOptions(num_frozen_layers=1, empty_rounds="zero"))
     model = objective.build_model(build_backbone(tiny_bert_config), tiny_bert_config, tokenizer, 1)
-    assert model.empty_round_token_ids == (2, 3)
+    assert model.empty_round_token_ids is None
     with pytest.raises(ValueError, match="empty_rounds is an option of variant=released"):
         DialogueCSEOptions(variant="paper_text", empty_rounds="empty_text")

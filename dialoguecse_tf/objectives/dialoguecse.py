@@ -18,10 +18,16 @@
     (l.166-167); each round scaled by (1 + alpha), rounds summed (l.180-184). The release
     has no other path, so this variant aggregates with it unless `aggregation="mean"` drops
     alpha: the paper's I2 (eq. 7) on the release's matching, NOT the authors' code;
-  - padding rounds (a side with fewer than 3 turns): the release's data code is not public;
-    `empty_rounds` implements both readings (see `ReleasedDialogueCSEModel`): "zero" (the
-    default; such a slot weighs 0) or "empty_text" (it holds the features of "[CLS] [SEP]"
-    and weighs 1, or 4/3 where its whole side is empty, as the release's arithmetic implies);
+  - padding rounds (a side with fewer than 3 turns): the release's data code is not public,
+    but its arithmetic reads every one of the `round_num` slots per side: the mask of an
+    empty round gives its token mean 0/0 replaced by the features of whatever the slot holds
+    (dse_cl_bert.py:65-66), the round attention's -2^32+1 fill leaves a side with no valid
+    round 1/3 of the weight per slot (pooling.py:34-37), and nothing in the model skips a
+    slot. So `empty_rounds` defaults to "empty_text" for this variant: such a slot holds the
+    features of an empty text "[CLS] [SEP]" and weighs 1 (1 + alpha with attention; 4/3 where
+    its whole side is empty). "zero" (such a slot weighs 0) is this project's former default,
+    kept as an option; the one-seed studies (results/ecd_cpu/study_empty_rounds,
+    results/sgd_minilm/study_empty_rounds) measured the two within about one seed spread;
   - similarity cos(r_bar, R_tilde) / 0.1 (l.36-47, 188); loss -mean over the B x K
     entries of log_softmax * labels (l.197): eq. 8 divided by K;
   - training: plain Adam (beta 0.9 / 0.999, epsilon 1e-8, no weight decay;
@@ -61,6 +67,7 @@ from dialoguecse_tf.training import optimizers
 VARIANTS = ("released", "paper_text")
 VARIANT_AGGREGATION = {"released": "attention", "paper_text": "mean"}
 EMPTY_ROUNDS = ("zero", "empty_text")
+VARIANT_EMPTY_ROUNDS = {"released": "empty_text", "paper_text": "zero"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,11 +80,12 @@ class DialogueCSEOptions(ContrastiveOptions):
                              "sum, the paper's I2 on the release's matching, not the authors' code; paper_text: "
                              "I2, eq. 7). Empty: the variant's own, attention for released and mean (I2, the "
                              "paper's best) for paper_text.", choices=("",) + tuple(AGGREGATIONS))
-    empty_rounds: str = field("zero", "released: a padding context round (a side with fewer turns than "
-                              "num_context_turns; the release's data code that fills them is not public) weighs 0 "
-                              "(zero) or holds the features of an empty text '[CLS] [SEP]' with weight 1, 4/3 "
-                              "where its whole side is empty (empty_text, the reading the release's arithmetic "
-                              "implies).", choices=EMPTY_ROUNDS)
+    empty_rounds: str = field("", "released: a padding context round (a side with fewer turns than "
+                              "num_context_turns; the release's data code that fills them is not public) holds the "
+                              "features of an empty text '[CLS] [SEP]' with weight 1, 4/3 where its whole side is "
+                              "empty (empty_text, the reading the release's arithmetic implies) or weighs 0 (zero). "
+                              "Empty: the variant's own, empty_text for released and zero for paper_text (whose "
+                              "mean skips padding turns).", choices=("",) + EMPTY_ROUNDS)
     attention_hidden_size: int = field(DEFAULT_ATTENTION_HIDDEN_SIZE,
                                        "Hidden units of the I1 scoring FFN (paper_text) or of the round attention "
                                        "(released: 256).", minimum=1)
@@ -99,9 +107,11 @@ class DialogueCSEOptions(ContrastiveOptions):
 
     def __post_init__(self):
         check_values(self)
+        # Frozen: the variant's defaults are written into the options, so config.json names them.
         if not self.aggregation:
-            # Frozen: the variant's default is written into the options, so config.json names it.
             object.__setattr__(self, "aggregation", VARIANT_AGGREGATION[self.variant])
+        if not self.empty_rounds:
+            object.__setattr__(self, "empty_rounds", VARIANT_EMPTY_ROUNDS[self.variant])
         if self.variant != "released" and self.empty_rounds != "zero":
             raise ValueError("empty_rounds is an option of variant=released (paper_text's records have no "
                              "padding rounds between real ones, and its mean skips them)")
