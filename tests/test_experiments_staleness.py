@@ -14,23 +14,31 @@ from conftest import REPO_ROOT, SHARED_DATA
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.evaluation.config import EvaluationConfig
 from dialoguecse_tf.experiments import plan
+from dialoguecse_tf.experiments.execute import experiment_record
 from dialoguecse_tf.experiments.plan import Planner
 from dialoguecse_tf.experiments.spec import get_experiment
 from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
 from dialoguecse_tf.experiments.staleness import STALE_SECTION, check_results, listed_stale, recorded_command
 
-# A small committed folder: the ECD padding-rounds study (ECD data only, so planning it is quick).
-FOLDER = "results/ecd_cpu/study_empty_rounds"
+# A small experiment (ECD data only, so planning it is quick), as the runner would record it.
+EXPERIMENT = "ecd_study_empty_rounds"
+FOLDER = "results/study"
 
 
 @pytest.fixture
-def planted(tmp_path):
-    """A repository holding one committed results folder, and what the check says of it."""
-    target = tmp_path / FOLDER
-    shutil.copytree(REPO_ROOT / FOLDER, target)
-    # The folder's runs read the small BERT's template by a path relative to the repository.
+def planted(tmp_path, monkeypatch):
+    """A repository holding one results folder the current code makes: `{repo}` (where its runs
+    read the small BERT's template) is this folder."""
     (tmp_path / "experiments" / "configs").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "experiments" / "configs" / "small_bert.json", tmp_path / "experiments" / "configs")
+    monkeypatch.setattr(plan, "REPO_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    planner = Planner(get_experiment(EXPERIMENT), "runs/study", FOLDER, str(SHARED_DATA))
+    (tmp_path / FOLDER).mkdir(parents=True)
+    runs = [{"run": run.name, "tool": run.step.tool, "key": run.key} for run in planner.order]
+    (tmp_path / FOLDER / "experiment.json").write_text(json.dumps(experiment_record(planner, runs)))
+    (tmp_path / FOLDER / "command.txt").write_text(
+        f"# produced by:\ndialoguecse-experiment run {EXPERIMENT} --run_dir=runs/study\n# commit: x\n")
     return tmp_path
 
 
@@ -61,18 +69,34 @@ def test_a_current_folder_passes_and_a_changed_key_is_named_unless_listed(plante
     assert _check(planted) == ([], [FOLDER])
 
 
+def test_a_folder_reading_a_stale_folders_results_is_stale_with_it(planted):
+    """A table merged from parts, or rows selected from another experiment's table: the reader's
+    own keys hold, but what it read would change."""
+    reader = planted / "results" / "reader"
+    shutil.copytree(planted / FOLDER, reader)
+    record = json.loads((reader / "experiment.json").read_text())
+    record["external_digests"][f"{FOLDER}/*.json"] = "0" * 64
+    (reader / "experiment.json").write_text(json.dumps(record))
+    assert _check(planted) == ([], [])
+    source = json.loads((planted / FOLDER / "experiment.json").read_text())
+    source["runs"][-1]["key"] = "0" * 16
+    (planted / FOLDER / "experiment.json").write_text(json.dumps(source))
+    unlisted, _ = check_results(str(planted), str(SHARED_DATA))
+    assert [check.folder for check in unlisted] == ["results/reader", FOLDER]
+    assert unlisted[0].describe() == f"results/reader (reads the stale {FOLDER})"
+
+
 def test_a_folder_whose_experiment_is_gone_is_named(planted):
     command = planted / FOLDER / "command.txt"
-    command.write_text(command.read_text().replace("run ecd_study_empty_rounds", "run no_such_experiment"))
+    command.write_text(command.read_text().replace(f"run {EXPERIMENT}", "run no_such_experiment"))
     unlisted, _ = check_results(str(planted), str(SHARED_DATA))
     assert [check.folder for check in unlisted] == [FOLDER] and "cannot be planned again" in unlisted[0].describe()
 
 
-def test_an_input_gone_from_the_machine_is_read_from_its_recorded_digest(planted, monkeypatch):
-    """An input gone from the machine (another experiment's run; here the small BERT template,
-    `{repo}` being the planted copy) is keyed by the digest the folder recorded; without that
-    record the key is the path's text and the folder is stale."""
-    monkeypatch.setattr(plan, "REPO_ROOT", str(planted))
+def test_an_input_gone_from_the_machine_is_read_from_its_recorded_digest(planted):
+    """An input gone from the machine (another experiment's run; here the small BERT template)
+    is keyed by the digest the folder recorded; without that record the key is the path's text
+    and the folder is stale."""
     template = planted / "experiments" / "configs" / "small_bert.json"
     record = json.loads((planted / FOLDER / "experiment.json").read_text())
     assert "./experiments/configs/small_bert.json" in record["external_digests"]
@@ -84,7 +108,7 @@ def test_an_input_gone_from_the_machine_is_read_from_its_recorded_digest(planted
 
 
 def test_a_changed_default_changes_the_keys_of_the_runs_that_rely_on_it(monkeypatch, tmp_path):
-    spec = get_experiment("ecd_study_empty_rounds")
+    spec = get_experiment(EXPERIMENT)
 
     def keys():
         planner = Planner(spec, str(tmp_path / "runs"), str(tmp_path / "results"), str(SHARED_DATA))

@@ -1,12 +1,15 @@
 """Committed results the current code would make differently.
 
 Every results folder the runner writes (and every evaluation part in it) holds
-`experiment.json`, with each run's key, and `command.txt`, with the command that made it. A
+`experiment.json`, with each run's key and the inputs it read outside the data folder, and
+`command.txt`, with the command that made it. A
 run's key hashes its tool and the tool's version, its settings with every default, its models,
 suite and inputs (`plan.py`), so planning the same command again with the current code and data
 gives the same keys exactly when the same runs would come out. `stale_folders` does that for
 every folder under `results/` and names those whose keys differ, unless `results/SUPERSEDED.md`
 lists the folder in its section `STALE_SECTION`: results kept, knowingly, from before a change.
+A folder whose runs read a stale folder's results (a table merged from evaluation parts, rows
+selected from another experiment's table) is stale with it.
 
 The plan needs no run folder: an input that was another experiment's run is read from the
 digest the folder recorded (`external_digests`). Folders without `experiment.json` (records of
@@ -37,14 +40,18 @@ class FolderCheck:
     folder: str  # relative to the repository
     changed: list  # names of recorded runs whose key differs (or that the plan no longer has)
     error: str = ""  # why the folder's runs could not be planned again
+    reads: list = dataclasses.field(default_factory=list)  # stale folders whose results its runs read
+    inputs: list = dataclasses.field(default_factory=list)  # the recorded inputs outside the data folder
 
     @property
     def stale(self) -> bool:
-        return bool(self.changed or self.error)
+        return bool(self.changed or self.error or self.reads)
 
     def describe(self) -> str:
         if self.error:
             return f"{self.folder} ({self.error})"
+        if not self.changed:
+            return f"{self.folder} (reads the stale {', '.join(self.reads)})"
         shown = ", ".join(self.changed[:4]) + (f" and {len(self.changed) - 4} more" if len(self.changed) > 4 else "")
         return f"{self.folder} (runs whose key changed: {shown})"
 
@@ -105,7 +112,28 @@ def check_folder(folder: str, data_dir: str) -> FolderCheck:
     except (ValueError, OSError, KeyError) as error:
         return FolderCheck(folder, [], f"cannot be planned again: {error}")
     changed = [run["run"] for run in record["runs"] if keys.get(run["run"]) != run["key"]]
-    return FolderCheck(folder, changed)
+    return FolderCheck(folder, changed, inputs=sorted(record.get("external_digests", {})))
+
+
+def _input_files(pattern: str) -> list[str]:
+    """The files a recorded input names now, or the part of its pattern before any wildcard."""
+    matches = glob.glob(pattern)
+    return [os.path.normpath(match) for match in matches] or [os.path.normpath(re.split(r"[*?\[]", pattern)[0])]
+
+
+def _mark_readers(checks: list[FolderCheck]) -> None:
+    """A folder whose runs read another folder's results (a table merged from parts, rows
+    selected from a main run) is stale when that folder is, transitively."""
+    changed = True
+    while changed:
+        changed = False
+        stale = [check.folder for check in checks if check.stale]
+        for check in checks:
+            reads = sorted({folder for pattern in check.inputs for path in _input_files(pattern) for folder in stale
+                            if folder != check.folder and (path + os.sep).startswith(folder + os.sep)})
+            if reads != check.reads and not set(reads) <= set(check.reads):
+                check.reads = sorted(set(check.reads) | set(reads))
+                changed = True
 
 
 def listed_stale(repo_root: str) -> set[str]:
@@ -139,7 +167,9 @@ def check_results(repo_root: str, data_dir: str | None = None) -> tuple[list[Fol
     try:
         folders = sorted(os.path.dirname(path) for path in glob.glob(
             os.path.join("results", "**", EXPERIMENT_FILE), recursive=True))
-        checks = [check for check in (check_folder(folder, data_dir) for folder in folders) if check.stale]
+        checks = [check_folder(folder, data_dir) for folder in folders]
+        _mark_readers(checks)
+        checks = [check for check in checks if check.stale]
     finally:
         os.chdir(previous)
 
