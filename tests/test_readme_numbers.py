@@ -8,11 +8,18 @@ would otherwise leave the docs quoting numbers no committed file holds. A table 
 fails, a declared table that no longer exists fails, and a row whose label cannot be found in
 its source fails unless the declaration names it as unsourced, with the reason.
 
-What is compared: the decimal numbers of a row (e.g. "52.49 ± 0.47" gives 52.49 and 0.47), in
-order, must be a subsequence of the source row's (Markdown sources, matched by row label), or
-each must be a number of the source file at the printed precision (JSON measurements), or each
-must appear in the paper's text (transcribed paper numbers). Integers (counts, step numbers) are
-not compared.
+What is compared, by the kind of source:
+- Markdown results tables (results/**.md): the decimal numbers of a row (e.g. "52.49 ± 0.47" gives
+  52.49 and 0.47), in order, must be a subsequence of the source row's, matched by row label.
+- JSON measurements (benchmarks/results/*.json): each cell is mapped to the field(s) it prints
+  (`Fields`), and every number of the cell, integers included (counts, seconds, MiB, "13,385"),
+  must equal its own field at the printed precision: 0.891 stands for [0.8905, 0.8915], 1,123
+  for [1122.5, 1123.5]. A number the declaration names as not measured (with the reason) is not
+  compared. test_a_changed_last_digit_fails_every_mapped_cell moves each number of these tables by
+  one unit of its last digit and requires the check to refuse every one.
+- Tests: the numbers of a table of what the tests assert (docs/reliability.md) are not compared;
+  the declaration says which tests they come from.
+- Papers: each decimal number of a transcribed paper row must appear in the paper's text.
 """
 
 import dataclasses
@@ -27,6 +34,11 @@ PAPERS = REPO_ROOT.parent / "shared" / "papers"
 DOCS = ("README.md", "docs/usage.md", "docs/benchmark.md", "docs/results_ecd.md", "docs/english_track.md", "docs/dse.md",
         "docs/dial2vec.md", "docs/demo.md", "docs/reliability.md", "benchmarks/README.md")
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?![\w.])")
+# Any printed number: 13,385 / 0.891 / -0.06 / 2.4e-7 / 1.78x / a 4th / a version 2.20.1 (one token).
+# A minus sign counts only after a space or bracket ("0-0.12 s" is 0 and 0.12); digits inside a
+# word (HWU64, all-MiniLM-L6-v2, a commit e256c6c) are no number.
+NUMBER = re.compile(r"(?:(?<=[\s(\[~])-)?(?<![\w.,])(?<!\w~)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)*(?:e-?\d+)?"
+                    r"(?=(?:x|st|nd|rd|th)?(?!\w))")
 STUDY = "DialogueCSE_I2 / {} (1 seed)"
 
 
@@ -46,10 +58,10 @@ class Source:
     """Where a table's numbers come from.
 
     kind: "results" (Markdown tables under results/: rows matched by label), "measurements"
-    (JSON files: each number found at the printed precision), "paper" (each number in the paper's
-    text: `paper` names the file, or maps a row-label prefix to a file), "text" (no number to
-    source: the table may hold no decimal number at all), "tests" (numbers are the tolerances
-    and observations of the tests the table names; `why` says so).
+    (JSON files: `fields` maps each cell to the fields it prints), "paper" (each number in the
+    paper's text: `paper` names the file, or maps a row-label prefix to a file), "text" (no
+    number to source: the table may hold no decimal number at all), "tests" (numbers are the
+    tolerances and observations of the tests the table names; `why` says so).
     """
 
     kind: str
@@ -61,10 +73,300 @@ class Source:
     unsourced_rows: dict = dataclasses.field(default_factory=dict)  # label -> why it has no source
     paper: object = None
     why: str = ""
+    fields: object = None  # measurements: a Fields
 
 
 def _results(*files, **kwargs):
     return Source("results", files, **kwargs)
+
+
+def _json(path):
+    return json.loads((REPO_ROOT / path).read_text(encoding="utf-8"))
+
+
+# ---- What a cell prints -------------------------------------------------------------------------
+# A spec says which numbers a cell prints, in order: a JSON path of the table's source ("results/
+# {}/median_s": `{}` is the row's key, or `{0}`, `{1}` its parts; a list item by index or by
+# "key=value,..."; "alias:path" picks one of several files), a tuple of specs (the cell's numbers
+# in order), a function of the row's field getter (a derived column), or one of the classes below.
+# A field holding text stands for the numbers written in it; a list, for its numbers.
+
+NOT_MEASURED = object()  # an expected number that is accepted as printed
+
+
+@dataclasses.dataclass(frozen=True)
+class Fixed:
+    """A number the cell prints by definition, not a field (the peer against itself is 1.00x)."""
+
+    value: float
+    why: str
+
+
+@dataclasses.dataclass(frozen=True)
+class NotMeasured:
+    """`count` numbers of the cell that no committed file holds, with the reason: a name (UTF-8),
+    the history of a fix, or a known mismatch to fix (then `why` says so)."""
+
+    why: str
+    count: int = 1
+
+
+class Stated:
+    """The number(s) literals of a committed file state: each literal must occur in `path`, and the
+    cell prints the literals' numbers in order, or `value` of them (a function of their list)."""
+
+    def __init__(self, path, *literals, value=None):
+        self.path, self.literals, self.value = path, literals, value
+
+    def __repr__(self):
+        return f"Stated({self.path!r}, {', '.join(map(repr, self.literals))})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Known:
+    """A known mismatch to fix: the cell prints `printed` where `spec`'s field says otherwise. The
+    cell must keep printing `printed` (any other change fails), and once the field prints as it
+    the exception fails too, to be dropped."""
+
+    spec: object
+    printed: str
+    why: str
+
+
+def said(path, *indexes):
+    """The numbers written in the text field at `path` (those at `indexes`, or all)."""
+    def numbers(get):
+        found = _numbers(get(path), markdown=False)
+        return [_value(found[i]) for i in indexes] if indexes else [_value(n) for n in found]
+    return numbers
+
+
+def in_gib(path):
+    return lambda get: get(path) / 1024
+
+
+def giga(path):
+    return lambda get: get(path) / 1e9
+
+
+@dataclasses.dataclass(frozen=True)
+class Fields:
+    """How a measurements table's cells map to its JSON source.
+
+    rows: a row label -> the row's key (filled into the `{}` of each path), or a function of the
+    row's cells -> key; a key of None declares a row that holds no number (a second header row).
+    columns: a header (or a column index, for empty headers) -> the spec of its cells. With rows a
+    dict, the label column is the row's identity: a changed label is no declared row.
+    cells: (row label or key, header) -> the spec of that one cell, over its column's.
+    """
+
+    rows: object
+    columns: dict
+    cells: dict = dataclasses.field(default_factory=dict)
+
+
+# ---- The measurements tables: which field each cell prints -------------------------------------
+
+ENCODE, SYNTHETIC, ECD = ("benchmarks/results/encode_throughput.json", "benchmarks/results/train_step_synthetic.json",
+                          "benchmarks/results/train_step_ecd.json")
+
+PEER_ITSELF = Fixed(1.0, "the peer against itself (its ratio_to_torch is null)")
+
+ENCODE_THROUGHPUT = Fields(
+    rows={"`encode()`, padded to 128": "tf encode() padded",
+          "`encode()`, fast path (length-sorted, trimmed; the default)": "tf encode() fast",
+          "`encode()`, fast path + XLA": "tf encode() fast+xla",
+          "exported SavedModel, fast path": "tf SavedModel fast",
+          "HF `BertModel`, padded": "torch padded",
+          'HF `BertModel`, fast (length-sorted, `padding="longest"`)': "torch fast"},
+    columns={"sentences/s": "results/{}/sentences_per_s", "vs PyTorch peer": "results/{}/ratio_to_torch"},
+    cells={("tf encode() padded", "candidate"): "settings/max_seq_length",
+           ("tf encode() padded", "vs PyTorch peer"): ("results/{}/ratio_to_torch",
+                                                       "results/torch padded/sentences_per_s"),
+           ("tf encode() fast", "vs PyTorch peer"): ("results/{}/ratio_to_torch", "results/torch fast/sentences_per_s"),
+           ("torch padded", "vs PyTorch peer"): PEER_ITSELF, ("torch fast", "vs PyTorch peer"): PEER_ITSELF})
+
+
+def _step_columns(alias):
+    return (f"{alias}:results/{{}}/median_s", f"{alias}:results/{{}}/samples_per_s",
+            f"{alias}:results/{{}}/sequences_per_s")
+
+
+# Headers 1-4: synthetic lengths "s/step (samples/s, sequences/s)" and "vs peer", then the same on ECD.
+TRAIN_STEP = Fields(
+    rows={"TF, plain (`--num_length_buckets=1`)": "tf", "TF, XLA (`--jit_compile`)": "tf_xla",
+          "TF, 4 length buckets (the default)": "tf_buckets", "PyTorch peer": "torch", "": None},
+    columns={1: _step_columns("synthetic"), 2: "synthetic:results/{}/ratio_to_torch",
+             3: _step_columns("ecd"), 4: "ecd:results/{}/ratio_to_torch"},
+    cells={("tf_buckets", "step"): "synthetic:settings/num_length_buckets"})
+
+
+def ms_per_sequence(get):
+    return 1000 * get("{}/step_s") / get("{}/sequences_per_step")
+
+
+def ms_per_1k_tokens(get):
+    return 1e6 * get("{}/step_s") / get("{}/tokens_per_step")
+
+
+def _scaling(sweep, cells=None):
+    """One of section 3's tables: a row is the sweep's setting its first cell names."""
+    return Fields(
+        rows=lambda row: f"sweeps/{sweep}/{sweep}={row[0]}",
+        columns={"turns": "{}/num_context_turns", "negatives": "{}/num_negatives", "max_seq_length": "{}/max_seq_length",
+                 "sequences": "{}/sequences_per_step", "tokens": "{}/tokens_per_step", "s/step": "{}/step_s",
+                 "ms/sequence": ms_per_sequence, "ms per 1k tokens": ms_per_1k_tokens, "peak RSS MiB": "{}/peak_rss_mib"},
+        cells=cells or {})
+
+
+ROUNDED_FIRST = "known mismatch to fix: worked out from the table's rounded cells"
+SCALING_TURNS = _scaling("num_context_turns", cells={
+    ("1", "peak RSS MiB"): Known("{}/peak_rss_mib", "2,771", "known mismatch to fix: scaling.json's peak_rss_mib "
+                                                            "2770.46 prints as 2,770")})
+SCALING_LENGTHS = _scaling("max_seq_length", cells={
+    ("64", "ms per 1k tokens"): Known(ms_per_1k_tokens, "188", ROUNDED_FIRST + " (3.12 s / 16.64k tokens = 187.5); "
+                                      "step_s 3.11718 / 16,640 tokens is 187.33, which prints as 187")})
+
+
+FLOPS = Fields(
+    rows={"float32 matmul 4096^3": "matmul", "MiniLM encoder (6 x 384)": "minilm encoder",
+          "MiniLM encoder + XLA": "minilm encoder +xla",
+          "BERT-base-shaped encoder (12 x 768, random weights)": "bert_base_shape encoder",
+          "BERT-base-shaped encoder + XLA": "bert_base_shape encoder +xla", "MiniLM, PyTorch peer": "minilm torch peer"},
+    columns={"GFLOP": giga("results/{}/flops"), "s": "results/{}/median_s", "GFLOP/s": giga("results/{}/flop_per_s"),
+             "of matmul FLOP/s": "results/{}/fraction_of_matmul"},
+    cells={("bert_base_shape encoder +xla", "GFLOP/s"): Known(giga("results/{}/flop_per_s"), "326", ROUNDED_FIRST + (
+               " (1430 / 4.39 = 325.8); flop_per_s is 325.45e9, which prints as 325")),
+           ("minilm torch peer", "GFLOP/s"): Known(giga("results/{}/flop_per_s"), "118", ROUNDED_FIRST + (
+               " (183.6 / 1.56 = 117.7); flop_per_s is 117.47e9, which prints as 117")),
+           ("matmul", "candidate"): ("settings/matmul_size", Fixed(3, "n^3 multiply-adds of two n x n matrices")),
+           ("minilm encoder", "candidate"): ("settings/models/minilm/num_hidden_layers",
+                                             "settings/models/minilm/hidden_size"),
+           ("bert_base_shape encoder", "candidate"): ("settings/models/bert_base_shape/num_hidden_layers",
+                                                      "settings/models/bert_base_shape/hidden_size")})
+
+DSE_STEP = Fields(
+    rows={"one device": "one_device", "mirrored, 2 replicas on the 2 cores' logical CPUs": "mirrored"},
+    columns={"s/step": "results/{}/median_s", "pairs/s": "results/{}/pairs_per_s", "texts/s": "results/{}/texts_per_s"},
+    cells={("mirrored", "strategy"): ("settings/replicas_mirrored", "environment/cpu_count")})
+
+DIAL2VEC_STEP = Fields(
+    rows=lambda row: f"results/max_seq_length={_numbers(row[0])[0]}",
+    columns={"dialogue length": "{}/max_seq_length", "s/step": "{}/step_s", "dialogues/s": "{}/dialogues_per_s",
+             "peak RSS": in_gib("{}/peak_rss_mib")})
+
+OBJECTIVE_STEPS = Fields(
+    # A row is an objective (the label's first word) with the padding its third cell names.
+    rows=lambda row: (row[0].split()[0], "buckets" if row[2].startswith("length buckets") else "padded"),
+    columns={
+        "shape": ("objectives/{0}/shape/train_batch_size", "objectives/{0}/shape/sequences_per_step",
+                  "objectives/{0}/shape/max_seq_length", "objectives/{0}/shape/mean_tokens_per_sequence"),
+        "padding": lambda get: [get("objectives/{0}/{1}/num_length_buckets")] if get.key[1] == "buckets" else [],
+        "dropout timed": "objectives/{0}/{1}/timed_dropout",
+        "first-step losses TF / PyTorch": ("objectives/{0}/{1}/first_step_losses/tf",
+                                           "objectives/{0}/{1}/first_step_losses/torch"),
+        "TF s/step": "objectives/{0}/{1}/tf/median_s", "PyTorch s/step": "objectives/{0}/{1}/torch/median_s",
+        "TF speed over PyTorch": "objectives/{0}/{1}/ratio_tf_over_torch"})
+
+ENGINES = {"single process": "single", "Beam DirectRunner": "beam"}
+RECORD_BUILDING_RUNS = Fields(
+    rows=lambda row: f"runs/record_type={row[0]},engine={ENGINES.get(row[1])},workers={row[2]}",
+    columns={"workers": "{}/workers", "seconds": "{}/seconds", "dialogues/s": "{}/dialogues_per_second",
+             "records/s": "{}/records_per_second", "peak memory MiB": "{}/peak_memory_mib"})
+
+RECORD_BUILDING_PROJECTION = Fields(
+    rows=lambda row: f"projection/by_record_type/{row[0]}",
+    columns={"2-worker efficiency": "{}/two_worker_efficiency",
+             **{f"{size}M on {workers} (h)": f"{{}}/hours/{size}M_dialogues/{workers}"
+                for size in (10, 100) for workers in (8, 32, 128)}})
+
+PAPER_SHAPE = Fields(
+    rows=lambda row: f"results/preset={row[0].strip('`')}",
+    columns={"max length": "{}/max_seq_length", "batch": "{}/train_batch_size",
+             # "whole batch" is max_examples_per_pass 0.
+             "examples per pass": lambda get: [get("{}/max_examples_per_pass")] if get("{}/max_examples_per_pass") else [],
+             "s/step": "{}/s_per_step", "peak RSS MiB": "{}/peak_rss_mib"})
+
+
+def _same(*paths):
+    """The one value every number of the lists at `paths` has (NaN if they differ)."""
+    def value(get):
+        values = {v for path in paths for v in get(path)}
+        return values.pop() if len(values) == 1 else float("nan")
+    return value
+
+
+PROBE, AT, NOW = "Probe (review finding)", "At f3fd348", "Now"
+FINDING = said("now:probes/name={}/finding")
+SHARDS = "before:probes/name={}/observed/shards_left"
+RANKED_FIRST = "probes/name={}/observed/positive_ranked_first_by_step"
+BEFORE_HUGE, NOW_HUGE = "huge:probes/name={}/observed/", "now:probes/name={}/observed/"
+# docs/reliability.md's probes table: label -> (the probe's name in the files, {column: spec}).
+PROBES = {
+    "Training into a used `--output_dir` with other settings (#1)": ("resume_with_other_settings", {
+        PROBE: FINDING, AT: "before:probes/name={}/runs/0/returncode"}),
+    "Every layer frozen: the default `num_frozen_layers=6` on 6-layer MiniLM (#2, #3)": ("every_layer_frozen", {
+        PROBE: (said("now:probes/name={}/expected", 0, 1), FINDING),
+        AT: "before:probes/name={}/runs/0/returncode",
+        # "--num_frozen_layers=3, the half the papers' 6 of 12 freeze"
+        NOW: said("now:probes/name={}/runs/0/error_line", 2, 3, 4)}),
+    # Finding #3 is the third run of the same probe (mean DialogueCSE's "in user code:").
+    "An error inside a traced function (#3)": ("every_layer_frozen", {PROBE: said("now:probes/name={}/finding", 1)}),
+    "Negative or infinite learning rate, batch size 0 (#8, #13)": ("invalid_settings", {
+        PROBE: (said("now:probes/name={}/expected"), FINDING)}),
+    "A collapsed encoder (learning rate 1e6) (#8)": ("collapsed_encoder_metric", {
+        PROBE: (said("now:probes/name={}/expected", 0), FINDING),
+        # "1.0 at steps 2 and 3": the value and the (1-based) steps that had it
+        AT: ("before:" + RANKED_FIRST + "/1",
+             lambda get: [step for step, value in enumerate(get("before:" + RANKED_FIRST), 1) if value == 1.0]),
+        NOW: lambda get: max(get("now:" + RANKED_FIRST)[1:])}),
+    "`dialoguecse-embed --export_dir` with `--normalize`, `--pooling=cls`, `--max_seq_length=8` (#4)": (
+        "embed_export_flags", {
+            PROBE: (said("now:probes/name={}/runs/3/command"), FINDING),
+            AT: (lambda get: min(get("before:probes/name={}/observed/sentence_norms")),
+                 lambda get: max(get("before:probes/name={}/observed/sentence_norms"))),
+            NOW: _same("now:probes/name={}/observed/sentence_norms", "now:probes/name={}/observed/dialogue_norms")}),
+    "HuggingFace export against the SavedModel, 16 sentences with full-width, CJK punctuation, ß, ligatures, "
+    "circled digits, emoji, accents (#5)": ("huggingface_vs_savedmodel", {
+        PROBE: ("now:probes/name={}/observed/sentences", FINDING),
+        AT: ("before:probes/name={}/observed/max_abs_diff", "before:probes/name={}/observed/min_cosine"),
+        NOW: (said("now:probes/name={}/expected"), "now:probes/name={}/observed/min_cosine")}),
+    "SavedModel `embed_tokens` and `embed_dialogues` inputs (#9)": ("savedmodel_input_checks", {
+        PROBE: FINDING,
+        # "mask 2": the mask value fed, named by the probe's observed key mask_2
+        AT: lambda get: [int(key.rpartition("_")[2]) for key in get("before:probes/name={}/observed")
+                         if key.startswith("mask_")]}),
+    "An SR set whose rows have no negative (#6)": ("sr_without_negatives", {PROBE: FINDING}),
+    "One valid huge utterance among 200 dialogues, every record builder (#7)": ("huge_utterance", {
+        PROBE: (said("now:probes/name={}/expected", 1), FINDING),
+        AT: tuple(BEFORE_HUGE + field for field in (
+            "utterance_mb", "contrastive/seconds", "contrastive/max_rss_mb", "pairs/seconds", "pretraining/seconds",
+            "dialogues/seconds", "dialogues/max_rss_mb")) + (
+            # the tensor the dial2vec builder failed to allocate, "2600 x 1818183"
+            lambda get: [int(n) for n in re.search(r"shape\[(\d+),(\d+)\]",
+                                                   get("huge:probes/name={}/runs/2/error_line")).groups()],),
+        NOW: tuple(NOW_HUGE + field for field in (
+            "utterance_mb", "contrastive/seconds", "contrastive/max_rss_mb", "pairs/seconds", "pairs/max_rss_mb",
+            "dialogues/seconds", "dialogues/max_rss_mb", "pretraining/seconds", "pretraining/max_rss_mb")) + (
+            Stated("dialoguecse_tf/data/preprocessing.py", "CHARS_PER_TOKEN = 100"),)}),
+    "Data prep with `--num_shards=3`, then 1, into one folder (#11)": ("stale_shards", {
+        PROBE: (said("now:probes/name={}/expected"), FINDING),
+        # "4 shard files left (3 stale)": all of them, and those not of the last run's single shard
+        AT: (lambda get: len(get(SHARDS)),
+             lambda get: sum(not name.endswith("-of-00001.tfrecord") for name in get(SHARDS))),
+        NOW: lambda get: len(get("now:probes/name={}/observed/shards_left"))}),
+    "An output path that is a folder (#10)": ("output_checked_first", {PROBE: FINDING}),
+    "Embedding output (#12)": ("embed_output_formats", {PROBE: FINDING}),
+    "A 5-shot intent label with fewer than 5 training items (#13)": ("few_shot_label", {
+        PROBE: (said("now:probes/name={}/expected", 0, 0), FINDING)}),
+    "SGD's release quirk: a closing SYSTEM turn with an empty utterance": ("sgd_empty_turn", {
+        NOW: "now:probes/name={}/observed/empty_turns_skipped"}),
+    "The DialogueCSE release's quirk: an SR row repeating a positive id": ("sr_repeated_ids", {}),
+}
+NEW_USER_PROBES = Fields(rows={label: name for label, (name, _) in PROBES.items()}, columns={},
+                         cells={(label, header): spec for label, (_, cells) in PROBES.items()
+                                for header, spec in cells.items()})
+
 
 
 HEADLINE = "## Headline: three methods on one benchmark"
@@ -72,6 +374,14 @@ ECD_MAIN = "### The main table: 3 seeds for the paper's key comparison"
 STUDY_COLUMNS = ("What it changes", "Whose reading", "vs 67.61")
 PAPER_TABLE_ROWS = {"DialogueCSE": "dialoguecse_emnlp2021.txt", "DSE": "dse_naacl2022.txt",
                     "dial2vec": "dial2vec_emnlp2022.md"}
+
+
+def _measured(fields, *files):
+    return Source("measurements", files, fields=fields)
+
+
+RECORD_BUILDING = "benchmarks/results/record_building.json"
+SECTION_9 = "### 9. Record building (a million demo dialogues; single process against Apache Beam)"
 
 # (document, heading, ordinal) -> Source
 DECLARED = {
@@ -92,41 +402,35 @@ DECLARED = {
     ("docs/reliability.md", "# Reliability: what was tried and what held", 0): Source(
         "tests", why="each row names the test whose assertions and tolerances it states"),
     ("docs/reliability.md", "## A new user's first runs (the 2026-11 probes)", 0): Source(
-        "measurements", ("benchmarks/results/new_user_probes.json", "benchmarks/results/new_user_probes_before.json",
-                         "benchmarks/results/new_user_probes_before_huge.json")),
+        "measurements", {"now": "benchmarks/results/new_user_probes.json",
+                         "before": "benchmarks/results/new_user_probes_before.json",
+                         "huge": "benchmarks/results/new_user_probes_before_huge.json"}, fields=NEW_USER_PROBES),
     ("benchmarks/README.md", "# Benchmarks", 0): Source("text"),
     ("benchmarks/README.md", "### 1. Encoding throughput (512 demo-corpus sentences, batch 64, max length 128, "
-     "5 repeats)", 0): Source("measurements", ("benchmarks/results/encode_throughput.json",),
-                              skip_columns=("vs PyTorch peer",)),
+     "5 repeats)", 0): _measured(ENCODE_THROUGHPUT, ENCODE),
     ("benchmarks/README.md", "### 2. Contrastive training step (batch 20, 3 turns, 10 candidates, L=50: 260 "
      "sequences/step; MiniLM, bottom 3 of 6 layers frozen; 5 x 3 steps)", 0): Source(
-        "measurements", ("benchmarks/results/train_step_synthetic.json", "benchmarks/results/train_step_ecd.json"),
-        skip_columns=("vs peer",)),
-    # ms per sequence and per 1k tokens are s/step divided by the preceding column.
-    ("benchmarks/README.md", "### 3. Scaling", 0): Source("measurements", ("benchmarks/results/scaling.json",),
-                                                         skip_columns=("ms/sequence",)),
-    ("benchmarks/README.md", "### 3. Scaling", 1): Source("measurements", ("benchmarks/results/scaling.json",),
-                                                         skip_columns=("ms/sequence",)),
-    ("benchmarks/README.md", "### 3. Scaling", 2): Source("measurements", ("benchmarks/results/scaling.json",),
-                                                         skip_columns=("ms per 1k tokens",)),
+        "measurements", {"synthetic": SYNTHETIC, "ecd": ECD}, fields=TRAIN_STEP),
+    ("benchmarks/README.md", "### 3. Scaling", 0): _measured(SCALING_TURNS, "benchmarks/results/scaling.json"),
+    ("benchmarks/README.md", "### 3. Scaling", 1): _measured(_scaling("num_negatives"), "benchmarks/results/scaling.json"),
+    ("benchmarks/README.md", "### 3. Scaling", 2): _measured(SCALING_LENGTHS, "benchmarks/results/scaling.json"),
     ("benchmarks/README.md", "### 4. Hardware utilisation (forward pass, batch 64 x 128 tokens, all real tokens; "
-     "5 repeats)", 0): Source("measurements", ("benchmarks/results/flops.json",)),
+     "5 repeats)", 0): _measured(FLOPS, "benchmarks/results/flops.json"),
     ("benchmarks/README.md", "### 6. DSE training step (MiniLM, 64 synthetic pairs of at most 32 tokens, mean "
-     "20.3; every layer trained; 5 x 3 steps)", 0): Source("measurements", ("benchmarks/results/dse_step.json",)),
+     "20.3; every layer trained; 5 x 3 steps)", 0): _measured(DSE_STEP, "benchmarks/results/dse_step.json"),
     ("benchmarks/README.md", "### 7. dial2vec training step (MiniLM, 4 dialogues x 5 sequences, window 10, bottom "
-     "3 of 6 layers frozen; 3 x 2 steps)", 0): Source("measurements", ("benchmarks/results/dial2vec_step.json",)),
-    ("benchmarks/README.md", "### 8. Every objective against PyTorch", 0): Source(
-        "measurements", ("benchmarks/results/objective_steps.json",)),
-    ("benchmarks/README.md", "### 9. Record building (a million demo dialogues; single process against Apache "
-     "Beam)", 0): Source("measurements", ("benchmarks/results/record_building.json",)),
-    ("benchmarks/README.md", "### 9. Record building (a million demo dialogues; single process against Apache "
-     "Beam)", 1): Source("measurements", ("benchmarks/results/record_building.json",)),
-    ("benchmarks/README.md", "## The papers' model shape", 0): Source(
-        "measurements", ("benchmarks/results/paper_shape.json",)),
+     "3 of 6 layers frozen; 3 x 2 steps)", 0): _measured(DIAL2VEC_STEP, "benchmarks/results/dial2vec_step.json"),
+    ("benchmarks/README.md", "### 8. Every objective against PyTorch", 0): _measured(
+        OBJECTIVE_STEPS, "benchmarks/results/objective_steps.json"),
+    ("benchmarks/README.md", SECTION_9, 0): _measured(RECORD_BUILDING_RUNS, RECORD_BUILDING),
+    ("benchmarks/README.md", SECTION_9, 1): _measured(RECORD_BUILDING_PROJECTION, RECORD_BUILDING),
+    ("benchmarks/README.md", "## The papers' model shape", 0): _measured(PAPER_SHAPE, "benchmarks/results/paper_shape.json"),
     ("benchmarks/README.md", "## What the fast path is, and its flags", 0): Source(
         "tests", why="the effects are the benchmarks above and the equality tests named in each row"),
 }
 
+
+# ---- Reading the docs ------------------------------------------------------------------------------
 
 def _cells(line):
     return tuple(cell.strip() for cell in line.strip().strip("|").split("|"))
@@ -161,6 +465,164 @@ def read_tables(doc) -> list:
     return tables
 
 
+def _numbers(text, markdown=True) -> list:
+    """The numbers printed in `text`, in order; in Markdown, link targets and bold marks left out."""
+    if markdown:
+        text = re.sub(r"\]\([^)]*\)", "]", text).replace("**", "")
+    return NUMBER.findall(text)
+
+
+def _value(token):
+    """A printed number's value; a version (two dots or more: 2.20.1, 127.0.0.1) stays text."""
+    return token if token.count(".") > 1 else float(token.replace(",", ""))
+
+
+def _printed_as(number, text, tie="python") -> bool:
+    """Whether `number` prints as `text` at the text's precision: 0.891 stands for [0.8905, 0.8915],
+    1,123 for [1122.5, 1123.5], 2.4e-7 for [2.35e-7, 2.45e-7]; a version must be the same text. A
+    value halfway between two printed numbers prints as Python's format rounds it (the benchmark
+    scripts print the tables), or with tie="either" as either."""
+    if isinstance(number, str) or text.count(".") > 1:
+        return number == text
+    mantissa, _, exponent = text.replace(",", "").lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    unit = 10.0 ** (int(exponent or 0) - decimals)
+    off = abs(number - float(text.replace(",", "")))
+    if tie == "python" and not exponent and abs(off - unit / 2) <= unit * 1e-9:
+        return f"{number:.{decimals}f}" == mantissa
+    return off <= unit / 2 * (1 + 1e-9)
+
+
+# ---- Specs to numbers ------------------------------------------------------------------------------
+
+def _resolve(data, path):
+    value = data
+    for part in path.split("/"):
+        if isinstance(value, list) and "=" in part:
+            wanted = dict(pair.split("=", 1) for pair in part.split(","))
+            matches = [item for item in value
+                       if isinstance(item, dict) and all(str(item.get(k)) == v for k, v in wanted.items())]
+            if len(matches) != 1:
+                raise LookupError(f"{len(matches)} items match {part!r} in {path!r}")
+            value = matches[0]
+        elif isinstance(value, list):
+            value = value[int(part)]
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            raise LookupError(f"no field {part!r} in {path!r}")
+    return value
+
+
+class _Getter:
+    """Resolves paths for one row: `{}` (or `{0}`, `{1}`) is the row's key; "alias:" picks a file."""
+
+    def __init__(self, data: dict, key):
+        self.data, self.key = data, key
+
+    def __call__(self, path):
+        path = path.format(*self.key) if isinstance(self.key, tuple) else path.format(self.key)
+        alias, colon, rest = path.partition(":")
+        if colon and alias in self.data:
+            return _resolve(self.data[alias], rest)
+        if len(self.data) != 1:
+            raise LookupError(f"{path!r} names none of the files {sorted(self.data)}")
+        return _resolve(next(iter(self.data.values())), path)
+
+
+def _as_numbers(value) -> list:
+    if isinstance(value, bool) or value is None:
+        raise LookupError(f"{value!r} is no number")
+    if isinstance(value, (int, float)):
+        return [value]
+    if isinstance(value, str):
+        return [_value(token) for token in _numbers(value, markdown=False)]
+    if isinstance(value, (list, tuple)):
+        return [number for item in value for number in _as_numbers(item)]
+    raise LookupError(f"{type(value).__name__} is no number")
+
+
+def _expected(spec, get) -> list:
+    """The numbers `spec` says a cell prints, in order (NOT_MEASURED for one not compared)."""
+    if spec is None:
+        return []
+    if isinstance(spec, tuple):
+        return [number for item in spec for number in _expected(item, get)]
+    if isinstance(spec, str):
+        return _as_numbers(get(spec))
+    if isinstance(spec, Fixed):
+        return [spec.value]
+    if isinstance(spec, NotMeasured):
+        return [NOT_MEASURED] * spec.count
+    if isinstance(spec, Stated):
+        text = (REPO_ROOT / spec.path).read_text(encoding="utf-8")
+        missing = [literal for literal in spec.literals if literal not in text]
+        if missing:
+            raise LookupError(f"{missing[0]!r} is not in {spec.path}")
+        numbers = [_value(token) for literal in spec.literals for token in _numbers(literal, markdown=False)]
+        return _as_numbers(spec.value(numbers)) if spec.value else numbers
+    if isinstance(spec, Known):
+        values = _expected(spec.spec, get)
+        if len(values) == 1 and _printed_as(values[0], spec.printed):
+            raise LookupError(f"{spec.printed} now matches its source: drop the known mismatch ({spec.why})")
+        return [spec.printed]
+    if callable(spec):
+        return _as_numbers(spec(get))
+    raise TypeError(f"bad spec {spec!r}")
+
+
+def _shown(expected) -> list:
+    return ["not measured" if v is NOT_MEASURED else v if isinstance(v, str) else float(f"{v:.6g}") for v in expected]
+
+
+_UNDECLARED = object()
+
+
+def _mapped_cells(table, source):
+    """(problems, {(row index, column index): expected numbers}) of a measurements table."""
+    where = f"{table.doc}:{table.line}"
+    fields = source.fields
+    files = source.files if isinstance(source.files, dict) else {path.rsplit("/", 1)[-1].removesuffix(".json"): path
+                                                                for path in source.files}
+    data = {alias: _json(path) for alias, path in files.items()}
+    problems, expectations = [], {}
+    if isinstance(fields.rows, dict):
+        labels = {row[0] for row in table.rows}
+        problems += [f"{where}: declared row {label!r} is not in the table" for label in fields.rows if label not in labels]
+    for r, row in enumerate(table.rows):
+        label = row[0]
+        if len(row) != len(table.header):
+            problems.append(f"{where}: row {label!r} has {len(row)} cells for {len(table.header)} columns")
+        try:
+            key = fields.rows[label] if isinstance(fields.rows, dict) else fields.rows(row)
+        except (KeyError, IndexError, ValueError):
+            problems.append(f"{where}: row {label!r} is no declared row")
+            continue
+        if key is None:
+            problems += [f"{where}: row {label!r} is declared to hold no number" for cell in row if _numbers(cell)][:1]
+            continue
+        get = _Getter(data, key)
+        for c, (header, cell) in enumerate(zip(table.header, row)):
+            numbers = _numbers(cell)
+            spec = fields.cells.get((label, header), fields.cells.get(
+                (key, header), fields.columns.get(header, fields.columns.get(c, _UNDECLARED))))
+            at = f"{where}: row {label!r}, column {header or c!r}"
+            if spec is _UNDECLARED:
+                if numbers and not (c == 0 and isinstance(fields.rows, dict)):
+                    problems.append(f"{at}: {numbers} map to no declared field")
+                continue
+            try:
+                expected = _expected(spec, get)
+            except (LookupError, IndexError, TypeError, ValueError, AttributeError) as error:
+                problems.append(f"{at}: {error}")
+                continue
+            expectations[r, c] = expected
+            if len(numbers) != len(expected) or not all(
+                    value is NOT_MEASURED or _printed_as(value, text) for text, value in zip(numbers, expected)):
+                problems.append(f"{at}: prints {numbers}, its source {_shown(expected)}")
+    return problems, expectations
+
+
 def _decimals(cells) -> list:
     return [match for cell in cells for match in DECIMAL.findall(cell.replace("**", ""))]
 
@@ -177,28 +639,6 @@ def _is_submultiset(part, whole) -> bool:
             return False
         remaining.remove(item)
     return True
-
-
-def _json_numbers(value):
-    if isinstance(value, bool):
-        return
-    if isinstance(value, (int, float)):
-        yield float(value)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _json_numbers(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _json_numbers(item)
-
-
-def _printed_as(number: float, text: str) -> bool:
-    """Whether `number` prints as `text`, as it is or in the units the docs use: a fraction as a
-    percentage, FLOP as GFLOP, MiB as GiB."""
-    decimals = len(text.split(".")[1])
-    target = float(text)
-    return any(abs(round(scaled, decimals) - target) < 1e-9
-               for scaled in (number, 100 * number, number / 1e9, number / 1024))
 
 
 def _kept_cells(table, source, row):
@@ -238,13 +678,8 @@ def _check(table, source) -> list:
             if not found:
                 problems.append(f"{where}: row {label!r} {numbers} is not in {source.files[0]}'s row "
                                 f"{wanted!r} {_decimals(rows[wanted])}")
-    elif source.kind == "measurements":
-        measured = [n for path in source.files
-                    for n in _json_numbers(json.loads((REPO_ROOT / path).read_text(encoding="utf-8")))]
-        for row in table.rows:
-            for text in _decimals(_kept_cells(table, source, row)):
-                if not any(_printed_as(n, text) for n in measured):
-                    problems.append(f"{where}: row {row[0]!r}: {text} is in none of {list(source.files)}")
+    elif source.kind == "measurements" and isinstance(source.fields, Fields):
+        problems += _mapped_cells(table, source)[0]
     elif source.kind == "paper":
         for row in table.rows:
             name = source.paper if isinstance(source.paper, str) else next(
@@ -259,6 +694,8 @@ def _check(table, source) -> list:
         problems.append(f"{where}: bad declaration {source}")
     return problems
 
+
+# ---- The tests -------------------------------------------------------------------------------------
 
 def _all_tables():
     return [table for doc in DOCS for table in read_tables(doc)]
@@ -281,6 +718,53 @@ def test_table_numbers_are_in_their_source(key, shared_data):
     assert not problems, "\n".join(problems)
 
 
+def _shifted(token, step):
+    """`token` moved by `step` units of its last digit (1,123 -> 1,124; 0.891 -> 0.890; 2.4e-7 ->
+    2.5e-7; 127.0.0.1 -> 127.0.0.2); None where that would turn it negative."""
+    if token.count(".") > 1:
+        head, _, last = token.rpartition(".")
+        return f"{head}.{int(last) + step}" if int(last) + step >= 0 else None
+    mantissa, e, exponent = token.partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    units = round(float(mantissa.replace(",", "")) * 10 ** decimals) + step
+    if units < 0 <= float(mantissa.replace(",", "")):
+        return None
+    text = f"{units / 10 ** decimals:{',' if ',' in mantissa else ''}.{decimals}f}"
+    return text + e + exponent
+
+
+def test_a_changed_last_digit_fails_every_mapped_cell():
+    """Each number of each measurements table, moved one unit of its last digit either way, must be
+    refused, but for the numbers the declaration names as not measured."""
+    tables = {(t.doc, t.heading, t.ordinal): t for t in _all_tables()}
+    slipped, changed, not_measured = [], 0, 0
+    for key, source in DECLARED.items():
+        if source.kind != "measurements":
+            continue
+        table = tables[key]
+        problems, expectations = _mapped_cells(table, source)
+        assert not problems, problems
+        for r, row in enumerate(table.rows):
+            for c, cell in enumerate(row):
+                for i, match in enumerate(NUMBER.finditer(cell)):
+                    expected = expectations.get((r, c), ())
+                    if i < len(expected) and expected[i] is NOT_MEASURED:
+                        not_measured += 1
+                        continue
+                    for step in (1, -1):
+                        token = _shifted(match.group(), step)
+                        if token is None:
+                            continue
+                        changed += 1
+                        cells = list(row)
+                        cells[c] = cell[:match.start()] + token + cell[match.end():]
+                        rows = table.rows[:r] + (tuple(cells),) + table.rows[r + 1:]
+                        if not _check(dataclasses.replace(table, rows=rows), source):
+                            slipped.append(f"{table.doc}:{table.line} row {row[0]!r}: {match.group()} -> {token}")
+    assert changed > 1000, f"only {changed} numbers changed"
+    assert not slipped, f"{len(slipped)} of {changed} changed numbers still pass:\n" + "\n".join(slipped)
+
+
 def test_the_check_fails_on_a_changed_cell_an_unknown_row_and_a_foreign_number(tmp_path, monkeypatch):
     source_doc = tmp_path / "source.md"
     source_doc.write_text("| Model | A | B |\n|:--|--:|--:|\n| M (3 seeds) | 52.49 ± 0.47 | **71.71** |\n",
@@ -294,4 +778,16 @@ def test_the_check_fails_on_a_changed_cell_an_unknown_row_and_a_foreign_number(t
     unknown = dataclasses.replace(table, rows=(("N", "52.49", "71.71"),))
     assert "is not a row of" in _check(unknown, source)[0]
     assert _check(dataclasses.replace(table, rows=(("N", "1.5"),)), Source("text"))
-    assert _printed_as(0.7165, "71.65") and not _printed_as(0.7165, "71.66")
+    assert _printed_as(71.65, "71.65") and not _printed_as(71.65, "71.66") and _printed_as(1122.9, "1,123")
+
+    # A measured cell is its own field's: another field's number (1,123 is also "b") or a changed integer fails.
+    (tmp_path / "m.json").write_text(json.dumps({"a": {"s": 825.28, "mib": 1122.9}, "b": {"s": 1123}}), encoding="utf-8")
+    measured = Source("measurements", ("m.json",), fields=Fields(rows={"a": "a"}, columns={
+        "seconds": "{}/s", "MiB": "{}/mib"}))
+    table = Table("x.md", "# x", 0, 1, ("run", "seconds", "MiB"), (("a", "825", "1,123"),))
+    assert _check(table, measured) == []
+    assert _check(dataclasses.replace(table, rows=(("a", "1,123", "1,123"),)), measured)
+    assert _check(dataclasses.replace(table, rows=(("a", "826", "1,123"),)), measured)
+    assert any("no declared row" in problem
+               for problem in _check(dataclasses.replace(table, rows=(("b", "1,123", "1,123"),)), measured))
+
