@@ -17,8 +17,9 @@ What is compared, by the kind of source:
   for [1122.5, 1123.5]. A number the declaration names as not measured (with the reason) is not
   compared. test_a_changed_last_digit_fails_every_mapped_cell moves each number of these tables by
   one unit of its last digit and requires the check to refuse every one.
-- Tests: the numbers of a table of what the tests assert (docs/reliability.md) are not compared;
-  the declaration says which tests they come from.
+- Tests: a table of what the tests assert (docs/reliability.md) maps each of its numbers to the
+  literal of a test file that states it (the row's tolerance 5e-5 must be a literal of the test the
+  row names), or to a measured field, so a tolerance changed in either place fails.
 - Papers: each decimal number of a transcribed paper row must appear in the paper's text.
 """
 
@@ -61,7 +62,8 @@ class Source:
     (JSON files: `fields` maps each cell to the fields it prints), "paper" (each number in the
     paper's text: `paper` names the file, or maps a row-label prefix to a file), "text" (no
     number to source: the table may hold no decimal number at all), "tests" (numbers are the
-    tolerances and observations of the tests the table names; `why` says so).
+    tolerances and observations of the tests the table names: `stated` maps each row's cells to
+    the literals that state them; `why` says so).
     """
 
     kind: str
@@ -74,6 +76,7 @@ class Source:
     paper: object = None
     why: str = ""
     fields: object = None  # measurements: a Fields
+    stated: dict = dataclasses.field(default_factory=dict)  # tests: row label -> {header: specs, in order}
 
 
 def _results(*files, **kwargs):
@@ -123,6 +126,14 @@ class Stated:
 
 
 @dataclasses.dataclass(frozen=True)
+class Field:
+    """A field of a JSON file other than the table's own: a path, or a function of the file's data."""
+
+    path: str
+    field: object
+
+
+@dataclasses.dataclass(frozen=True)
 class Known:
     """A known mismatch to fix: the cell prints `printed` where `spec`'s field says otherwise. The
     cell must keep printing `printed` (any other change fails), and once the field prints as it
@@ -131,6 +142,23 @@ class Known:
     spec: object
     printed: str
     why: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Computed:
+    """Numbers worked out from committed files or the code (a sum, a unit change, a count)."""
+
+    what: str
+    function: object  # () -> a number or a list of numbers
+
+
+def default_of(module, cls, name):
+    """The default of a config field of the code, e.g. TrainConfig's num_length_buckets."""
+    def value():
+        import importlib
+        fields = {field.name: field for field in dataclasses.fields(getattr(importlib.import_module(module), cls))}
+        return fields[name].default
+    return Computed(f"{module}.{cls}.{name}'s default", value)
 
 
 def said(path, *indexes):
@@ -369,6 +397,92 @@ NEW_USER_PROBES = Fields(rows={label: name for label, (name, _) in PROBES.items(
 
 
 
+# ---- The tests tables: the literal (or measured field) that states each number -------------------
+
+CRASH, MULTI, BAD, FUZZ = ("tests/test_crash_safety.py", "tests/test_multi_worker.py", "tests/test_bad_input.py",
+                           "tests/test_fuzz_parsers.py")
+NUM_KILLS = Stated(CRASH, "NUM_KILLS = 3")
+DETERMINISM_STEPS = Stated("tests/test_determinism.py", "NUM_TRAIN_STEPS = 20")
+NAN_AT_STEP_4 = Stated("tests/test_training.py", '"loss became nan at step 4"')
+HISTORY = "what the test saw before the fix (the row's history; no committed file keeps it)"
+UTF8 = NotMeasured("a name: UTF-8")
+STEPS_5, ROLLED_BACK_TO_2 = Stated(MULTI, '"num_train_steps": 5'), Stated(MULTI, 'roll_back(str(multi / "checkpoints"), 2)')
+WEIGHT_TOLERANCE = Stated(MULTI, "WEIGHT_TOLERANCE = 5e-5")
+# docs/reliability.md's first table: row label -> {column: the specs of its numbers, in order}.
+RELIABILITY = {
+    "Crash safety, pretraining": {
+        "What was tried": (Stated("tests/stage_runs.py", "DROPOUT = 0.1"), NUM_KILLS,
+                           Stated(CRASH, "rng.uniform(0.0, MAX_KILL_DELAY_S)"), Stated(CRASH, "MAX_KILL_DELAY_S = 0.12"),
+                           # "a 4th kill": the NUM_KILLS mid-run kills and the one at the end
+                           Stated(CRASH, "NUM_KILLS = 3", "range(NUM_KILLS + kill_at_end)", "kill_at_end=True",
+                                  value=lambda numbers: numbers[0] + 1)),
+        "What held": (Stated(CRASH, "atol=1e-6, err_msg=name"), Stated(CRASH, "atol=1e-5)"),
+                      Stated(CRASH, "rel=1e-5")),
+        "Fixed on the way": NotMeasured(HISTORY)},
+    "Crash safety, contrastive stage": {"What was tried": NUM_KILLS},
+    "Atomic outputs": {},
+    "Determinism": {
+        "What was tried": (DETERMINISM_STEPS, Stated("tests/test_determinism.py", '"--log_steps=1"'),
+                           DETERMINISM_STEPS, Stated("tests/test_determinism.py", '"--eval_steps=10"'),
+                           DETERMINISM_STEPS),
+        "What held": DETERMINISM_STEPS},
+    "NaN / inf": {"What was tried": NAN_AT_STEP_4,
+                  "What held": (NAN_AT_STEP_4, NAN_AT_STEP_4, Stated("tests/test_training.py", 'endswith("ckpt-3")'))},
+    "Multi-worker": {
+        "What was tried": (Stated(MULTI, "num_workers: int = 2"), Stated(MULTI, '"127.0.0.1"'), STEPS_5,
+                           Stated("tests/test_finetuning.py", "hidden_dropout_prob=0.0"), ROLLED_BACK_TO_2),
+        "What held": (NotMeasured("worker names (worker 0 and worker 1)", 2),
+                      Stated("tests/test_finetuning.py", "train_batch_size=8"), WEIGHT_TOLERANCE,
+                      Stated(MULTI, "assert trained > 5e-3"), STEPS_5, Stated(MULTI, "atol=1e-5)"),
+                      ROLLED_BACK_TO_2, WEIGHT_TOLERANCE),
+        "Fixed on the way": Stated("tests/test_training.py", "np.testing.assert_allclose(b, a, atol=1e-6)")},
+    "Bad input, every entry point": {
+        "What was tried": (NotMeasured("the suite's size when the row was first written (history)", 3), UTF8),
+        # The test asserts a non-zero status; the entry points' wrapper exits with 1.
+        "What held": Stated("dialoguecse_tf/cli/flag_utils.py", "sys.exit(1)"),
+        "Fixed on the way": (NotMeasured("the first run's failures when the row was written (history)", 2),
+                             Stated(BAD, '"--num_sr_candidates=0"'), NotMeasured(HISTORY))},
+    "Fuzzing the readers and parsers": {
+        "What was tried": (Stated(FUZZ, "max_examples=300"), UTF8),
+        "Fixed on the way": (
+            # Python's limit is 4,300 digits; HUGE has one more.
+            Stated(FUZZ, 'HUGE = "9" * 4301', value=lambda numbers: numbers[1] - 1), UTF8,
+            NotMeasured("known mismatch to fix: no @example of tests/test_fuzz_parsers.py holds a records_info.json "
+                        "of 0 (its kept case is \"[]\"), though the row says each crash is kept as one"))},
+}
+
+def _speedup(faster, slower, value="median_s"):
+    """How many times `faster`'s rate is `slower`'s (by their median seconds, or a rate field)."""
+    if value == "median_s":
+        return lambda data: data["results"][slower][value] / data["results"][faster][value]
+    return lambda data: data["results"][faster][value] / data["results"][slower][value]
+
+
+# benchmarks/README.md's fast-path table: its effects are the benchmarks' fields, its defaults the code's.
+FAST_PATH = {
+    "trim padding to the batch's longest sentence": {"effect measured here": (
+        Field(ENCODE, _speedup("tf encode() fast", "tf encode() padded", "sentences_per_s")),
+        Field(ENCODE, lambda data: max(data["max_abs_diff"].values())))},
+    "sort sentences by length before batching": {},
+    "length buckets in the contrastive step": {
+        "default": default_of("dialoguecse_tf.stage_config", "TrainConfig", "num_length_buckets"),
+        "effect measured here": (Field(ECD, _speedup("tf_buckets", "tf")), Field(SYNTHETIC, _speedup("tf_buckets", "tf")),
+                                 Stated("tests/test_models_dialoguecse.py", "np.asarray(expected), atol=1e-5)"))},
+    "XLA": {"effect measured here": (
+        Field(SYNTHETIC, _speedup("tf_xla", "tf")), Field(ECD, _speedup("tf_xla", "tf")),
+        Field(ENCODE, _speedup("tf encode() fast+xla", "tf encode() fast", "sentences_per_s")),
+        Field("benchmarks/results/flops.json", _speedup("bert_base_shape encoder +xla", "bert_base_shape encoder")))},
+    "parallel parsing and prefetch": {"effect measured here": (
+        Field("benchmarks/results/input_pipeline.json",
+              _speedup("parallel + prefetch", "sequential", "batches_per_s")),
+        Known(Field("benchmarks/results/input_pipeline.json", lambda data: data["results"]["parallel + prefetch"][
+            "batches_per_s"] / max(data["training_consumes_batches_per_s"].values())), "700",
+              "known mismatch to fix: \"~700x faster than training needs\"; input_pipeline.json's 720 batches/s "
+              "against training's 0.41-1.12 (training_consumes_batches_per_s) is 641x to 1,759x"))},
+    "mixed precision": {},
+}
+
+
 HEADLINE = "## Headline: three methods on one benchmark"
 ECD_MAIN = "### The main table: 3 seeds for the paper's key comparison"
 STUDY_COLUMNS = ("What it changes", "Whose reading", "vs 67.61")
@@ -400,7 +514,7 @@ DECLARED = {
     ("docs/dse.md", "### DSE on the English track: results", 0): _results(
         "results/dse_sgd_minilm/table.md", labels={"MiniLM (untouched)": "MiniLM"}, any_order=True),
     ("docs/reliability.md", "# Reliability: what was tried and what held", 0): Source(
-        "tests", why="each row names the test whose assertions and tolerances it states"),
+        "tests", stated=RELIABILITY, why="each row names the test whose assertions and tolerances it states"),
     ("docs/reliability.md", "## A new user's first runs (the 2026-11 probes)", 0): Source(
         "measurements", {"now": "benchmarks/results/new_user_probes.json",
                          "before": "benchmarks/results/new_user_probes_before.json",
@@ -426,7 +540,7 @@ DECLARED = {
     ("benchmarks/README.md", SECTION_9, 1): _measured(RECORD_BUILDING_PROJECTION, RECORD_BUILDING),
     ("benchmarks/README.md", "## The papers' model shape", 0): _measured(PAPER_SHAPE, "benchmarks/results/paper_shape.json"),
     ("benchmarks/README.md", "## What the fast path is, and its flags", 0): Source(
-        "tests", why="the effects are the benchmarks above and the equality tests named in each row"),
+        "tests", stated=FAST_PATH, why="the effects are the benchmarks above and the equality tests named in each row"),
 }
 
 
@@ -566,6 +680,11 @@ def _expected(spec, get) -> list:
         if len(values) == 1 and _printed_as(values[0], spec.printed):
             raise LookupError(f"{spec.printed} now matches its source: drop the known mismatch ({spec.why})")
         return [spec.printed]
+    if isinstance(spec, Computed):
+        return _as_numbers(spec.function())
+    if isinstance(spec, Field):
+        data = _json(spec.path)
+        return _as_numbers(spec.field(data) if callable(spec.field) else _resolve(data, spec.field))
     if callable(spec):
         return _as_numbers(spec(get))
     raise TypeError(f"bad spec {spec!r}")
@@ -579,12 +698,18 @@ _UNDECLARED = object()
 
 
 def _mapped_cells(table, source):
-    """(problems, {(row index, column index): expected numbers}) of a measurements table."""
+    """(problems, {(row index, column index): expected numbers}) of a measurements or tests table."""
     where = f"{table.doc}:{table.line}"
-    fields = source.fields
-    files = source.files if isinstance(source.files, dict) else {path.rsplit("/", 1)[-1].removesuffix(".json"): path
-                                                                for path in source.files}
-    data = {alias: _json(path) for alias, path in files.items()}
+    if source.kind == "tests":
+        fields = Fields(rows={label: label for label in source.stated}, columns={},
+                        cells={(label, header): spec for label, cells in source.stated.items()
+                               for header, spec in cells.items()})
+        data = {}
+    else:
+        fields = source.fields
+        files = source.files if isinstance(source.files, dict) else {path.rsplit("/", 1)[-1].removesuffix(".json"): path
+                                                                    for path in source.files}
+        data = {alias: _json(path) for alias, path in files.items()}
     problems, expectations = [], {}
     if isinstance(fields.rows, dict):
         labels = {row[0] for row in table.rows}
@@ -690,7 +815,9 @@ def _check(table, source) -> list:
             text = (PAPERS / name).read_text(encoding="utf-8")
             problems += [f"{where}: row {row[0]!r}: {number} is not in {name}" for number in _decimals(row[1:])
                          if not re.search(rf"(?<![\d.]){re.escape(number)}(?!\d)", text)]
-    elif source.kind != "tests" or not source.why:
+    elif source.kind == "tests" and source.why:
+        problems += _mapped_cells(table, source)[0]
+    else:
         problems.append(f"{where}: bad declaration {source}")
     return problems
 
@@ -734,12 +861,12 @@ def _shifted(token, step):
 
 
 def test_a_changed_last_digit_fails_every_mapped_cell():
-    """Each number of each measurements table, moved one unit of its last digit either way, must be
-    refused, but for the numbers the declaration names as not measured."""
+    """Each number of each measurements and tests table, moved one unit of its last digit either way,
+    must be refused, but for the numbers the declaration names as not measured."""
     tables = {(t.doc, t.heading, t.ordinal): t for t in _all_tables()}
     slipped, changed, not_measured = [], 0, 0
     for key, source in DECLARED.items():
-        if source.kind != "measurements":
+        if source.kind not in ("measurements", "tests"):
             continue
         table = tables[key]
         problems, expectations = _mapped_cells(table, source)
@@ -790,4 +917,13 @@ def test_the_check_fails_on_a_changed_cell_an_unknown_row_and_a_foreign_number(t
     assert _check(dataclasses.replace(table, rows=(("a", "826", "1,123"),)), measured)
     assert any("no declared row" in problem
                for problem in _check(dataclasses.replace(table, rows=(("b", "1,123", "1,123"),)), measured))
+
+    # A tests table's tolerance is the test file's literal: changed in either place, the check fails.
+    (tmp_path / "test_x.py").write_text("TOLERANCE = 5e-5\n", encoding="utf-8")
+    stated = Source("tests", stated={"x": {"held": Stated("test_x.py", "TOLERANCE = 5e-5")}}, why="a test")
+    table = Table("x.md", "# x", 0, 1, ("row", "held"), (("x", "within 5e-5"),))
+    assert _check(table, stated) == []
+    assert _check(dataclasses.replace(table, rows=(("x", "within 6e-5"),)), stated)
+    (tmp_path / "test_x.py").write_text("TOLERANCE = 1e-4\n", encoding="utf-8")
+    assert "is not in test_x.py" in _check(table, stated)[0]
 
