@@ -1,12 +1,14 @@
 """Every hand-written table of README.md, docs/ and benchmarks/README.md is declared here with the
-committed file (or the paper) its numbers come from, and each of its rows must be found there.
-Tables that copy a results file sit between `<!-- table: ... -->` markers instead: `dialoguecse-
-experiment docs` writes them and tests/test_doc_tables.py checks them.
+committed file (or the paper) its numbers come from, and each of its rows must be found there;
+every number of README.md's prose is declared with the sources of its paragraph. Tables that
+copy a results file sit between `<!-- table: ... -->` markers instead: `dialoguecse-experiment
+docs` writes them and tests/test_doc_tables.py checks them.
 
-The hand-written tables are pasted by hand, so a rerun that changes a results file (or a slip while pasting)
-would otherwise leave the docs quoting numbers no committed file holds. A table nobody declared
-fails, a declared table that no longer exists fails, and a row whose label cannot be found in
-its source fails unless the declaration names it as unsourced, with the reason.
+The hand-written tables and prose are pasted by hand, so a rerun that changes a results file (or a
+slip while pasting) would otherwise leave the docs quoting numbers no committed file holds. A
+table or README paragraph nobody declared fails, a declaration that no longer matches the doc
+fails, and a row whose label cannot be found in its source fails unless the declaration names it
+as unsourced, with the reason.
 
 What is compared, by the kind of source:
 - Markdown results tables (results/**.md): the decimal numbers of a row (e.g. "52.49 ± 0.47" gives
@@ -20,9 +22,16 @@ What is compared, by the kind of source:
 - Tests: a table of what the tests assert (docs/reliability.md) maps each of its numbers to the
   literal of a test file that states it (the row's tolerance 5e-5 must be a literal of the test the
   row names), or to a measured field, so a tolerance changed in either place fails.
-- Papers: each decimal number of a transcribed paper row must appear in the paper's text.
+- Papers: each decimal number of a transcribed paper row must appear in the paper's text. Without
+  the papers folder (../shared/papers) those checks skip, saying so.
+- README.md prose: every number outside tables and code blocks must be found in a source declared
+  for its paragraph (a results file, a paper, a setting of experiments/*.yaml or a constant of the
+  code) at the printed precision, an integer under 10 as an integer of the source; or be declared
+  as no measurement (a version, "2 CPU cores", a citation's year) or as a known mismatch to fix,
+  each with its reason.
 """
 
+import csv
 import dataclasses
 import json
 import re
@@ -150,6 +159,14 @@ class Computed:
 
     what: str
     function: object  # () -> a number or a list of numbers
+
+
+def constant(module, name):
+    """A named constant of the code, e.g. constant("dialoguecse_tf.evaluation.prototypes", "SHOTS")."""
+    def value():
+        import importlib
+        return getattr(importlib.import_module(module), name)
+    return Computed(f"{module}.{name}", value)
 
 
 def default_of(module, cls, name):
@@ -544,6 +561,89 @@ DECLARED = {
 }
 
 
+# ---- README.md's prose: the sources of each paragraph's numbers ------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Prose:
+    """Where the numbers of a README.md paragraph come from.
+
+    sources: committed files (results/, benchmarks/results/, experiments/, setup.py), "papers/NAME"
+    (../shared/papers), "git:REV:PATH" (a committed file the paragraph names in history), or
+    Computed. fixed: a printed number -> why it is no measurement. known: a printed number -> a
+    known mismatch to fix (the doc is to change; then drop the entry).
+    """
+
+    sources: tuple = ()
+    fixed: dict = dataclasses.field(default_factory=dict)
+    known: dict = dataclasses.field(default_factory=dict)
+
+
+def _stage_seconds(path, stages):
+    with open(REPO_ROOT / path, encoding="utf-8") as reader:
+        seconds = {name: float(value) for name, value in csv.reader(reader, delimiter="\t")}
+    return sum(seconds[stage] for stage in stages)
+
+
+def _demo_seconds():
+    total = float(re.search(r"total wall seconds: (\d+)", (REPO_ROOT / "results/demo/command.txt").read_text(
+        encoding="utf-8")).group(1))
+    tsv = "results/demo/stage_seconds.tsv"
+    return [total / 60, _stage_seconds(tsv, ("corpus", "contrastive_records", "pair_records", "dialogue_records")),
+            _stage_seconds(tsv, ("export_savedmodel", "export_huggingface", "export_keras_hub"))]
+
+
+def _paper_shape():
+    results = _json("benchmarks/results/paper_shape.json")["results"]
+    return [len(results), max(result["peak_rss_mib"] for result in results) / 1024]
+
+
+def _dial2vec_candidates():
+    from dialoguecse_tf.presets import PRESETS
+    return PRESETS["paper_dial2vec"]["num_negatives"] + 1
+
+
+TWO_CORES = "the machine's 2 CPU cores, a setting of every run"
+# (section heading, how the paragraph starts) -> Prose. A paragraph takes the declaration with the
+# longest matching start; a paragraph that holds a number must have one.
+README_PROSE = {
+    ("# dialoguecse_tf", "A TensorFlow 2 / Keras 3 reproduction"): Prose(
+        ("papers/dialoguecse_emnlp2021.txt",),  # the citation's year
+        fixed={"2": "TensorFlow 2, the framework's major version", "3": "Keras 3, its major version"}),
+    ("## Quick start", "Both create `.venv`"): Prose(
+        ("setup.py",),
+        known={"3.11": "known mismatch to fix: the stack does not pin Python 3.11; setup.py accepts >=3.10,<3.13 "
+                       "and run_scripts/setup_env.sh takes any python3 (3.11.7 is what the committed runs used)"}),
+    ("## Quick start", "The demo is the main job"): Prose(("experiments/demo.yaml",)),
+    ("## Quick start", "On this machine, with the set-up done"): Prose(
+        ("results/demo/command.txt", "results/demo/stage_seconds.tsv",
+         Computed("the total in minutes, the corpus and records stages, the three exports", _demo_seconds)),
+        known={"2": "known mismatch to fix: \"another job's 2-3 minute evaluation\" has no committed source "
+                    "(review 2026-11b item 11)", "3": "the same \"2-3 minute\""}),
+    ("## Quick start", "Against the table the former"): Prose(
+        ("results/demo/results_table.md", "git:ad42d2b~1:results/demo/results_table.md")),
+    (HEADLINE, "`bash run_scripts/benchmark_all.sh`"): Prose(("results/benchmark/results.md",), fixed={"2": TWO_CORES}),
+    (HEADLINE, "**Chinese track**"): Prose(("results/ecd_cpu/mlm_prep_stats.json", "experiments/configs/small_bert.json")),
+    (HEADLINE, "**English track**"): Prose(
+        ("results/dse_sgd_minilm/pairs_consecutive_prep_stats.json", "experiments/benchmark.yaml",
+         constant("dialoguecse_tf.evaluation.prototypes", "SHOTS")),
+        fixed={"64": "HWU64's 64 intents, the dataset's name"}),
+    (HEADLINE, "The papers' own numbers"): Prose(known={
+        number: "known mismatch to fix: \"10^2-10^3 times the data\" holds for DialogueCSE (ECD 1,020,000 dialogues "
+                "in its Table 1 against our 1,000) but not for DSE (892,835 pairs against the English track's "
+                "173,549, results/dse_sgd_minilm/pairs_consecutive_prep_stats.json) or dial2vec (SGD's 16,142 "
+                "training dialogues in its Table 1 against our 3,000-dialogue sample): about 5x"
+        for number in ("10", "2", "3")}),
+    ("## Performance and reliability", "Measured on 2 CPU cores"): Prose(fixed={"2": TWO_CORES}),
+    ("## Performance and reliability", "- **Every objective against PyTorch**"): Prose(
+        ("benchmarks/results/objective_steps.json",), fixed={"1.5": "the issue's speed goal, a target"}),
+    ("## Performance and reliability", "- **The papers' model shape**"): Prose(
+        ("benchmarks/results/paper_shape.json", Computed("its presets and largest peak RSS in GiB", _paper_shape),
+         Computed("paper_dial2vec's candidates per dialogue (num_negatives + 1)", _dial2vec_candidates))),
+    ("## Performance and reliability", "- **Record building on Apache Beam**"): Prose((RECORD_BUILDING,)),
+    ("## Performance and reliability", "- [benchmarks/README.md]"): Prose(fixed={"2": TWO_CORES}),
+}
+
+
 # ---- Reading the docs ------------------------------------------------------------------------------
 
 def _cells(line):
@@ -579,6 +679,28 @@ def read_tables(doc) -> list:
     return tables
 
 
+def read_paragraphs(doc) -> list:
+    """(heading, first line, text) of each prose paragraph of `doc`: outside code blocks, tables and
+    table markers; a list item is a paragraph of its own."""
+    paragraphs, heading, current, fenced = [], "", None, False
+    for number, line in enumerate((REPO_ROOT / doc).read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+        blank = fenced or line.startswith("```") or not line.strip() or line.startswith(("|", "<!--"))
+        is_heading = not fenced and re.match(r"^#{1,6} ", line)
+        if current and (blank or is_heading or re.match(r"^(- |\* |\d+\. )", line)):
+            paragraphs.append((heading, current[0], " ".join(current[1])))
+            current = None
+        if is_heading:
+            heading = line.strip()
+        elif not blank:
+            current = current or (number, [])
+            current[1].append(line.strip())
+    if current:
+        paragraphs.append((heading, current[0], " ".join(current[1])))
+    return paragraphs
+
+
 def _numbers(text, markdown=True) -> list:
     """The numbers printed in `text`, in order; in Markdown, link targets and bold marks left out."""
     if markdown:
@@ -591,11 +713,11 @@ def _value(token):
     return token if token.count(".") > 1 else float(token.replace(",", ""))
 
 
-def _printed_as(number, text, tie="python") -> bool:
+def _printed_as(number, text, tie="either") -> bool:
     """Whether `number` prints as `text` at the text's precision: 0.891 stands for [0.8905, 0.8915],
     1,123 for [1122.5, 1123.5], 2.4e-7 for [2.35e-7, 2.45e-7]; a version must be the same text. A
-    value halfway between two printed numbers prints as Python's format rounds it (the benchmark
-    scripts print the tables), or with tie="either" as either."""
+    value halfway between two printed numbers prints as either (prose), or with tie="python" as
+    Python's format rounds it (tables, which the benchmark scripts print)."""
     if isinstance(number, str) or text.count(".") > 1:
         return number == text
     mantissa, _, exponent = text.replace(",", "").lower().partition("e")
@@ -743,7 +865,7 @@ def _mapped_cells(table, source):
                 continue
             expectations[r, c] = expected
             if len(numbers) != len(expected) or not all(
-                    value is NOT_MEASURED or _printed_as(value, text) for text, value in zip(numbers, expected)):
+                    value is NOT_MEASURED or _printed_as(value, text, tie="python") for text, value in zip(numbers, expected)):
                 problems.append(f"{at}: prints {numbers}, its source {_shown(expected)}")
     return problems, expectations
 
@@ -822,6 +944,76 @@ def _check(table, source) -> list:
     return problems
 
 
+# ---- README prose ----------------------------------------------------------------------------------
+
+class _Unavailable(Exception):
+    """A declared source that is not on this machine (the papers folder, a commit of a shallow clone)."""
+
+
+def _source_numbers(source) -> list:
+    """The numbers a prose source holds: its JSON numbers and the numbers written in its text."""
+    if isinstance(source, Computed):
+        return _as_numbers(source.function())
+    if source.startswith("papers/"):
+        path = PAPERS / source.removeprefix("papers/")
+        if not path.is_file():
+            raise _Unavailable(f"{path} is missing")
+        return [_value(token) for token in _numbers(path.read_text(encoding="utf-8"))]
+    if source.startswith("git:"):
+        import subprocess
+        completed = subprocess.run(["git", "show", source.removeprefix("git:")], cwd=REPO_ROOT, capture_output=True,
+                                   text=True, check=False)
+        if completed.returncode:
+            raise _Unavailable(f"git show {source.removeprefix('git:')} failed: {completed.stderr.strip()}")
+        return [_value(token) for token in _numbers(completed.stdout)]
+    text = (REPO_ROOT / source).read_text(encoding="utf-8")
+    if source.endswith(".json"):
+        def leaves(value):
+            if isinstance(value, dict):
+                return [n for item in value.values() for n in leaves(item)]
+            if isinstance(value, list):
+                return [n for item in value for n in leaves(item)]
+            return [] if value is None or isinstance(value, bool) else _as_numbers(value)
+        return leaves(json.loads(text))
+    return [_value(token) for token in _numbers(text)]
+
+
+def _found(token, numbers) -> bool:
+    """Whether a printed number is one of a source's: at its precision; an integer under 10 (a count)
+    only as that integer; "2.20" as the start of a version 2.20.0."""
+    if "." in token and any(isinstance(n, str) and (n + ".").startswith(token + ".") for n in numbers):
+        return True
+    value = _value(token)
+    if isinstance(value, float) and re.fullmatch(r"\d", token):
+        return any(not isinstance(n, str) and n == value for n in numbers)
+    return any(_printed_as(n, token) for n in numbers if not isinstance(n, str) or token.count(".") > 1)
+
+
+def _declared_paragraphs() -> tuple:
+    """({declaration key: its paragraphs}, [undeclared paragraphs that hold a number])."""
+    matched, undeclared = {key: [] for key in README_PROSE}, []
+    for heading, line, text in read_paragraphs("README.md"):
+        keys = [key for key in README_PROSE if key[0] == heading and text.startswith(key[1])]
+        if keys:
+            matched[max(keys, key=lambda key: len(key[1]))].append((line, text))
+        elif _numbers(text):
+            undeclared.append(f"README.md:{line} ({heading!r}, {text[:50]!r}...): {_numbers(text)}")
+    return matched, undeclared
+
+
+def _prose_problems(prose, paragraphs) -> tuple:
+    """(numbers found in no source, sources not on this machine) of the paragraphs of one declaration."""
+    numbers, unavailable = [], []
+    for source in prose.sources:
+        try:
+            numbers += _source_numbers(source)
+        except _Unavailable as error:
+            unavailable.append(str(error))
+    missing = [f"README.md:{line}: {token}" for line, text in paragraphs for token in _numbers(text)
+               if token not in prose.fixed and token not in prose.known and not _found(token, numbers)]
+    return missing, unavailable
+
+
 # ---- The tests -------------------------------------------------------------------------------------
 
 def _all_tables():
@@ -837,10 +1029,12 @@ def test_every_table_is_declared_and_every_declaration_is_a_table():
 
 
 @pytest.mark.parametrize("key", sorted(DECLARED), ids=lambda key: f"{key[0]}:{key[1][:40]}:{key[2]}")
-def test_table_numbers_are_in_their_source(key, shared_data):
+def test_table_numbers_are_in_their_source(key):
     tables = {(t.doc, t.heading, t.ordinal): t for t in _all_tables()}
     if key not in tables:
         pytest.fail(f"declared table {key} not found")
+    if DECLARED[key].kind == "paper" and not PAPERS.is_dir():
+        pytest.skip(f"the papers folder {PAPERS} is missing: this table's transcribed paper numbers are not checked")
     problems = _check(tables[key], DECLARED[key])
     assert not problems, "\n".join(problems)
 
@@ -892,6 +1086,24 @@ def test_a_changed_last_digit_fails_every_mapped_cell():
     assert not slipped, f"{len(slipped)} of {changed} changed numbers still pass:\n" + "\n".join(slipped)
 
 
+def test_every_readme_paragraph_with_a_number_is_declared_and_every_declaration_matches():
+    matched, undeclared = _declared_paragraphs()
+    assert not undeclared, "README.md paragraphs whose numbers have no declared source:\n" + "\n".join(undeclared)
+    unmatched = [key for key, paragraphs in matched.items() if not paragraphs]
+    assert not unmatched, f"declarations that match no README.md paragraph: {unmatched}"
+
+
+@pytest.mark.parametrize("key", sorted(README_PROSE), ids=lambda key: f"{key[0][:24]}:{key[1][:32]}")
+def test_readme_prose_numbers_are_in_their_sources(key):
+    paragraphs = _declared_paragraphs()[0][key]
+    if not paragraphs:
+        pytest.fail(f"{key} matches no README.md paragraph")
+    missing, unavailable = _prose_problems(README_PROSE[key], paragraphs)
+    if missing and unavailable:
+        pytest.skip(f"{missing} are not in the sources on this machine, and {unavailable}")
+    assert not missing, f"numbers in none of {README_PROSE[key].sources}: {missing}"
+
+
 def test_the_check_fails_on_a_changed_cell_an_unknown_row_and_a_foreign_number(tmp_path, monkeypatch):
     source_doc = tmp_path / "source.md"
     source_doc.write_text("| Model | A | B |\n|:--|--:|--:|\n| M (3 seeds) | 52.49 ± 0.47 | **71.71** |\n",
@@ -927,3 +1139,13 @@ def test_the_check_fails_on_a_changed_cell_an_unknown_row_and_a_foreign_number(t
     (tmp_path / "test_x.py").write_text("TOLERANCE = 1e-4\n", encoding="utf-8")
     assert "is not in test_x.py" in _check(table, stated)[0]
 
+    # Prose: a number of a declared source passes; another, or a count matched only by a rounded
+    # measurement, does not; a missing paper is reported as unavailable, not as an error.
+    prose = Prose(("m.json",), fixed={"2": "two cores"})
+    assert _prose_problems(prose, [(1, "took 825 s and 1,123 MiB on 2 cores")]) == ([], [])
+    assert _prose_problems(prose, [(1, "took 826 s")])[0] == ["README.md:1: 826"]
+    (tmp_path / "n.json").write_text(json.dumps({"dialogues_per_s": 4.55}), encoding="utf-8")
+    assert _prose_problems(Prose(("n.json",)), [(1, "5 dialogues")])[0] == ["README.md:1: 5"]
+    monkeypatch.setattr("test_readme_numbers.PAPERS", tmp_path / "no_papers")
+    missing, unavailable = _prose_problems(Prose(("papers/x.txt",)), [(1, "EMNLP 2021")])
+    assert missing == ["README.md:1: 2021"] and "is missing" in unavailable[0]
