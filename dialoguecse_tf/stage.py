@@ -81,8 +81,9 @@ def check_resumable(objective, config: TrainConfig) -> None:
 
 def check_something_to_train(objective, backbone, num_layers: int) -> None:
     """Raises ValueError when no weight of the encoder a run writes is trainable: the run would
-    write its start unchanged (or fail with no gradient to apply), whatever it trains besides."""
-    if backbone.trainable_variables:
+    write its start unchanged (or fail with no gradient to apply), whatever it trains besides,
+    unless the objective means to train only what it writes beside the encoder."""
+    if backbone.trainable_variables or not objective.trains_encoder():
         return
     frozen = getattr(objective.options, "num_frozen_layers", None)
     if frozen is None:

@@ -76,7 +76,7 @@ def test_loss_falls_and_encoder_is_saved(mlm_setup):
     assert loaded.metadata["stage"] == "pretrain" and len(loaded.mlm_head) == 5
     assert loaded.metadata["objective"] == "mlm" and loaded.metadata["num_train_steps"] == 40
     written = json.loads(open(os.path.join(config.output_dir, "config.json"), encoding="utf-8").read())
-    assert written["objective"] == "mlm" and written["options"] == {"max_predictions_per_seq": 3}
+    assert written["objective"] == "mlm" and written["options"] == {"max_predictions_per_seq": 3, "head_only": False}
     assert written["train_file"] == list(config.train_file) and written["train_batch_size"] == 8
     assert os.listdir(os.path.join(config.output_dir, "tensorboard"))
     # Continued pretraining from the stage's own output reloads its MLM head.
@@ -111,3 +111,28 @@ def test_checkpoint_without_mlm_head_gets_a_fresh_one(mlm_setup, tmp_path, caplo
     warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
     assert f"{folder} has no MLM head: a fresh one is initialised" in warnings, warnings
     assert len(load_checkpoint(str(tmp_path / "from_hf" / "encoder"), 16).mlm_head) == 5
+
+
+def test_head_only_warms_a_fresh_head_and_leaves_the_encoder_as_it_started(mlm_setup, tmp_path, tiny_bert_config,
+                                                                          tiny_vocab_file):
+    """A start without an MLM head (a sentence-embedding model): the head trains alone first, and
+    continued pretraining then starts from that head."""
+    from test_checkpoints import write_hf_folder
+
+    folder = write_hf_folder(tmp_path / "hf", random_bert_weights(tiny_bert_config, seed=4), tiny_bert_config,
+                             tiny_vocab_file)
+    objective, setup = mlm_setup
+    head_only = type(objective)(dataclasses.replace(objective.options, head_only=True))
+    config = dataclasses.replace(setup, init_checkpoint=str(folder), bert_config_file=None, vocab_file=None,
+                                 output_dir=str(tmp_path / "head"), num_train_steps=6)
+    run_stage(head_only, config, verbose=False)
+    start, warmed = load_checkpoint(str(folder), 16), load_checkpoint(str(tmp_path / "head" / "encoder"), 16)
+    for before, after in zip(start.backbone.get_weights(), warmed.backbone.get_weights()):
+        np.testing.assert_array_equal(before, after)
+    # The fresh head's output bias starts at zero; trained, it moves.
+    assert np.abs(warmed.mlm_head["cls/predictions/output_bias"]).max() > 1e-4
+    continued = dataclasses.replace(config, init_checkpoint=str(tmp_path / "head" / "encoder"),
+                                    output_dir=str(tmp_path / "continued"), num_train_steps=2)
+    run_stage(objective, continued, verbose=False)
+    assert not np.array_equal(load_checkpoint(str(tmp_path / "continued" / "encoder"), 16).backbone.get_weights()[0],
+                              warmed.backbone.get_weights()[0])

@@ -130,6 +130,11 @@ class Objective:
         """Whether the loss is a sum of per-example terms (`example_losses`)."""
         return type(self).example_losses is not Objective.example_losses
 
+    def trains_encoder(self) -> bool:
+        """Whether a run trains some of the encoder; False for one that trains only what
+        `encoder_extras` writes beside it (MLM's `head_only`)."""
+        return True
+
     def encoder_extras(self, model) -> dict:
         """Extra keyword arguments of `checkpoints.save_checkpoint` (e.g. the MLM head)."""
         return {}

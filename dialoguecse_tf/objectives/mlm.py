@@ -15,6 +15,10 @@ from dialoguecse_tf.records.mlm import MASKED_LM_IDS, MASKED_LM_WEIGHTS, RECORD_
 @dataclasses.dataclass(frozen=True)
 class MlmOptions:
     max_predictions_per_seq: int = field(10, "Masked positions per sequence; must match the records (paper: 10).")
+    head_only: bool = field(False, "Train the MLM head alone, the whole encoder frozen (the output projection, "
+                            "tied to the token embeddings, too). A first run of this warms up the fresh head of a "
+                            "start checkpoint that has none (e.g. a sentence-embedding model), so continued "
+                            "pretraining from it does not move the encoder by a random head's gradients.")
 
 
 @register
@@ -39,6 +43,8 @@ class MlmObjective(Objective):
         return {"max_predictions_per_seq": self.options.max_predictions_per_seq}
 
     def build_model(self, backbone, bert_config, tokenizer, num_length_buckets: int):
+        if self.options.head_only:
+            backbone.trainable = False
         return BertPretrainer(backbone, bert_config)
 
     def initialize_from(self, model, start) -> None:
@@ -62,6 +68,9 @@ class MlmObjective(Objective):
     def example_weights(self, batch):
         # Each sequence weighs its masked positions: the loss is the mean over masked tokens.
         return tf.reduce_sum(tf.cast(batch[MASKED_LM_WEIGHTS], tf.float32), axis=-1)
+
+    def trains_encoder(self) -> bool:
+        return not self.options.head_only
 
     def encoder_extras(self, model) -> dict:
         return {"mlm_head": model.head_variables()}
