@@ -23,8 +23,10 @@ DSE's evaluations (Banking77, CLINC150 and its out-of-scope queries):
 
 dial2vec's dialogue-level evaluations (clustering, relatedness, retrieval) of SGD dev's
 single-service dialogues, labelled by service, each checkpoint's row with its dialogue protocol
-(plain_mean for an untouched encoder, utterance_mean for sentence encoders, interlocutor for
-dial2vec):
+(plain_mean for an untouched encoder, utterance_mean for DialogueCSE, SiameseBERT and DSE,
+utterance_token_mean for SimCSE, interlocutor for dial2vec; a packed dialogue, or under
+utterance_token_mean an utterance, at most --dialogue_max_seq_length tokens, 512 by default as in
+dial2vec's release):
 
   --eval_task=SGD-dev:clustering:../shared/data/sgd/dev --eval_task=SGD-dev:relatedness:../shared/data/sgd/dev \
   --eval_task=SGD-dev:dialogue_retrieval:../shared/data/sgd/dev \

@@ -178,8 +178,10 @@ class ReleasedDialogueCSEModel(keras.Model):
     divides by their count, a NaN for an empty slot, so its unreleased data code (`/data`,
     excluded by its .gitignore, imported at wrapper_bert.py:16) must have put tokens there.
     `empty_round_token_ids` chooses the reading:
-      * None (the default): a padding round contributes zero (weight 0);
-      * (cls_id, sep_id): the reading the release's arithmetic implies, the slot holds the
+      * None (this class's default; the objective's `empty_rounds="zero"`, its default before
+        the padding-rounds change): a padding round contributes zero (weight 0);
+      * (cls_id, sep_id) (the objective's `empty_rounds="empty_text"`, the default of variant
+        released): the reading the release's arithmetic implies, the slot holds the
         BERT features of an empty text "[CLS] [SEP]". The release never multiplies a round's
         matching feature by the round mask (l.176-184), only the attention scores (pooling.py
         l.34-37), so such a slot adds e_pad with weight 1 + 0 = 1, or 1 + 1/N (4/3 for N = 3)
