@@ -88,6 +88,51 @@ def test_every_row_is_trained_and_read_as_its_release_does(plans):
     assert seen == {"dse_dropout", "simcse", "dialogue"}
 
 
+def _files(paths) -> set:
+    """The data files a list of paths, folders and globs names."""
+    import glob as globbing
+
+    found = set()
+    for path in paths:
+        for match in globbing.glob(path) or [path]:
+            found.update(os.path.join(root, name) for root, _, names in os.walk(match) for name in names)
+            if os.path.isfile(match):
+                found.add(os.path.normpath(match))
+    return {os.path.normpath(path) for path in found}
+
+
+def test_a_row_that_selects_its_checkpoint_selects_apart_from_what_it_is_scored_and_trained_on(plans):
+    """A selected encoder (best_encoder) was picked on files that neither the table scoring it
+    nor its training records read."""
+    selecting = 0
+    for name, planner in plans.items():
+        by_name = {run.name: run for run in planner.order}
+        for evaluation, row, train, _ in _evaluated_rows(planner):
+            if train is None or not any(checkpoint.endswith("best_encoder") and os.path.dirname(checkpoint) ==
+                                        train.output_dir for _, checkpoint, _ in evaluation.models):
+                continue
+            _, config = stage_from_args(command_line(train)[2:])
+
+            def sources(paths):
+                """Data files behind paths; a file an earlier step writes (an SR set) is its input's."""
+                found = set()
+                for path in paths:
+                    maker = next((run for run in planner.order if path.startswith(run.output_dir + os.sep)), None)
+                    inputs = maker.flags.get("input_file") if maker else [path]
+                    found |= _files(inputs if isinstance(inputs, list) else [inputs])
+                return found
+
+            picked = sources([entry.file for entry in config.eval_entries()])
+            scored = sources([entry["file"] for entry in evaluation.suite])
+            corpus = sources([path for upstream in train.needs if by_name[upstream].step.tool.endswith("records")
+                              for path in [by_name[upstream].output_dir + os.sep + "x"]])
+            assert config.eval_steps > 0 and picked, (name, train.name)
+            assert not picked & scored, (name, train.name, sorted(picked & scored)[:3])
+            assert not picked & corpus, (name, train.name, sorted(picked & corpus)[:3])
+            selecting += 1
+    assert selecting >= 12  # the benchmark's English DialogueCSE, SiameseBERT_M, SimCSE and dial2vec rows
+
+
 def test_the_budget_study_trains_each_row_at_every_budget_and_seed_from_one_encoder(plans):
     planner = plans["ecd_budget"]
     trained = {}
@@ -116,7 +161,7 @@ _PAPER_ROWS = {
     "simcse": ("simcse", {"temperature": 0.05, "pooler": "cls", "mlp_only_train": True}),
     "siamese_m": ("siamese_m", {"num_negatives": 9}),
     "dse": ("dse", {"temperature": 0.05, "contrast_type": "HardNeg"}),
-    "dse_dropout": ("dse", {"temperature": 0.05, "contrast_type": "Orig"}),
+    "dse_dropout": ("dse", {"temperature": 0.05, "contrast_type": "HardNeg"}),
     "dial2vec": ("dial2vec", {"temperature": 0.2, "window": 10}),
 }
 

@@ -443,6 +443,11 @@ def test_sgd_file_and_folder_agree(sgd_dev):
     folder, dialogues, _ = sgd_dev
     one_file = list(read_corpus(folder / "dialogues_001.json", "sgd"))
     assert one_file == dialogues[:len(one_file)]
+    # A glob reads the files it matches, in name order, as the folder does.
+    first_two = list(read_corpus(str(folder / "dialogues_00[12].json"), "sgd"))
+    assert len(first_two) > len(one_file) and first_two == dialogues[:len(first_two)]
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        list(read_corpus(str(folder / "dialogues_9??.json"), "sgd"))
 
 
 def _sgd_dialogue(dialogue_id, speakers=("USER", "SYSTEM"), **changes):

@@ -98,6 +98,7 @@ a JSON object:
 
 from __future__ import annotations
 
+import glob
 import itertools
 import json
 import os
@@ -660,12 +661,17 @@ def _read_sgd_file(path: PathLike, skip_malformed: bool, stats: PrepStats) -> It
 
 
 def read_sgd(path: PathLike, skip_malformed: bool = False, stats: PrepStats | None = None) -> Iterator[Dialogue]:
-    """Reads Schema-Guided Dialogue files: one `dialogues_*.json`, or every one in a folder."""
+    """Reads Schema-Guided Dialogue files: one `dialogues_*.json`, every one in a folder, or the
+    files a glob matches (a split's files apart, e.g. those held out for model selection)."""
     stats = stats if stats is not None else PrepStats()
     if os.path.isdir(path):
         files = sorted(pathlib.Path(path).glob("dialogues_*.json"))
         if not files:
             raise FileNotFoundError(f"{path}: no dialogues_*.json file in this folder")
+    elif glob.has_magic(os.fspath(path)):
+        files = sorted(glob.glob(os.fspath(path)))
+        if not files:
+            raise FileNotFoundError(f"{path}: no file matches this pattern")
     else:
         files = [path]
     for file in files:
