@@ -18,16 +18,33 @@ POOLING_HELP = ("mean (masked token mean, the papers'), cls (the [CLS] vector) o
                 "unset: the pooling the checkpoint records (its training objective's), else mean.")
 
 
+_NOT_ADDED = object()
+
+
 def field(default=None, help: str = "", choices: tuple | None = None, flag: str | None = None,  # noqa: A002
-          minimum=None, exclusive_minimum: bool = False, maximum=None, **kwargs):
+          minimum=None, exclusive_minimum: bool = False, maximum=None, added_as=_NOT_ADDED, **kwargs):
     """A dataclass field with its help text; `flag="list"` makes a tuple field one
     comma-separated flag instead of a repeatable one. `minimum` / `maximum` bound a number
-    (inclusive, or above `minimum` only with `exclusive_minimum`), checked by `check_values`."""
+    (inclusive, or above `minimum` only with `exclusive_minimum`), checked by `check_values`.
+
+    `added_as`: for a setting added after runs were made, the value that does what those runs
+    did; a run with it keeps the key it had before the setting existed (`key_settings`), so
+    adding an option does not make every committed result read as stale. Fixed when the field
+    is added: a later change of its default changes the keys of the runs that take it."""
     metadata = {"help": help, "choices": tuple(choices) if choices else None, "flag": flag, "minimum": minimum,
                 "exclusive_minimum": exclusive_minimum, "maximum": maximum}
+    if added_as is not _NOT_ADDED:
+        metadata["added_as"] = added_as
     if isinstance(default, (list, dict, set)):
         raise TypeError("use a tuple default: configs are frozen and hashable")
     return dataclasses.field(default=default, metadata=metadata, **kwargs)
+
+
+def key_settings(config) -> dict:
+    """A config's settings as a run key hashes them: every field, but those added later at the
+    value that does what runs did before they existed (`field(added_as=...)`)."""
+    return {spec.name: getattr(config, spec.name) for spec in dataclasses.fields(config)
+            if not ("added_as" in spec.metadata and getattr(config, spec.name) == spec.metadata["added_as"])}
 
 
 def field_kind(config_class, name: str) -> tuple[type, bool]:

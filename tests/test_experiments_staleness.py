@@ -137,6 +137,28 @@ def test_a_changed_default_changes_the_keys_of_the_runs_that_rely_on_it(monkeypa
     assert not any(name.endswith("records") for name in changed)
 
 
+def test_an_option_added_at_its_former_behaviour_keeps_the_keys(monkeypatch, tmp_path):
+    spec = get_experiment(EXPERIMENT)
+
+    def keys(options_class):
+        monkeypatch.setattr(DialogueCSEObjective, "options_class", options_class)
+        planner = Planner(spec, str(tmp_path / "runs"), str(tmp_path / "results"), str(SHARED_DATA))
+        return {run.name: run.key for run in planner.order}
+
+    @dataclasses.dataclass(frozen=True)
+    class Added(DialogueCSEOptions):
+        new_option: bool = field(False, "added later; False does what runs did before", added_as=False)
+
+    @dataclasses.dataclass(frozen=True)
+    class DefaultChanged(DialogueCSEOptions):
+        new_option: bool = field(True, "its default changed since", added_as=False)
+
+    before = keys(DialogueCSEOptions)
+    assert keys(Added) == before
+    changed = keys(DefaultChanged)
+    assert {name for name in before if changed[name] != before[name]} >= {"baseline_seed12345", "zero_seed12345"}
+
+
 def test_the_recorded_command_is_read_with_its_runner_flags(tmp_path):
     (tmp_path / "command.txt").write_text(
         "# produced by:\ndialoguecse-experiment run sgd_study --only=eval_study,table --rows=a,b "

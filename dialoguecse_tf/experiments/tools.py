@@ -105,14 +105,13 @@ def flag_arguments(name: str, value) -> list[str]:
 
 def _training_settings(flags: dict) -> dict:
     """The objective, its options and the `TrainConfig` a training command resolves to: preset
-    and objective defaults included."""
-    import dataclasses
-
+    and objective defaults included (`config_fields.key_settings`)."""
     from dialoguecse_tf.cli.train_flags import stage_from_args
+    from dialoguecse_tf.config_fields import key_settings
 
     args = [argument for name, value in flags.items() for argument in flag_arguments(name, value)]
     objective, config = stage_from_args(args)
-    settings = {"objective": objective.name, **dataclasses.asdict(objective.options), **dataclasses.asdict(config)}
+    settings = {"objective": objective.name, **key_settings(objective.options), **key_settings(config)}
     for where in ("output_dir", "overwrite_output_dir"):
         settings.pop(where)
     return settings
@@ -121,15 +120,16 @@ def _training_settings(flags: dict) -> dict:
 def _evaluation_settings(flags: dict) -> dict:
     """Every `EvaluationConfig` setting the step leaves at its default (models and suite are
     keyed on their own)."""
-    import dataclasses
-
     from dialoguecse_tf.evaluation.config import EvaluationConfig
 
     per_run = {"checkpoint", "model_name", "output_dir", "eval_suite", "dialogue_protocol"}
-    return {spec.name: flags.get(spec.name, spec.default) for spec in dataclasses.fields(EvaluationConfig)
-            if spec.name not in per_run}
+    settings = {spec.name: flags.get(spec.name, spec.default) for spec in dataclasses.fields(EvaluationConfig)
+                if spec.name not in per_run}
+    return {name: value for name, value in settings.items()
+            if value != EvaluationConfig.__dataclass_fields__[name].metadata.get("added_as", _ABSENT)}
 
 
+_ABSENT = object()
 _SETTINGS = {"training": _training_settings, "evaluation": _evaluation_settings}
 
 TOOLS = {

@@ -18,7 +18,8 @@ class MlmOptions:
     head_only: bool = field(False, "Train the MLM head alone, the whole encoder frozen (the output projection, "
                             "tied to the token embeddings, too). A first run of this warms up the fresh head of a "
                             "start checkpoint that has none (e.g. a sentence-embedding model), so continued "
-                            "pretraining from it does not move the encoder by a random head's gradients.")
+                            "pretraining from it does not move the encoder by a random head's gradients.",
+                            added_as=False)
 
 
 @register
