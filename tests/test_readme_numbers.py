@@ -619,13 +619,15 @@ README_PROSE = {
     ("## Quick start", "Both create `.venv`"): Prose(
         ("setup.py", "benchmarks/results/scaling.json")),  # python_requires; the environment's "python"
     ("## Quick start", "The demo is the main job"): Prose(("experiments/demo.yaml",)),
-    ("## Quick start", "On this machine, with the set-up done"): Prose(
+    ("## Quick start", "On this machine (2 cores"): Prose(
         ("results/demo/command.txt", "results/demo/stage_seconds.tsv",
          Computed("the total in minutes, the corpus and records stages, the three exports", _demo_seconds)),
-        known={"2": "known mismatch to fix: \"another job's 2-3 minute evaluation\" has no committed source "
-                    "(review 2026-11b item 11)", "3": "the same \"2-3 minute\""}),
-    ("## Quick start", "Against the table the former"): Prose(
-        ("results/demo/results_table.md", "git:ad42d2b~1:results/demo/results_table.md")),
+        fixed={"2": TWO_CORES}),
+    ("## Quick start", "One seed and 100 steps per objective"): Prose(
+        ("results/demo/results_table.md", "git:ad42d2b~1:results/demo/results_table.md",
+         "git:ad42d2b:results/demo/results_table.md", "experiments/demo.yaml",
+         "git:e256c6c:experiments/demo.yaml",  # the former 128-token dialogue reading
+         default_of("dialoguecse_tf.evaluation.config", "EvaluationConfig", "dialogue_max_seq_length"))),
     (HEADLINE, "`bash run_scripts/benchmark_all.sh`"): Prose(("results/benchmark/results.md",), fixed={"2": TWO_CORES}),
     (HEADLINE, "**Chinese track**"): Prose(("results/ecd_cpu/mlm_prep_stats.json", "experiments/configs/small_bert.json")),
     (HEADLINE, "**English track**"): Prose(
