@@ -229,6 +229,14 @@ def test_a_bad_spec_is_refused_naming_the_file_and_key(tmp_path, text, message):
     assert message in str(error.value)
 
 
+def test_a_yaml_error_keeps_its_line_and_column_in_one_line(tmp_path):
+    path = _write(tmp_path, "run_dir: r\nresults_dir: s\nsteps:\n  - {name: a, tool: vocab\n  - {name: b}\n")
+    with pytest.raises(ValueError) as error:
+        load_spec(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}:5:") and "not valid YAML" in message and "\n" not in message
+
+
 def test_an_unknown_parameter_override_is_refused(tmp_path):
     spec = get_experiment("demo")
     with pytest.raises(ValueError, match="has no parameter dcse_step; its parameters: dcse_steps, dial2vec_steps"):
@@ -311,6 +319,18 @@ def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path,
     run_experiment(elsewhere, "elsewhere")
     assert os.path.islink(tmp_path / "other_runs" / "config")
     assert (tmp_path / "other_runs" / "config" / STEP_FILE).exists()
+
+    # The linked step's setting then changes: the link gives way to a run of its own, and the
+    # finished run it pointed to is left as it was.
+    target = os.path.realpath(tmp_path / "other_runs" / "config")
+    before = sorted(os.listdir(target))
+    changed = Planner(_tiny(tmp_path, '{"hidden_size": 64}'), str(tmp_path / "other_runs"), results, DATA,
+                      reuse_under=(runs,))
+    assert changed.order[0].status == "rerun"
+    run_experiment(changed, "changed")
+    assert not os.path.islink(tmp_path / "other_runs" / "config")
+    assert json.loads((tmp_path / "other_runs" / "config" / "bert_config.json").read_text())["hidden_size"] == 64
+    assert sorted(os.listdir(target)) == before
 
 
 @pytest.mark.slow

@@ -11,21 +11,23 @@ runs behind it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
-import subprocess
 import time
 
 from absl import logging
 
 from dialoguecse_tf.evaluation.provenance import git_commit, portable_path, utc_now
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner, Run
+from dialoguecse_tf.experiments.processes import run_command, run_dir_lock
 from dialoguecse_tf.experiments.tools import remove_output, select_rows, write_bert_config
 from dialoguecse_tf.io_utils import write_json
 
 SUITE_FILE = "suite.json"
+LOG_DIR = "logs"
 EXPERIMENT_FILE = "experiment.json"
 
 
@@ -55,7 +57,16 @@ def command_line(run: Run) -> list[str]:
 
 
 def run_experiment(planner: Planner, invocation: str, suffix: str = "") -> list[dict]:
-    """Runs what the plan does not reuse and writes the results folder; returns the runs' records."""
+    """Runs what the plan does not reuse and writes the results folder; returns the runs' records.
+
+    The run folder is held for the whole run (`processes.run_dir_lock`) when a step writes in it:
+    a second runner into it stops at once. Each such step's log is `<run_dir>/logs/<run>.log`."""
+    writes = any(run.tool.cached and run.status != "reuse" for run in planner.order)
+    with run_dir_lock(planner.run_dir) if writes else contextlib.nullcontext():
+        return _run_experiment(planner, invocation, suffix)
+
+
+def _run_experiment(planner: Planner, invocation: str, suffix: str) -> list[dict]:
     results_dir = planner.results_dir
     os.makedirs(results_dir, exist_ok=True)
     started = time.time()
@@ -80,7 +91,7 @@ def run_experiment(planner: Planner, invocation: str, suffix: str = "") -> list[
             logging.info("=== [%s] %s%s", time.strftime("%H:%M:%S"), run.name,
                          " (files of a stopped attempt are there)" if resumed else "")
             start = time.time()
-            _execute(run)
+            _execute(run, os.path.join(planner.run_dir, LOG_DIR, f"{run.name}.log") if run.tool.cached else None)
             seconds = round(time.time() - start)
             if run.tool.cached:
                 write_json(os.path.join(run.output_dir, STEP_FILE),
@@ -99,7 +110,7 @@ def run_experiment(planner: Planner, invocation: str, suffix: str = "") -> list[
     return records
 
 
-def _execute(run: Run) -> None:
+def _execute(run: Run, log_path: str | None) -> None:
     if run.step.tool == "bert_config":
         write_bert_config(run.flags, run.output_dir)
     elif run.step.tool == "select_rows":
@@ -108,7 +119,7 @@ def _execute(run: Run) -> None:
         if run.step.tool == "evaluate":
             os.makedirs(run.output_dir, exist_ok=True)
             write_json(os.path.join(run.output_dir, SUITE_FILE), run.suite)
-        subprocess.run(command_line(run), check=True)
+        run_command(command_line(run), log_path, run.name)
 
 
 def _portable_command(run: Run) -> str:

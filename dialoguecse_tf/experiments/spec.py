@@ -127,7 +127,12 @@ def load_spec(path: str) -> ExperimentSpec:
         try:
             data = yaml.safe_load(f)
         except yaml.YAMLError as error:
-            raise ValueError(f"{path}: not valid YAML: {error}") from None
+            # PyYAML's message spans lines; the one-line error keeps where and what.
+            mark = getattr(error, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+            problem = " ".join(str(part) for part in (getattr(error, "context", None), getattr(error, "problem", None))
+                               if part) or str(error).splitlines()[0]
+            raise ValueError(f"{where}: not valid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: an experiment file holds a mapping of {_field_names(ExperimentSpec)}")
     _check_keys(data, ExperimentSpec, path, "")

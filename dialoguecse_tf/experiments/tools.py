@@ -192,5 +192,8 @@ def select_rows(flags: dict, inputs: list[str], output_dir: str) -> None:
 
 
 def remove_output(path: str) -> None:
-    if os.path.isdir(path):
+    """Removes a run's folder; a folder linked from another experiment's run loses only its link."""
+    if os.path.islink(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
         shutil.rmtree(path)
