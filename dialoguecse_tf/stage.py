@@ -23,6 +23,7 @@ from dialoguecse_tf import run_cache
 from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
 from dialoguecse_tf.encoder import build_backbone
 from dialoguecse_tf.io_utils import check_output_dir, write_json
+from dialoguecse_tf.presets import PRESETS
 from dialoguecse_tf.records.common import check_compatible, read_dataset
 from dialoguecse_tf.records.registry import resolve_records
 from dialoguecse_tf.sentence_encoder import SentenceEncoder
@@ -31,6 +32,7 @@ from dialoguecse_tf.stage_config import CONFIG_FILE, TrainConfig, configure, loa
 from dialoguecse_tf.training import loop
 from dialoguecse_tf.training.accumulation import accumulated_gradients
 from dialoguecse_tf.training.grad_cache import chunked_gradients
+from dialoguecse_tf.training.health import EncoderHealth
 from dialoguecse_tf.training.optimizers import resolve_num_train_steps
 from dialoguecse_tf.training.strategy import create_strategy, enable_mixed_precision, make_dataset
 from dialoguecse_tf.training.train_log import TENSORBOARD_DIR, TRAIN_LOG_FILE
@@ -77,6 +79,16 @@ def check_resumable(objective, config: TrainConfig) -> None:
         changes = ", ".join(f"{name} {json.dumps(old)} -> {json.dumps(new)}" for name, old, new in differences)
         raise ValueError(f"{config.output_dir} holds a run trained with other settings ({changes}); resuming "
                          f"would mix them: {start_over}")
+
+
+def warn_unusual_learning_rate(learning_rate: float) -> None:
+    """Warns when `learning_rate` is far outside the range of every preset (the papers' settings
+    and the CPU presets): more than 10 times their largest or under a hundredth of their smallest."""
+    rates = [preset["learning_rate"] for preset in PRESETS.values() if "learning_rate" in preset]
+    low, high = min(rates), max(rates)
+    if learning_rate > 10 * high or learning_rate < low / 100:
+        logging.warning("learning_rate %g is far outside every preset's range (%g to %g): training may diverge or "
+                        "not move; the run stops if the encoder collapses or explodes", learning_rate, low, high)
 
 
 def check_something_to_train(objective, backbone, num_layers: int) -> None:
@@ -170,6 +182,7 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     config = config.resolved(objective)
     if not config.output_dir:
         raise ValueError("output_dir is required")
+    warn_unusual_learning_rate(config.learning_rate)
     check_output_dir(config.output_dir)
     config.eval_entries()  # a bad evaluation suite fails now, not once the model is built
     replica_gradients = _replica_gradients(objective, config)
@@ -241,8 +254,9 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     loop_config = loop.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps,
                                   eval_steps=config.eval_steps, jit_compile=config.jit_compile)
     evaluate = _evaluation_hook(config, backbone, start.tokenizer, start.config, objective, num_train_steps)
+    health = EncoderHealth(backbone, start.tokenizer)
     logs = loop.run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, loop_config, verbose, on_log,
-                                  evaluate, replica_gradients)
+                                  evaluate, replica_gradients, check_encoder=health.check)
     encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
     if loop.writes_final_encoder(strategy, logs, encoder_dir):
         save_checkpoint(

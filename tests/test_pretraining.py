@@ -136,3 +136,33 @@ def test_head_only_warms_a_fresh_head_and_leaves_the_encoder_as_it_started(mlm_s
     run_stage(objective, continued, verbose=False)
     assert not np.array_equal(load_checkpoint(str(tmp_path / "continued" / "encoder"), 16).backbone.get_weights()[0],
                               warmed.backbone.get_weights()[0])
+
+
+def test_a_far_too_large_learning_rate_stops_the_run_before_it_saves_a_collapsed_encoder(mlm_setup, caplog):
+    """--learning_rate=1e6 kept every loss finite and wrote an encoder mapping every text to one
+    vector of norm 3.3e7; the run now stops at the first logging step, naming why, and warns at the start."""
+    from dialoguecse_tf.training.health import EncoderCollapseError
+
+    objective, setup = mlm_setup
+    config = dataclasses.replace(setup, learning_rate=1e6, num_warmup_steps=0, num_train_steps=6, log_steps=2,
+                                 save_checkpoints_steps=2)
+    with pytest.raises(EncoderCollapseError) as error:
+        run_stage(objective, config, verbose=False)
+    message = str(error.value)
+    assert "\n" not in message and "grew from norm" in message and "by step 2 (learning rate " in message
+    assert not os.path.exists(os.path.join(config.output_dir, "checkpoints", "ckpt-2.index"))
+    assert not os.path.exists(os.path.join(config.output_dir, ENCODER_DIR))
+    assert any("far outside every preset's range" in record.getMessage() for record in caplog.records)
+
+
+def test_the_probes_spread_and_norm_are_their_numpy_definitions():
+    from dialoguecse_tf.training.health import spread_and_norm
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(16, 8))
+    norms = np.sqrt((vectors ** 2).sum(axis=1))
+    centred = vectors - vectors.mean(axis=0)
+    spread, norm = spread_and_norm(vectors)
+    np.testing.assert_allclose(norm, norms.mean())
+    np.testing.assert_allclose(spread, np.sqrt((centred ** 2).sum(axis=1)).mean() / norms.mean())
+    assert spread_and_norm(np.tile(vectors[:1], (16, 1)))[0] < 1e-12  # one vector for every input

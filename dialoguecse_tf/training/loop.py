@@ -108,7 +108,8 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
 
 
 def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
-                      verbose: bool = True, on_log=None, evaluate=None, replica_gradients=None) -> dict:
+                      verbose: bool = True, on_log=None, evaluate=None, replica_gradients=None,
+                      check_encoder=None) -> dict:
     """Trains `model` to `config.num_train_steps`, resuming from the latest checkpoint.
 
     Args:
@@ -123,6 +124,9 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         collective ops, which the other workers would not join.
       replica_gradients: optional `(model, optimizer, batch) -> (loss, metrics, gradients)`
         computing each replica's gradient instead of one tape over `step_fn` (`build_train_step`).
+      check_encoder: optional `(step, learning_rate or None) -> None`, called when training
+        starts and at every logging and checkpoint step, before the checkpoint is written; it
+        raises to stop a run whose encoder collapsed or exploded (`health.EncoderHealth.check`).
     Returns the logs (loss, metrics, learning rate, evaluation) of the last step, or None
     when the checkpoints were already at `num_train_steps`.
     """
@@ -156,6 +160,8 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         logging.info("already at step %d >= num_train_steps %d", start_step, config.num_train_steps)
         return None
 
+    if check_encoder is not None:
+        check_encoder(start_step, None)
     iterator = iter(distribute_global_batches(strategy, lambda: dataset_fn(start_step)))
     train_step = build_train_step(strategy, model, optimizer, step_fn, step, config.jit_compile, replica_gradients)
 
@@ -173,6 +179,9 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
                     f"loss became {loss_value} at step {current}; stopped without saving, the last good "
                     f"checkpoint ({tf.train.latest_checkpoint(checkpoint_dir)}) stays the latest"
                 )
+            if check_encoder is not None and (current % config.log_steps == 0 or current == config.num_train_steps
+                                              or current % config.save_checkpoints_steps == 0):
+                check_encoder(current, float(keras.ops.convert_to_numpy(optimizer.learning_rate)))
             if writer is None:
                 # Opened once a step has run, so that a run failing before (e.g. while its step
                 # is traced) leaves no log folder or empty log behind.
