@@ -97,6 +97,11 @@ def _fork(case, inherited=()) -> int:
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
+            # What atexit does in an interpreter that exits normally: the entry point's stderr
+            # filter (dialoguecse_tf/cli/noise.py) passes on its last lines before the file is read.
+            noise = sys.modules.get("dialoguecse_tf.cli.noise")
+            if noise is not None:
+                noise.finish()
             os._exit(code)
     return pid
 

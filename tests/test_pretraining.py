@@ -166,3 +166,17 @@ def test_the_probes_spread_and_norm_are_their_numpy_definitions():
     np.testing.assert_allclose(norm, norms.mean())
     np.testing.assert_allclose(spread, np.sqrt((centred ** 2).sum(axis=1)).mean() / norms.mean())
     assert spread_and_norm(np.tile(vectors[:1], (16, 1)))[0] < 1e-12  # one vector for every input
+
+
+def test_progress_into_a_file_is_a_plain_line_per_logging_step(mlm_setup, capfd, caplog):
+    """Not a terminal (here: pytest's capture): no bar redrawn with ANSI codes and carriage returns."""
+    import logging
+
+    objective, setup = mlm_setup
+    config = dataclasses.replace(setup, num_train_steps=4, log_steps=2)
+    with caplog.at_level(logging.INFO):
+        run_stage(objective, config, verbose=True)
+    out, err = capfd.readouterr()
+    assert "\x1b[" not in out + err and "\r" not in out + err
+    lines = [record.getMessage() for record in caplog.records if record.getMessage().startswith("step ")]
+    assert [line.split(":")[0] for line in lines] == ["step 2/4", "step 4/4"] and "loss " in lines[0]

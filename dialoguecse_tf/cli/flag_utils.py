@@ -90,7 +90,11 @@ def run(main, pass_unknown=False):
     they become one `error: ...` line like the errors `clear_errors` reports. With
     `pass_unknown`, flags the entry point does not define reach `main`'s argv instead of
     failing (Beam pipeline options, `--runner=...`; the stage refuses them unless it runs on Beam).
+    TensorFlow's known-harmless error lines are dropped from stderr (`noise.drop_known_noise`).
     """
+    from dialoguecse_tf.cli.noise import drop_known_noise
+
+    drop_known_noise()
     app.run(clear_errors(main), flags_parser=lambda argv: _parse_flags(argv, pass_unknown))
 
 

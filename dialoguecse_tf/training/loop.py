@@ -8,6 +8,7 @@ pipeline is deterministic for a seed, so a restarted run skips the batches alrea
 
 import dataclasses
 import os
+import sys
 import time
 
 import keras
@@ -107,6 +108,11 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
     partial.restore(path).assert_existing_objects_matched()
 
 
+def _interactive() -> bool:
+    """Whether the progress bar has a terminal to redraw itself on (it writes to stdout)."""
+    return hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
+
+
 def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
                       verbose: bool = True, on_log=None, evaluate=None, replica_gradients=None,
                       check_encoder=None) -> dict:
@@ -197,12 +203,16 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
                 append_log(text_log, current, logs)
                 if on_log is not None:
                     on_log(current, logs)
-            if verbose and progbar is None:
+            if verbose and progbar is None and _interactive():
                 # Stateful: show each step's values, not Progbar's running averages.
                 progbar = keras.utils.Progbar(config.num_train_steps, unit_name="step",
                                               stateful_metrics=list(logs) + ["learning_rate"])
             if progbar is not None:
                 progbar.update(current, [(k, v) for k, v in logs.items() if k != "steps_per_second"])
+            elif verbose and "learning_rate" in logs:
+                # Redirected output: one plain line per logging step on stderr, no bar redrawn in place.
+                logging.info("step %d/%d: %s", current, config.num_train_steps,
+                             ", ".join(f"{k} {v:.4g}" for k, v in logs.items()))
             if current % config.save_checkpoints_steps == 0 or current == config.num_train_steps:
                 manager.save(checkpoint_number=current)
             if evaluate is not None and strategy.extended.should_save_summary and (
