@@ -25,7 +25,8 @@ from absl import flags, logging
 
 from dialoguecse_tf.cli.flag_utils import run as run_main
 
-flags.DEFINE_bool("dry_run", False, "Print the plan (runs, keys, reused or not) and run nothing.")
+flags.DEFINE_bool("dry_run", False, "Print the plan (runs, keys, reused or not), check every step's flags against "
+                  "its tool and that every input the experiment does not write exists, and run nothing.")
 flags.DEFINE_multi_string("set", [], "NAME=VALUE: override one of the experiment's parameters; repeat.")
 flags.DEFINE_list("seeds", None, "Seeds of the experiment's seeded steps, replacing its own.")
 flags.DEFINE_list("rows", None, "Only these evaluation rows (and the runs they need); an evaluation part's "
@@ -52,7 +53,7 @@ def main(argv):
     if args == ["docs"]:
         _docs(REPO_ROOT, FLAGS.check, FLAGS.data_dir)
         return
-    from dialoguecse_tf.experiments.execute import describe_plan, portable_argument, run_experiment
+    from dialoguecse_tf.experiments.execute import check_plan, describe_plan, portable_argument, run_experiment
     from dialoguecse_tf.experiments.plan import Planner
     from dialoguecse_tf.experiments.spec import apply_overrides, experiment_names, get_experiment
 
@@ -79,6 +80,7 @@ def main(argv):
         rows=FLAGS.rows, only=FLAGS.only, reuse_under=tuple(FLAGS.reuse_under),
     )
     print(describe_plan(planner), flush=True)
+    check_plan(planner)
     if FLAGS.dry_run:
         return
     invocation = shlex.join(["dialoguecse-experiment"] + [portable_argument(arg) for arg in sys.argv[1:]])

@@ -23,7 +23,7 @@ from absl import logging
 from dialoguecse_tf.evaluation.provenance import git_commit, portable_path, utc_now
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner, Run
 from dialoguecse_tf.experiments.processes import run_command, run_dir_lock
-from dialoguecse_tf.experiments.tools import remove_output, select_rows, write_bert_config
+from dialoguecse_tf.experiments.tools import check_flags, missing_inputs, remove_output, select_rows, write_bert_config
 from dialoguecse_tf.io_utils import write_json
 
 SUITE_FILE = "suite.json"
@@ -40,6 +40,18 @@ def describe_plan(planner: Planner) -> str:
         lines.append(f"  {run.status:<6} {run.name:<40} {run.key:<16} {run.step.tool:<19} "
                      f"{portable_path(run.output_dir)}{source}")
     return "\n".join(lines)
+
+
+def check_plan(planner: Planner) -> None:
+    """What can be checked before anything runs, in one line: every step's flags are its tool's
+    (training and evaluation were checked when their keys were computed), and every file or
+    glob a step reads that no step of the experiment writes matches something."""
+    missing = []
+    for run in planner.order:
+        check_flags(run)
+        missing += [f"{run.step.name}: {path}" for path in missing_inputs(run, (planner.run_dir, planner.results_dir))]
+    if missing:
+        raise ValueError(f"{len(missing)} inputs match nothing: {'; '.join(dict.fromkeys(missing))}")
 
 
 def command_line(run: Run) -> list[str]:

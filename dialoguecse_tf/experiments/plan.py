@@ -25,6 +25,8 @@ import json
 import os
 import re
 
+from absl import flags as absl_flags
+
 from dialoguecse_tf.evaluation.provenance import REPO_ROOT, file_sha256
 from dialoguecse_tf.experiments.tools import TOOLS
 
@@ -257,7 +259,11 @@ class Planner:
             "suite": [self._resolve(entry.as_dict(), run, needs, for_key=True) for entry in run.step.suite],
             "inputs": self._resolve(list(run.step.inputs), run, needs, for_key=True),
         }
-        settings = run.tool.effective_settings(flags)
+        try:
+            settings = run.tool.effective_settings(flags)
+        except absl_flags.Error as error:
+            # A misspelt flag: one line naming the step, before anything runs.
+            raise ValueError(f"step {run.step.name}: {error}") from None
         if settings is not None:
             record["settings"] = settings
         text = json.dumps(record, sort_keys=True)

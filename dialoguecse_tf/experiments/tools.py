@@ -10,11 +10,17 @@ always runs.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import glob
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
+
+from absl import flags as absl_flags
 
 from dialoguecse_tf.io_utils import write_json
 
@@ -123,6 +129,10 @@ def _evaluation_settings(flags: dict) -> dict:
     from dialoguecse_tf.evaluation.config import EvaluationConfig
 
     per_run = {"checkpoint", "model_name", "output_dir", "eval_suite", "dialogue_protocol"}
+    names = {spec.name for spec in dataclasses.fields(EvaluationConfig)} | {"seed"}
+    for name in flags:
+        if name not in names or name in per_run:
+            raise absl_flags.UnrecognizedFlagError(name, suggestions=difflib.get_close_matches(name, sorted(names)))
     settings = {spec.name: flags.get(spec.name, spec.default) for spec in dataclasses.fields(EvaluationConfig)
                 if spec.name not in per_run}
     return {name: value for name, value in settings.items()
@@ -151,6 +161,54 @@ TOOLS = {
     "plot_train_logs": Tool("evaluation/plot_train_logs.py", cached=False, input_flag="log", writes_results=True),
     "plot_sweep": Tool("evaluation/plot_sweep.py", cached=False, input_flag="point", writes_results=True),
 }
+
+
+# Flags whose values are files or folders a step reads.
+PATH_FLAGS = ("input_file", "train_file", "init_checkpoint", "vocab_file", "bert_config_file", "eval_dialogue_file",
+              "eval_select_file", "eval_sts_file", "train_text_file", "template", "checkpoint")
+
+
+@functools.lru_cache(maxsize=None)
+def script_flags(script: str) -> frozenset:
+    """The flags an entry point defines (`--helpxml`, without running it)."""
+    # absl prints the list and exits with status 1.
+    done = subprocess.run([sys.executable, script, "--helpxml"], capture_output=True, text=True)
+    names = re.findall(r"<name>([^<]+)</name>", done.stdout)
+    if not names:
+        raise ValueError(f"{script} --helpxml gave no flag list: {done.stderr.strip().splitlines()[-1:]}")
+    return frozenset(names)
+
+
+def check_flags(run) -> None:
+    """ValueError naming the step when a flag of `run` is not one its entry point defines (the
+    entry points whose settings `Tool.settings` resolves, training and evaluation, check when
+    their keys are computed)."""
+    tool = run.tool
+    if not tool.script or tool.settings:
+        return
+    known = script_flags(tool.script)
+    given = set(run.flags) | ({tool.input_flag} if tool.input_flag else set())
+    for name in sorted(given - known):
+        hint = difflib.get_close_matches(name, sorted(known), n=1)
+        raise ValueError(f"step {run.step.name}: {tool.script} has no flag --{name}"
+                         + (f"; did you mean --{hint[0]}?" if hint else ""))
+
+
+def missing_inputs(run, produced: tuple) -> list[str]:
+    """The files, folders or globs `run` reads that match nothing now, leaving out those under
+    `produced` (folders the experiment's own steps write)."""
+    paths = [run.flags.get(name) for name in PATH_FLAGS]
+    paths += [item.rpartition("=")[2] for item in run.inputs] + [entry["file"] for entry in run.suite]
+    paths += [checkpoint for _, checkpoint, _ in run.models]
+    missing = []
+    for value in paths:
+        for path in (value if isinstance(value, list) else [value]):
+            if not isinstance(path, str) or not path or any(
+                    os.path.abspath(path).startswith(os.path.abspath(root) + os.sep) for root in produced):
+                continue
+            if not (glob.glob(path) if glob.has_magic(path) else os.path.exists(path)):
+                missing.append(path)
+    return missing
 
 
 def write_bert_config(flags: dict, output_dir: str) -> None:
