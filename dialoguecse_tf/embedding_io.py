@@ -82,16 +82,16 @@ def read_texts(path: str) -> list:
         with open(path, "rb") as reader:
             data = reader.read()
         source = path
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()  # the final newline ends the last text; it does not start a new one
+    # A line ends at "\n", "\r\n" or a lone "\r" (old Mac files), as the corpus readers read; the
+    # final end closes the last text and starts no new one.
+    lines = data.splitlines()
     # A byte-order mark (Windows editors write one) is not text; the line it starts stays a line.
     if lines and lines[0].startswith(b"\xef\xbb\xbf"):
         lines[0] = lines[0][3:]
     texts = []
     for number, raw in enumerate(lines, start=1):
         try:
-            texts.append(raw.rstrip(b"\r").decode("utf-8"))
+            texts.append(raw.decode("utf-8"))
         except UnicodeDecodeError as error:
             raise ValueError(f"{source}:{number}: invalid UTF-8 ({error.reason})") from None
     return texts
@@ -193,7 +193,6 @@ def _embed_dialogues(config: EmbedConfig, version_dir: str | None):
     dialogues = list(read_corpus(config.input_file, config.dialogue_format))
     if not dialogues:
         raise ValueError(f"{config.input_file}: no dialogue to embed")
-    _check_unique_ids(dialogues)
     from dialoguecse_tf.dialogue_encoder import DialogueEncoder
     from dialoguecse_tf.export import ExportedEncoder
 
@@ -205,17 +204,6 @@ def _embed_dialogues(config: EmbedConfig, version_dir: str | None):
                                                   config.dialogue_pooling or DEFAULT_DIALOGUE_POOLING)
         vectors = encoder.encode_dialogues(dialogues, verbose=True)
     return [dialogue.dialogue_id for dialogue in dialogues], vectors
-
-
-def _check_unique_ids(dialogues) -> None:
-    # Rows are keyed by dialogue id; two rows under one id could not be told apart.
-    first = {}
-    for dialogue in dialogues:
-        where = f"{dialogue.source}:{dialogue.line_number}" if dialogue.line_number else f"{dialogue.source}"
-        if dialogue.dialogue_id in first:
-            raise ValueError(f"{where}: dialogue id {dialogue.dialogue_id!r} repeats the dialogue at "
-                             f"{first[dialogue.dialogue_id]}")
-        first[dialogue.dialogue_id] = where
 
 
 def write_embeddings(path: str, keys: list, vectors: np.ndarray, key_field: str = "text") -> None:

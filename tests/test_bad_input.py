@@ -252,8 +252,6 @@ CASES = (
                                              "--output_file={a_file}/vectors.npy"), "{a_file}/vectors.npy"),
     Case(EMBED, "only_blank_lines", ("--checkpoint={ckpt}", "--input_file={blank_texts}",
                                      "--output_file={out}/vectors.npy"), "{blank_texts}"),
-    Case(EMBED, "duplicate_dialogue_id", ("--checkpoint={ckpt}", "--input_file={dup_ids}", "--dialogue_format=jsonl",
-                                          "--output_file={out}/vectors.jsonl"), "{dup_ids}:3"),
     Case(EMBED, "export_other_pooling", ("--export_dir={fake_export}", "--input_file={texts}", "--pooling=cls",
                                          "--output_file={out}/vectors.npy"), "pooling='cls'"),
     Case(EMBED, "export_other_max_seq_length", ("--export_dir={fake_export}", "--input_file={texts}",
@@ -329,10 +327,6 @@ def _build_inputs(root):
             {"speaker": "BOT", "utterance": "hi", "frames": [{"actions": [{"act": "INFORM"}]}]}]}])),
         texts=write("texts.txt", "where is my order\ni want a refund\n"),
         blank_texts=write("blank_texts.txt", "\n \n\t\n"),
-        # A dialogue id repeated on line 3.
-        dup_ids=write("dup_ids.jsonl", "".join(json.dumps({"dialogue_id": dialogue_id, "turns": [
-            {"speaker": "u", "text": "where is my order"}, {"speaker": "a", "text": "it is late"}]}) + "\n"
-            for dialogue_id in ("x", "y", "x"))),
         # What the embed CLI reads of an export before loading it: the version folder and its config.
         fake_export_config=write("fake_export/1/export_config.json",
                                  json.dumps({"max_seq_length": 16, "pooling": "mean"})),

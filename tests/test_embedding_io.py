@@ -1,6 +1,8 @@
 import dataclasses
 import json
 
+import re
+
 import numpy as np
 import pytest
 
@@ -136,16 +138,36 @@ def test_blank_lines_stay_rows_but_are_never_neighbours(tmp_path):
         embed(EmbedConfig(str(tmp_path / "blank.txt"), str(tmp_path / "v.npy"), checkpoint=str(tmp_path / "nowhere")))
 
 
-def test_duplicate_dialogue_ids_are_refused_naming_id_and_line(tmp_path):
+def test_duplicate_dialogue_ids_are_kept_and_counted_as_every_reader_does(tmp_path, caplog):
+    """One rule for the embedding CLI and the data-prep tools (they share `read_corpus`): a
+    repeated id is kept, warned about once naming both places, and counted."""
     from dialoguecse_tf.data.dialogue import Dialogue, Turn
-    from dialoguecse_tf.data.readers import write_jsonl
-    from dialoguecse_tf.embedding_io import EmbedConfig, embed
+    from dialoguecse_tf.data.preprocessing import PrepStats
+    from dialoguecse_tf.data.readers import read_corpus, write_jsonl
 
     turns = (Turn("u", "where is my order"), Turn("a", "it is late"))
-    write_jsonl([Dialogue("x", turns), Dialogue("y", turns), Dialogue("x", turns)], tmp_path / "d.jsonl")
-    with pytest.raises(ValueError, match=r"d.jsonl:3: dialogue id 'x' repeats the dialogue at .*d.jsonl:1"):
-        embed(EmbedConfig(str(tmp_path / "d.jsonl"), str(tmp_path / "v.jsonl"), checkpoint=str(tmp_path / "nowhere"),
-                          dialogue_format="jsonl"))
+    write_jsonl([Dialogue("x", turns), Dialogue("y", turns), Dialogue("x", turns), Dialogue("x", turns)],
+                tmp_path / "d.jsonl")
+    stats = PrepStats()
+    dialogues = list(read_corpus(tmp_path / "d.jsonl", "jsonl", stats=stats))
+    assert [d.dialogue_id for d in dialogues] == ["x", "y", "x", "x"] and stats["repeated_dialogue_ids"] == 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and re.search(r"d.jsonl:3: dialogue id 'x' repeats the dialogue at .*d.jsonl:1",
+                                            warnings[0])
+
+
+def test_cr_only_line_endings_split_as_lf_and_crlf_do(tmp_path):
+    from dialoguecse_tf.data.preprocessing import PrepStats
+    from dialoguecse_tf.data.readers import read_corpus
+    from dialoguecse_tf.embedding_io import read_texts
+
+    (tmp_path / "mac.txt").write_bytes(b"first line\rsecond line\r\nthird line\nfourth\r")
+    assert read_texts(str(tmp_path / "mac.txt")) == ["first line", "second line", "third line", "fourth"]
+    lines = [b'{"id": "a", "turns": [{"speaker": "u", "text": "hi"}, {"speaker": "b", "text": "hello"}]}',
+             b'{"id": "b", "turns": [{"speaker": "u", "text": "yo"}, {"speaker": "b", "text": "hey"}]}']
+    (tmp_path / "mac.jsonl").write_bytes(b"\r".join(lines) + b"\r")
+    dialogues = list(read_corpus(tmp_path / "mac.jsonl", "jsonl", stats=PrepStats()))
+    assert [(d.line_number, d.turns[0].text) for d in dialogues] == [(1, "hi"), (2, "yo")]
 
 
 def test_settings_for_the_other_mode_are_refused():

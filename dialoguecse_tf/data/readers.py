@@ -3,7 +3,8 @@
 Every reader is a generator taking `path`, `skip_malformed` and `stats` (a `PrepStats`).
 Line formats (all but sgd) are read as bytes and decoded as UTF-8 line by line (a UTF-8
 byte-order mark at the start of the file is ignored), so an encoding error names its line.
-Lines are split on "\\n" only, and a trailing "\\r" is removed. Blank (whitespace-only) lines
+Lines end at "\\n", "\\r\\n" or a lone "\\r" (old Mac files), as `dialoguecse-embed` reads its
+input; each counts as a line for line numbers. Blank (whitespace-only) lines
 are skipped and counted as "blank_lines". A malformed line raises `DataFormatError`
 ("file:line: message", 1-based line numbers); with `skip_malformed=True` it is skipped instead
 and counted in `stats.malformed` under its reason. Each yielded dialogue counts one
@@ -106,6 +107,8 @@ import pathlib
 import re
 from collections.abc import Callable, Iterable, Iterator
 
+from absl import logging
+
 from dialoguecse_tf.data.dialogue import Dialogue, Turn, turn_intent
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.io_utils import DataFormatError, atomic_open
@@ -122,14 +125,20 @@ class _LineError(Exception):
         self.message = message
 
 
+def _raw_lines(f) -> Iterator[bytes]:
+    """The lines of a binary file without their ends: "\\n", "\\r\\n" or a lone "\\r"."""
+    for raw in f:
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        yield from raw.split(b"\r") if b"\r" in raw else (raw,)
+
+
 def _iter_lines(path: PathLike, stats: PrepStats, skip_malformed: bool) -> Iterator[tuple[int, str]]:
     """Yields (1-based line number, decoded line) for every non-blank line."""
     with open(path, "rb") as f:
-        for line_number, raw in enumerate(f, start=1):
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
+        for line_number, raw in enumerate(_raw_lines(f), start=1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -709,6 +718,26 @@ def default_min_turns(input_format: str) -> int:
 def read_corpus(
     path: PathLike, input_format: str, skip_malformed: bool = False, stats: PrepStats | None = None
 ) -> Iterator[Dialogue]:
-    """Reads `path` with the reader registered under `input_format` in `READERS`."""
+    """Reads `path` with the reader registered under `input_format` in `READERS`.
+
+    A dialogue whose id repeats an earlier one's is kept, and counted as "repeated_dialogue_ids"
+    (the first repeat warned about, naming both places), as `dialoguecse-embed` does: corpora
+    are read as published, and ids are labels, not keys."""
     _check_format(input_format)
-    return READERS[input_format](path, skip_malformed=skip_malformed, stats=stats)
+    stats = stats if stats is not None else PrepStats()
+    return _counting_repeated_ids(READERS[input_format](path, skip_malformed=skip_malformed, stats=stats), stats)
+
+
+def _counting_repeated_ids(dialogues: Iterable[Dialogue], stats: PrepStats) -> Iterator[Dialogue]:
+    first: dict = {}
+    for dialogue in dialogues:
+        where = f"{dialogue.source}:{dialogue.line_number}" if dialogue.line_number else str(dialogue.source)
+        if dialogue.dialogue_id in first:
+            if not stats["repeated_dialogue_ids"]:
+                logging.warning("%s: dialogue id %r repeats the dialogue at %s; both are kept (repeated ids are "
+                                "counted in the stats as repeated_dialogue_ids)", where, dialogue.dialogue_id,
+                                first[dialogue.dialogue_id])
+            stats.increment("repeated_dialogue_ids")
+        else:
+            first[dialogue.dialogue_id] = where
+        yield dialogue
