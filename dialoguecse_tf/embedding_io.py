@@ -184,7 +184,16 @@ def _embed_texts(config: EmbedConfig, texts: list, version_dir: str | None) -> n
         return ExportedEncoder(version_dir).encode(texts, batch_size=config.batch_size, verbose=True)
     encoder = SentenceEncoder.from_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length or
                                               DEFAULT_MAX_SEQ_LENGTH, pooling=config.pooling)
+    _report_unknown(encoder.tokenizer, texts, config.input_file)
     return encoder.encode(texts, batch_size=config.batch_size, verbose=True)
+
+
+def _report_unknown(tokenizer, texts, what: str) -> None:
+    from absl import logging
+
+    from dialoguecse_tf.records.common import unknown_share
+
+    logging.info("%s", unknown_share(*tokenizer.count_unknown(texts), tokenizer.vocab_file, what))
 
 
 def _embed_dialogues(config: EmbedConfig, version_dir: str | None):
@@ -202,6 +211,8 @@ def _embed_dialogues(config: EmbedConfig, version_dir: str | None):
         encoder = DialogueEncoder.from_checkpoint(config.checkpoint,
                                                   config.dialogue_max_seq_length or DEFAULT_DIALOGUE_MAX_SEQ_LENGTH,
                                                   config.dialogue_pooling or DEFAULT_DIALOGUE_POOLING)
+        _report_unknown(encoder.tokenizer, [turn.text for dialogue in dialogues for turn in dialogue.turns],
+                        config.input_file)
         vectors = encoder.encode_dialogues(dialogues, verbose=True)
     return [dialogue.dialogue_id for dialogue in dialogues], vectors
 

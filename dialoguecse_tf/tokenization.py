@@ -294,6 +294,15 @@ class Tokenizer(tf.Module):
             tokens.append(self._vocab[index])
         return tokens
 
+    def count_unknown(self, texts, batch_size: int = 4096) -> tuple[int, int]:
+        """([UNK] pieces, word pieces) of `texts`: how much of them the vocabulary does not cover."""
+        texts = [text for text in texts if text]
+        unknown = pieces = 0
+        for start in range(0, len(texts), batch_size):
+            flat = self.tokenize(texts[start:start + batch_size]).flat_values.numpy()
+            unknown, pieces = unknown + int((flat == self.unk_id).sum()), pieces + int(flat.size)
+        return unknown, pieces
+
     def tokenize_to_strings(self, text: str) -> list[str]:
         """The wordpiece strings of one text (unknown words come back as [UNK])."""
         return self.ids_to_tokens(self.tokenize([text])[0].numpy())

@@ -249,3 +249,29 @@ def test_entry_point_errors_are_one_line(tmp_path):
     assert failed.returncode == 1
     assert failed.stderr.strip().splitlines()[-1].startswith("error: FileNotFoundError:")
     assert "Traceback" not in failed.stderr
+
+
+def test_unknown_word_pieces_are_counted_per_record_type_and_warned_about(tmp_path, tiny_vocab_file, caplog):
+    """A corpus the vocabulary does not cover (here: words the tiny vocabulary lacks) loses its
+    words to [UNK]; each record type's prep stats count them, and above 5 % a warning names the
+    vocabulary. The counts are those of `Tokenizer.count_unknown` on the corpus's utterances."""
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    texts = ["where is my order", "zebra quantum xylophone", "i want a refund please", "退 货 我 想 要 猫 狗",
+             "track my package please", "hello thanks"]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps({"turns": [{"speaker": "u" if j % 2 == 0 else "a", "text": texts[(i + j) % 6]}
+                                                  for j in range(4)]}) + "\n" for i in range(6)), encoding="utf-8")
+    unknown, pieces = Tokenizer(tiny_vocab_file).count_unknown(texts)
+    assert 0.05 < unknown / pieces < 1
+    for config in (PairDataConfig(CorpusConfig((str(path),)), str(tmp_path / "pairs"), tiny_vocab_file, min_words=0),
+                   MlmDataConfig(CorpusConfig((str(path),)), str(tmp_path / "mlm"), tiny_vocab_file)):
+        stats = run_create_records(config, lambda _: None)
+        # Each distinct utterance once (pairs tokenize each distinct text; MLM every utterance of every dialogue).
+        assert stats["word_pieces"] > 0 and 0.05 < stats["unknown_word_pieces"] / stats["word_pieces"] < 1
+        written = json.loads((tmp_path / config.output_dir.split("/")[-1] / "prep_stats.json").read_text())
+        assert written["unknown_word_pieces"] == stats["unknown_word_pieces"]
+    pair_stats = json.loads((tmp_path / "pairs" / "prep_stats.json").read_text())
+    assert (pair_stats["unknown_word_pieces"], pair_stats["word_pieces"]) == (unknown, pieces)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "[UNK]" in r.getMessage()]
+    assert len(warnings) == 2 and all(tiny_vocab_file in warning for warning in warnings)

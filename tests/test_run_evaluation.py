@@ -261,3 +261,24 @@ def test_a_suite_gives_the_results_of_the_flags_it_replaces(tiny_setup):
     assert list(by_suite["models"][0]["metrics"]["ECD"]) == ["corr", "map", "mrr"]
     assert (tmp_path / "suite" / "results.md").read_text(encoding="utf-8") == \
         (tmp_path / "legacy" / "results.md").read_text(encoding="utf-8")
+
+
+def test_the_unknown_share_of_a_checkpoints_evaluation_texts_is_reported_once(tiny_vocab_file, caplog):
+    import logging as std_logging
+
+    from dialoguecse_tf.evaluation.runner import _UnknownCounter
+    from dialoguecse_tf.tokenization import Tokenizer
+
+    tokenizer = Tokenizer(tiny_vocab_file)
+    counter = _UnknownCounter(tokenizer)
+    embed = counter.wrap(lambda texts: [len(text) for text in texts])
+    assert embed(["where is my order", "zebra quantum"]) == [17, 13]
+    embed(["zebra quantum", "refund please"])  # a text seen before is not counted again
+    expected = tokenizer.count_unknown(["where is my order", "zebra quantum", "refund please"])
+    assert (counter.unknown, counter.pieces) == expected and expected[0] > 0
+    with caplog.at_level(std_logging.INFO):
+        counter.report("row A")
+        counter.report("row B")
+    lines = [r.getMessage() for r in caplog.records if "[UNK]" in r.getMessage()]
+    assert len(lines) == 2  # the share (info) and, above 5 %, its warning, for the first row only
+    assert all("the evaluation texts of row A" in line and tiny_vocab_file in line for line in lines)

@@ -6,6 +6,8 @@ import glob
 import os
 import time
 
+from absl import logging
+
 from dialoguecse_tf.config_io import config_to_dict
 from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.embedding_io import read_texts
@@ -49,6 +51,44 @@ def read_train_texts(path: str, text_format: str = "lines") -> list[str]:
     return unique
 
 
+class _UnknownCounter:
+    """The [UNK] share of the texts a checkpoint's rows embed, reported once per checkpoint."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.seen: set = set()
+        self.unknown = self.pieces = 0
+        self.reported = False
+
+    def _count(self, texts) -> None:
+        new = [text for text in texts if text not in self.seen]
+        self.seen.update(new)
+        unknown, pieces = self.tokenizer.count_unknown(new)
+        self.unknown, self.pieces = self.unknown + unknown, self.pieces + pieces
+
+    def wrap(self, embed_fn):
+        def counted(texts):
+            self._count(texts)
+            return embed_fn(texts)
+        return counted
+
+    def wrap_dialogues(self, embed_fn):
+        from dialoguecse_tf.dialogue_encoder import dialogue_turns
+
+        def counted(dialogues):
+            self._count([text for dialogue in dialogues for text in dialogue_turns(dialogue)[0]])
+            return embed_fn(dialogues)
+        return counted
+
+    def report(self, name: str) -> None:
+        if not self.reported and self.pieces:
+            from dialoguecse_tf.records.common import unknown_share
+
+            logging.info("%s", unknown_share(self.unknown, self.pieces, self.tokenizer.vocab_file,
+                                             f"the evaluation texts of {name}"))
+            self.reported = True
+
+
 def run_evaluation(config: EvaluationConfig, log=print) -> dict:
     """Evaluates every (checkpoint, baseline) row on every dataset; returns the results dict.
 
@@ -69,6 +109,7 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
     options = config.fit_options()
     for (checkpoint, named_rows), protocol in zip(config.model_rows(), config.dialogue_protocols()):
         embedders = CheckpointEmbedders.from_checkpoint(checkpoint, config.max_seq_length, config.batch_size)
+        unknown = _UnknownCounter(embedders.tokenizer)
         for name, baseline in named_rows:
             start = time.perf_counter()
             built = (
@@ -80,7 +121,7 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
             if "dialogues" in suite.input_kinds:
                 row_protocol = protocol
                 dialogues = embedders.dialogues(protocol, config.dialogue_max_seq_length, config.pooling)
-            metrics = suite(built.embed_fn, dialogues and dialogues.embed_fn)
+            metrics = suite(unknown.wrap(built.embed_fn), dialogues and unknown.wrap_dialogues(dialogues.embed_fn))
             description = built.description + (f"; {dialogues.description}" if dialogues else "")
             results["models"].append(model_record(name, checkpoint, baseline, description, built.fit, metrics,
                                                   row_protocol))
@@ -90,5 +131,6 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
                 for dataset, values in metrics.items()
             )
             log(f"[eval] {name} ({time.perf_counter() - start:.1f}s): {summary}")
+            unknown.report(name)
     log(f"[eval] results in {os.path.join(config.output_dir, 'results.json')}")
     return results

@@ -302,6 +302,31 @@ def write_records_info(output_dir: str, spec: RecordSpec, stats: Mapping[str, An
     return path
 
 
+# Above this share of [UNK] among a corpus's word pieces the vocabulary does not cover the corpus.
+UNKNOWN_WARN_RATE = 0.05
+
+
+def count_unknown_pieces(stats, pieces, unk_id: int) -> None:
+    """Counts `word_pieces` and `unknown_word_pieces` ([UNK]) of the ids `pieces` in `stats`."""
+    pieces = np.asarray(pieces)
+    stats.increment("word_pieces", int(pieces.size))
+    stats.increment("unknown_word_pieces", int((pieces == unk_id).sum()))
+
+
+def unknown_share(unknown: int, pieces: int, vocab_file: str, what: str) -> str:
+    """One line on the [UNK] share of `what`'s word pieces, logged as a warning above
+    `UNKNOWN_WARN_RATE` (the vocabulary does not cover the text's language or script)."""
+    from absl import logging
+
+    share = unknown / pieces if pieces else 0.0
+    line = (f"{what}: {unknown:,} of {pieces:,} word pieces ({100 * share:.1f}%) are [UNK] with the vocabulary "
+            f"{vocab_file}")
+    if share > UNKNOWN_WARN_RATE:
+        logging.warning("%s: over %.0f%%, the vocabulary does not cover this text's language or script; the encoder "
+                        "reads those words as one token", line, 100 * UNKNOWN_WARN_RATE)
+    return line
+
+
 class PieceTable:
     """The word pieces of a set of texts, tokenized once in large batches, packed into record
     rows as `Tokenizer.pack` packs them (`pack`): a writer that uses an utterance many times (a
@@ -309,7 +334,7 @@ class PieceTable:
 
     _BATCH = 4096
 
-    def __init__(self, texts, tokenizer):
+    def __init__(self, texts, tokenizer, stats=None):
         # The empty text (a missing context turn) has no pieces: a chunk whose other texts are all
         # known calls no tokenizer, which costs milliseconds a call however few its texts.
         unique = [""] + [text for text in dict.fromkeys(texts) if text]
@@ -321,6 +346,8 @@ class PieceTable:
             counts.append(ragged.row_lengths().numpy())
         self._pieces = np.concatenate(pieces)
         self._counts = np.concatenate(counts)
+        if stats is not None:
+            count_unknown_pieces(stats, self._pieces, tokenizer.unk_id)
         self._starts = np.cumsum(self._counts) - self._counts
         self._cls_id, self._sep_id = tokenizer.cls_id, tokenizer.sep_id
 

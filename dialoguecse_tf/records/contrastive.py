@@ -183,10 +183,10 @@ def collect_negative_pool(keyed, spec: ContrastiveRecordSpec, random_seed: int, 
     return NegativePool(sample.items())
 
 
-def pool_pieces(pool: NegativePool, tokenizer) -> PieceTable:
+def pool_pieces(pool: NegativePool, tokenizer, stats: PrepStats | None = None) -> PieceTable:
     """The pool's texts tokenized once: a pool utterance is drawn as a negative about
     num_negatives times, and its dialogue's chunk tokenizes it once more at most."""
-    return PieceTable(pool.texts, tokenizer)
+    return PieceTable(pool.texts, tokenizer, stats)
 
 
 def dialogue_samples(key: int, dialogue, spec: ContrastiveRecordSpec, pool: NegativePool, random_seed: int,
@@ -241,7 +241,7 @@ def encode_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepS
     for context, _, candidates in samples:
         texts.extend(["" if text is None else text for text in context] + candidates)
     from_known = np.array([known is not None and text in known for text in texts], bool)
-    local = PieceTable([text for text, hit in zip(texts, from_known) if not hit], tokenizer)
+    local = PieceTable([text for text, hit in zip(texts, from_known) if not hit], tokenizer, stats)
     ids = np.empty((len(texts), length), np.int64)
     mask = np.empty((len(texts), length), np.int64)
     word_pieces = np.empty(len(texts), np.int64)
@@ -302,7 +302,7 @@ def write_contrastive_records(
     """
     stats = stats if stats is not None else PrepStats()
     pool = collect_negative_pool(keyed_dialogues(dialogues), spec, random_seed, negative_pool_size)
-    known = pool_pieces(pool, tokenizer)
+    known = pool_pieces(pool, tokenizer, stats)
     with ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
         chunk = []
         for key, dialogue in keyed_dialogues(dialogues):

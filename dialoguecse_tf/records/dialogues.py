@@ -42,7 +42,7 @@ import tensorflow as tf
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_dialogue
 from dialoguecse_tf.dialogue_packing import NUM_ROLES, TRUNCATIONS, pack_dialogues
 from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, RoundShardWriter, check_positive_int,
-                                           write_records_info)
+                                           count_unknown_pieces, write_records_info)
 from dialoguecse_tf.records.streaming import (DEFAULT_NEGATIVE_POOL_SIZE, BottomK, example_rng, keyed_dialogues,
                                               shard_of, stable_hash)
 
@@ -178,6 +178,9 @@ def serialize_samples(keyed, tokenizer, spec: "DialogueRecordSpec", random_seed:
                                        tf.RaggedTensor.from_row_lengths(tf.constant(roles, tf.int32), turn_counts),
                                        spec.max_seq_length, spec.truncation).items()}
     first_round = np.array([sample_round == 0 for _, (sample_round, _, _) in keyed])
+    # Each dialogue's own sequence once (its first round's row 0), the special tokens left out.
+    own = packed["token_ids"][first_round, 0][packed["padding_mask"][first_round, 0] > 0]
+    count_unknown_pieces(stats, own[(own != tokenizer.cls_id) & (own != tokenizer.sep_id)], tokenizer.unk_id)
     stats.increment("dialogues_truncated",
                     int((packed["untruncated_length"][first_round, 0, 0] > spec.max_seq_length).sum()))
     records = spec.serialize_batch({

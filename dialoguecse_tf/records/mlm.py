@@ -39,7 +39,7 @@ from absl import flags
 
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_text
 from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, RoundShardWriter, check_positive_int,
-                                           write_records_info)
+                                           count_unknown_pieces, write_records_info)
 from dialoguecse_tf.records.streaming import (DEFAULT_RANDOM_NEXT_POOL_SIZE, BottomK, example_rng, keyed_dialogues,
                                               shard_of, stable_hash, text_digest)
 
@@ -268,6 +268,7 @@ def document_pieces(documents, tokenizer, max_seq_length: int, stats: PrepStats)
         flat.append(ragged.flat_values.numpy().astype(np.int32))
         lengths.append(ragged.row_lengths().numpy())
     flat, lengths = np.concatenate(flat), np.concatenate(lengths)
+    count_unknown_pieces(stats, flat, tokenizer.unk_id)
     kept = np.minimum(lengths, max(max_seq_length - 3, 0))
     stats.increment("tokens_truncated", int((lengths - kept).sum()))
     stats.increment("utterances_without_tokens", int((kept == 0).sum()))

@@ -165,7 +165,7 @@ def encode_pairs(pairs, tokenizer, spec: PairRecordSpec, stats: PrepStats) -> di
     text tokenized once."""
     texts = [text for pair in pairs for text in pair]
     length = spec.max_seq_length
-    ids, mask, word_pieces = PieceTable(texts, tokenizer).pack(texts, length)
+    ids, mask, word_pieces = PieceTable(texts, tokenizer, stats).pack(texts, length)
     stats.increment("tokens_truncated", int(np.maximum(word_pieces - (length - 2), 0).sum()))
     return {PAIR_INPUT_IDS: ids.reshape(len(pairs), 2, length), PAIR_INPUT_MASK: mask.reshape(len(pairs), 2, length)}
 
