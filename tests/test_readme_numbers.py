@@ -416,6 +416,31 @@ HISTORY = "what the test saw before the fix (the row's history; no committed fil
 UTF8 = NotMeasured("a name: UTF-8")
 STEPS_5, ROLLED_BACK_TO_2 = Stated(MULTI, '"num_train_steps": 5'), Stated(MULTI, 'roll_back(str(multi / "checkpoints"), 2)')
 WEIGHT_TOLERANCE = Stated(MULTI, "WEIGHT_TOLERANCE = 5e-5")
+HEALTH = "dialoguecse_tf/training/health.py"
+# docs/reliability.md's issue-48 table: row label -> {column: the specs of its numbers, in order}.
+RUNNER_PROBES = {
+    "A step linked from another experiment's run (`--reuse_under`) whose flags then change": {},
+    "The runner SIGKILLed while a step trains": {
+        "Tests that failed before the fix": Stated("tests/test_experiments_processes.py", "time.time() + 10")},
+    "Two runners into one run folder": {},
+    "A failing step": {},
+    "A YAML syntax error": {},
+    "`--dry_run` with a misspelt flag (`num_train_step`) or an input that does not exist": {
+        "At a987c86": NotMeasured("exit status 0, a name")},
+    "`--learning_rate=1e6`": {
+        "Probe": NotMeasured("the probe's own setting, a name"),
+        "At a987c86": NotMeasured("exit status 0, a name"),
+        "Now": (Stated(HEALTH, "PROBE_SEQUENCES = 16"), Stated(HEALTH, "GROWTH_FACTOR = 100.0"),
+                Stated(HEALTH, "COLLAPSE_FACTOR = 100.0"), Stated("dialoguecse_tf/stage.py", "10 * high"))},
+    "A mixed Chinese/English corpus with MiniLM's vocabulary (about half its tokens `[UNK]`)": {
+        "Now": Stated("dialoguecse_tf/records/common.py", "UNKNOWN_WARN_RATE = 0.05",
+                      value=lambda numbers: [round(100 * numbers[0])])},
+    "Repeated dialogue ids": {},
+    "CR-only line endings": {},
+    "TensorFlow's `E ... failed call to cuInit` (no GPU) and oneDNN's `DT_INT64` line (on a CPU that has AVX-512F)": {
+        "Now": NotMeasured("the environment variable's value, a name")},
+    "Training's progress into a file": {},
+}
 # docs/reliability.md's first table: row label -> {column: the specs of its numbers, in order}.
 RELIABILITY = {
     "Crash safety, pretraining": {
@@ -528,6 +553,8 @@ DECLARED = {
         "results/dse_sgd_minilm/table.md", labels={"MiniLM (untouched)": "MiniLM"}, any_order=True),
     ("docs/reliability.md", "# Reliability: what was tried and what held", 0): Source(
         "tests", stated=RELIABILITY, why="each row names the test whose assertions and tolerances it states"),
+    ("docs/reliability.md", "## The experiment runner and a new user's runs (the 2026-11b probes, issue 48)", 0): Source(
+        "tests", stated=RUNNER_PROBES, why="each row names the test whose assertions it states"),
     ("docs/reliability.md", "## A new user's first runs (the 2026-11 probes)", 0): Source(
         "measurements", {"now": "benchmarks/results/new_user_probes.json",
                          "before": "benchmarks/results/new_user_probes_before.json",
