@@ -109,19 +109,16 @@ class DataFormatError(ValueError):
 def read_strict_lines(path, empty_message: str) -> list:
     """(1-based line number, text) of every line of a UTF-8 file, for formats with no blanks.
 
-    A trailing "\\r" and a leading byte-order mark are dropped; invalid UTF-8 or an empty file
-    raises `DataFormatError` naming the file and line.
+    A line ends at "\\n", "\\r\\n" or a lone "\\r", as the corpus readers split them; a leading
+    byte-order mark is dropped; invalid UTF-8 or an empty file raises `DataFormatError` naming the
+    file and line.
     """
     with open(path, "rb") as f:
-        raw_lines = f.read().split(b"\n")
-    if raw_lines[-1] == b"":
-        raw_lines.pop()
+        raw_lines = f.read().splitlines()
     if not raw_lines:
         raise DataFormatError(path, 1, empty_message, reason="empty_file")
     lines = []
     for line_number, raw in enumerate(raw_lines, start=1):
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:

@@ -3,6 +3,7 @@ through the model a few examples at a time, gives the whole batch's loss, metric
 with parts of unequal sizes and (MLM) examples of unequal weights, some weighing nothing."""
 
 import dataclasses
+import types
 
 import keras
 import numpy as np
@@ -82,7 +83,9 @@ def test_a_batch_in_passes_gives_the_whole_batchs_loss_metrics_and_gradient(tiny
     # Batches already at the shape the options read (prepare_batch's output).
     objective, batch = make(bert_config.vocab_size, np.random.default_rng(0))
     keras.utils.set_random_seed(7)
-    model = objective.build_model(build_backbone(bert_config), bert_config, None, 2)
+    # DialogueCSE as released fills padding rounds with "[CLS] [SEP]": the ids of the tiny vocabulary's.
+    tokenizer = types.SimpleNamespace(cls_id=2, sep_id=3)
+    model = objective.build_model(build_backbone(bert_config), bert_config, tokenizer, 2)
     # The global batch is twice this replica's: the loss is this replica's share of it.
     global_batch_size = 2 * BATCH
     with tf.GradientTape() as tape:

@@ -284,9 +284,10 @@ def test_the_table_lists_each_rows_dialogue_protocol_through_merging_and_seed_fo
         model["dialogue_protocol"] = protocol
     table = aggregate_seeds(merge_results([write_results(results, str(tmp_path / "r"))]))
     assert [row.dialogue_protocols for row in table.rows] == [["interlocutor"], ["plain_mean"], []]
-    assert ("each row's embedding protocol (interlocutor: dial2vec's interlocutor pooling; utterance_mean: the "
-            "mean of the sentence vectors of its utterances; plain_mean: the mean of all token outputs of the "
-            "dialogue without [SEP]): dial2vec (2 seeds): interlocutor; MiniLM: plain_mean.") in table.to_markdown()
+    # The note explains the protocols the rows use, and only those.
+    assert ("each row's embedding protocol (interlocutor: dial2vec's interlocutor pooling; plain_mean: the mean of all "
+            "token outputs of the dialogue without [SEP]): dial2vec (2 seeds): interlocutor; MiniLM: plain_mean."
+            ) in table.to_markdown()
     # Results written before rows named their protocol: no protocol line.
     for model in results["models"]:
         del model["dialogue_protocol"]

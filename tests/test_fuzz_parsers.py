@@ -57,7 +57,8 @@ def _write(folder: pathlib.Path, data, name="input.txt") -> pathlib.Path:
 
 
 def _num_lines(data: bytes) -> int:
-    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    # A line ends at "\n", "\r\n" or a lone "\r", as the readers split them.
+    return len(data.splitlines())
 
 
 def _as_bytes(data) -> bytes:

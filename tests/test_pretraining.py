@@ -174,7 +174,7 @@ def test_progress_into_a_file_is_a_plain_line_per_logging_step(mlm_setup, capfd,
 
     objective, setup = mlm_setup
     config = dataclasses.replace(setup, num_train_steps=4, log_steps=2)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         run_stage(objective, config, verbose=True)
     out, err = capfd.readouterr()
     assert "\x1b[" not in out + err and "\r" not in out + err

@@ -276,7 +276,7 @@ def test_the_unknown_share_of_a_checkpoints_evaluation_texts_is_reported_once(ti
     embed(["zebra quantum", "refund please"])  # a text seen before is not counted again
     expected = tokenizer.count_unknown(["where is my order", "zebra quantum", "refund please"])
     assert (counter.unknown, counter.pieces) == expected and expected[0] > 0
-    with caplog.at_level(std_logging.INFO):
+    with caplog.at_level(std_logging.INFO, logger="absl"):
         counter.report("row A")
         counter.report("row B")
     lines = [r.getMessage() for r in caplog.records if "[UNK]" in r.getMessage()]
