@@ -72,8 +72,8 @@ def _build(corpus, folder, engine, pipeline_args=(), config_class=ContrastiveDat
     return shards, info, prep_stats
 
 
-# The single engine counts the corpus's word pieces and [UNK]s; the Beam engine does not yet
-# (docs/reliability.md), so the stats are compared without them.
+# The word-piece and [UNK] counts are over the distinct texts of each chunk a writer tokenizes at
+# once, so the engines' differ (docs/reliability.md); the stats are compared without them.
 _SINGLE_ONLY = ("word_pieces", "unknown_word_pieces")
 
 
