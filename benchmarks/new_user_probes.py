@@ -251,16 +251,159 @@ def _invalid_settings(ctx):
     return [o.record() for o in outcomes], {}, held
 
 
-@probe("collapsed_encoder_metric", "#8", "a tie between the positive and every negative is not a win: "
-       "positive_ranked_first of a collapsed encoder (learning rate 1e6) is not 1.0")
+@probe("collapsed_encoder_metric", "#8; 2026-11b", "a learning rate of 1e6 stops the run in one line "
+       "(EncoderCollapseError) before it saves a checkpoint of the collapsed encoder, after a warning that the rate "
+       "is far outside every preset's range")
 def _collapsed_encoder_metric(ctx):
     outcome = ctx.run(ctx.train("collapsed", "--aggregation=mean", "--num_frozen_layers=3", "--learning_rate=1e6",
                                 "--num_train_steps=3"))
-    with open(ctx.path("tr", "collapsed", "train_log.jsonl"), encoding="utf-8") as reader:
-        logged = [json.loads(line) for line in reader if line.strip()]
-    ranked_first = [row.get("positive_ranked_first") for row in logged]
-    return [outcome.record()], {"positive_ranked_first_by_step": ranked_first}, \
-        outcome.returncode == 0 and ranked_first[-1] is not None and ranked_first[-1] < 1.0
+    checkpoints = [name for name in _files(ctx.path("tr", "collapsed")) if name.startswith("checkpoints/ckpt-")]
+    warned = "far outside every preset's range" in outcome.stderr
+    return [outcome.record()], {"checkpoints_written": checkpoints, "warned": warned}, \
+        outcome.returncode == 1 and "EncoderCollapseError" in outcome.error_line and not checkpoints and warned
+
+
+# -- the 2026-11b probes (issue 48): the experiment runner, unknown tokens, ids, line ends, noise --------
+
+_TINY = """run_dir: {runs}
+results_dir: {results}
+params: {{steps: 4, min_words: 3}}
+steps:
+  - name: pairs
+    tool: pair_records
+    flags: {{input_file: {corpus}, input_format: jsonl, vocab_file: "{{minilm}}/vocab.txt", min_words: "{{params.min_words}}"}}
+  - name: dse
+    tool: train
+    flags: {{preset: cpu_dse, train_file: "{{pairs}}/pairs-*", init_checkpoint: "{{minilm}}", {steps_flag}: "{{params.steps}}",
+            train_batch_size: 8, save_checkpoints_steps: 2, log_steps: 1}}
+"""
+EXPERIMENT = "dialoguecse_tf/cli/experiment.py"
+
+
+def _tiny_experiment(ctx, name: str, steps_flag: str = "num_train_steps", corpus: str | None = None) -> str:
+    path = ctx.path("exp", f"{name}.yaml")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as writer:
+        writer.write(_TINY.format(runs=ctx.path("exp", "runs", name), results=ctx.path("exp", "results", name),
+                                  corpus=corpus or ctx.path("corpus", "train.jsonl"), steps_flag=steps_flag))
+    return path
+
+
+@probe("runner_link_then_changed", "2026-11b worst 1", "a step linked from another run whose flags then change "
+       "runs anew in place of its link (exit 0); the run it linked to is left as it was")
+def _runner_link_then_changed(ctx):
+    spec = _tiny_experiment(ctx, "linked_source")
+    first = ctx.run([EXPERIMENT, "run", spec])
+    target = ctx.path("exp", "runs", "linked_source", "pairs")
+    before = _files(target)
+    linked_dir = ctx.path("exp", "runs", "linked")
+    linked = ctx.run([EXPERIMENT, "run", spec, f"--run_dir={linked_dir}", f"--reuse_under={ctx.path('exp', 'runs')}"])
+    links = sorted(name for name in os.listdir(linked_dir) if os.path.islink(os.path.join(linked_dir, name)))
+    changed = ctx.run([EXPERIMENT, "run", spec, f"--run_dir={linked_dir}", f"--reuse_under={ctx.path('exp', 'runs')}",
+                       "--set", "min_words=2"])
+    links_after = sorted(name for name in os.listdir(linked_dir) if os.path.islink(os.path.join(linked_dir, name)))
+    return [first.record(), linked.record(), changed.record()], {
+        "links_before": links, "links_after": links_after, "target_unchanged": _files(target) == before}, \
+        first.returncode == linked.returncode == changed.returncode == 0 and links and not links_after \
+        and _files(target) == before
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as reader:
+        return reader.read().split(")")[-1].split()[0] != "Z"
+
+
+@probe("runner_killed_mid_training", "2026-11b worst 2", "a SIGKILLed runner's training child ends too; a second "
+       "runner into a run folder in use stops at once in one line naming the first one's pid")
+def _runner_killed_mid_training(ctx):
+    spec = _tiny_experiment(ctx, "killed")
+    run_dir = ctx.path("exp", "runs", "killed")
+    runner = subprocess.Popen([sys.executable, EXPERIMENT, "run", spec, "--set", "steps=200"], cwd=REPO_ROOT, env=ENV,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = os.path.join(run_dir, "dse", "train_log.jsonl")
+    deadline = time.time() + 300
+    while not os.path.exists(log) and time.time() < deadline and runner.poll() is None:
+        time.sleep(0.5)
+    second = ctx.run([EXPERIMENT, "run", spec, "--set", "steps=200"])
+    children = subprocess.run(["pgrep", "-f", "run_training.py.*exp/runs/killed/dse"], capture_output=True,
+                              text=True).stdout.split()
+    runner.kill()
+    runner.wait()
+    time.sleep(10)
+    alive = [pid for pid in children if _alive(int(pid))]
+    refused = second.returncode == 1 and "is in use by runner pid" in second.error_line
+    return [second.record()], {"training_children_seen": len(children), "alive_10_s_after_the_kill": len(alive),
+                               "second_runner_refused": refused}, bool(children) and not alive and refused
+
+
+@probe("runner_dry_run_checks", "2026-11b worst 5", "--dry_run refuses a misspelt flag of a later step and an input "
+       "that does not exist, each in one line naming the step, before anything runs; no traceback")
+def _runner_dry_run_checks(ctx):
+    typo = ctx.run([EXPERIMENT, "run", _tiny_experiment(ctx, "typo", steps_flag="num_train_step"), "--dry_run"])
+    missing = ctx.run([EXPERIMENT, "run", _tiny_experiment(ctx, "missing", corpus=ctx.path("nowhere.jsonl")),
+                       "--dry_run"])
+    held = (typo.returncode == 1 and "step dse: Unknown command line flag 'num_train_step'" in typo.error_line
+            and missing.returncode == 1 and "inputs match nothing: pairs:" in missing.error_line
+            and "Traceback" not in typo.stderr + missing.stderr
+            and not os.path.exists(ctx.path("exp", "runs", "typo")))
+    return [typo.record(), missing.record()], {}, held
+
+
+@probe("unknown_tokens", "2026-11b worst 4", "a mixed Chinese/English corpus prepared with MiniLM's vocabulary: the "
+       "prep stats count its [UNK] word pieces and a warning names the vocabulary")
+def _unknown_tokens(ctx):
+    texts = PROBE_SENTENCES[8:10] + ["亲，一般三到五天就能到哦 where is my order", "退货 please 我想要退货"]
+    corpus = _write_lines(ctx.path("in", "mixed.jsonl"), [_dialogue_line(f"m{i}", texts[i % 2:] + texts[:i % 2])
+                                                          for i in range(20)])
+    outcome = ctx.run(["data_prep/create_pair_data.py", f"--input_file={corpus}", "--input_format=jsonl",
+                       f"--vocab_file={ctx.minilm}/vocab.txt", f"--output_dir={ctx.path('dp', 'mixed')}",
+                       "--min_words=0"])
+    with open(ctx.path("dp", "mixed", "prep_stats.json"), encoding="utf-8") as reader:
+        stats = json.load(reader)
+    share = stats["unknown_word_pieces"] / stats["word_pieces"]
+    warned = "[UNK] with the vocabulary $M/vocab.txt: over 5%" in outcome.stderr
+    return [outcome.record()], {"word_pieces": stats["word_pieces"], "unknown_word_pieces": stats["unknown_word_pieces"],
+                                "unknown_share": round(share, 4), "warned": warned}, \
+        outcome.returncode == 0 and share > 0.05 and warned
+
+
+@probe("repeated_ids_and_cr_line_ends", "2026-11b #12 and worst 4", "dialoguecse-embed keeps a repeated dialogue id "
+       "(a warning names both lines) as the prep tools do; CR-only line ends split as LF and CRLF do")
+def _repeated_ids_and_cr(ctx):
+    dialogues = _write_lines(ctx.path("in", "dup.jsonl"), [_dialogue_line("x", ["where is my order", "it is late"]),
+                                                          _dialogue_line("x", ["refund please", "ok"])])
+    cr = ctx.path("in", "cr.txt")
+    with open(cr, "wb") as writer:
+        writer.write(b"first line\rsecond line\rthird line\r")
+    dup = ctx.run(ctx.embed(f"--checkpoint={ctx.minilm}", f"--input_file={dialogues}", "--dialogue_format=jsonl",
+                            f"--output_file={ctx.path('out', 'dup.jsonl')}"))
+    lines = ctx.run(ctx.embed(f"--checkpoint={ctx.minilm}", f"--input_file={cr}",
+                              f"--output_file={ctx.path('out', 'cr.npy')}"))
+    rows = int(np.load(ctx.path("out", "cr.npy")).shape[0]) if lines.returncode == 0 else None
+    warned = "dialogue id 'x' repeats the dialogue at" in dup.stderr
+    return [dup.record(), lines.record()], {"repeat_warned": warned, "cr_rows": rows}, \
+        dup.returncode == 0 and warned and rows == 3
+
+
+@probe("tensorflow_noise", "2026-11b worst 5", "no 'failed call to cuInit' or oneDNN DT_INT64 line on stderr and no "
+       "ANSI code or carriage return in a redirected training's stdout")
+def _tensorflow_noise(ctx):
+    env = {key: value for key, value in ENV.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    outcomes = []
+    for args in (ctx.train("noise", "--aggregation=mean", "--num_frozen_layers=3"),
+                 ctx.embed(f"--checkpoint={ctx.minilm}", f"--input_file={ctx.path('in', 'cr.txt')}",
+                           f"--output_file={ctx.path('out', 'noise.npy')}")):
+        done = subprocess.run([sys.executable, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+        outcomes.append(done)
+    noise = sum(line.count("failed call to cuInit") + line.count("DT_INT64") for done in outcomes
+                for line in done.stderr.splitlines())
+    bar = sum(done.stdout.count("\x1b[") + done.stdout.count("\r") for done in outcomes)
+    return [], {"noise_lines": noise, "ansi_or_cr_in_stdout": bar, "returncodes": [d.returncode for d in outcomes]}, \
+        noise == 0 and bar == 0 and all(d.returncode == 0 for d in outcomes)
 
 
 @probe("embed_export_flags", "#4", "with --export_dir, --normalize is applied (norms 1) in sentence and dialogue "
@@ -526,7 +669,7 @@ def main(argv):
                                  "seconds": round(time.perf_counter() - started, 1)})
         print(f"{'held  ' if held else 'FAILED'} {name}: {json.dumps(observed, ensure_ascii=False)[:300]}", flush=True)
     report["command"] = " ".join(["python benchmarks/new_user_probes.py"]
-                                 + [f"--{name}={FLAGS[name].value}" for name in ("huge_utterance_mb",)
+                                 + [f"--{name}={FLAGS[name].value}" for name in ("huge_utterance_mb", "output_json")
                                     if FLAGS[name].present]
                                  + ([f"--only={','.join(FLAGS.only)}"] if FLAGS.only else []))
     report["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
