@@ -181,19 +181,23 @@ def _embed_texts(config: EmbedConfig, texts: list, version_dir: str | None) -> n
     from dialoguecse_tf.sentence_encoder import SentenceEncoder
 
     if version_dir:
-        return ExportedEncoder(version_dir).encode(texts, batch_size=config.batch_size, verbose=True)
+        exported = ExportedEncoder(version_dir)
+        _report_unknown(exported, texts, config.input_file, f"the vocabulary of {version_dir}")
+        return exported.encode(texts, batch_size=config.batch_size, verbose=True)
     encoder = SentenceEncoder.from_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length or
                                               DEFAULT_MAX_SEQ_LENGTH, pooling=config.pooling)
     _report_unknown(encoder.tokenizer, texts, config.input_file)
     return encoder.encode(texts, batch_size=config.batch_size, verbose=True)
 
 
-def _report_unknown(tokenizer, texts, what: str) -> None:
+def _report_unknown(counter, texts, what: str, vocabulary: str | None = None) -> None:
+    """Logs the [UNK] share of `texts` (a warning above 5 %); `counter` is a `Tokenizer` or an
+    `ExportedEncoder`, each with `count_unknown`."""
     from absl import logging
 
     from dialoguecse_tf.records.common import unknown_share
 
-    logging.info("%s", unknown_share(*tokenizer.count_unknown(texts), tokenizer.vocab_file, what))
+    logging.info("%s", unknown_share(*counter.count_unknown(texts), vocabulary or counter.vocab_file, what))
 
 
 def _embed_dialogues(config: EmbedConfig, version_dir: str | None):
@@ -205,14 +209,16 @@ def _embed_dialogues(config: EmbedConfig, version_dir: str | None):
     from dialoguecse_tf.dialogue_encoder import DialogueEncoder
     from dialoguecse_tf.export import ExportedEncoder
 
+    texts = [turn.text for dialogue in dialogues for turn in dialogue.turns]
     if version_dir:
-        vectors = ExportedEncoder(version_dir).encode_dialogues(dialogues)
+        exported = ExportedEncoder(version_dir)
+        _report_unknown(exported, texts, config.input_file, f"the vocabulary of {version_dir}")
+        vectors = exported.encode_dialogues(dialogues)
     else:
         encoder = DialogueEncoder.from_checkpoint(config.checkpoint,
                                                   config.dialogue_max_seq_length or DEFAULT_DIALOGUE_MAX_SEQ_LENGTH,
                                                   config.dialogue_pooling or DEFAULT_DIALOGUE_POOLING)
-        _report_unknown(encoder.tokenizer, [turn.text for dialogue in dialogues for turn in dialogue.turns],
-                        config.input_file)
+        _report_unknown(encoder.tokenizer, texts, config.input_file)
         vectors = encoder.encode_dialogues(dialogues, verbose=True)
     return [dialogue.dialogue_id for dialogue in dialogues], vectors
 

@@ -172,3 +172,14 @@ def test_the_token_and_dialogue_signatures_refuse_what_the_library_refuses(tmp_p
         with pytest.raises(tf.errors.InvalidArgumentError, match="exactly two speakers"):
             dialogues(turns=tf.constant(["hi", "hello", "ok"]), speakers=tf.constant(speakers),
                       dialogue_lengths=tf.constant(lengths, tf.int32))
+
+
+def test_an_export_counts_unknown_word_pieces_as_its_tokenizer_does(tmp_path, encoder):
+    """dialoguecse-embed --export_dir reports the [UNK] share of its input: the export keeps no
+    vocabulary file, so it counts with its own tokenizer, as `Tokenizer.count_unknown` does."""
+    from dialoguecse_tf.export import ExportedEncoder
+
+    path = export_savedmodel(encoder, str(tmp_path / "export"))
+    texts = ["where is my order", "zebra quantum xylophone", "退 货 猫", "", "track my package please"]
+    expected = encoder.tokenizer.count_unknown(texts)
+    assert expected[0] > 0 and ExportedEncoder(path).count_unknown(texts) == expected
