@@ -40,11 +40,14 @@ def field(default=None, help: str = "", choices: tuple | None = None, flag: str 
     return dataclasses.field(default=default, metadata=metadata, **kwargs)
 
 
-def key_settings(config) -> dict:
+def key_settings(config, values: dict | None = None) -> dict:
     """A config's settings as a run key hashes them: every field, but those added later at the
-    value that does what runs did before they existed (`field(added_as=...)`)."""
-    return {spec.name: getattr(config, spec.name) for spec in dataclasses.fields(config)
-            if not ("added_as" in spec.metadata and getattr(config, spec.name) == spec.metadata["added_as"])}
+    value that does what runs did before they existed (`field(added_as=...)`). `config` is an
+    instance, or a config class with `values` ({field: value}) for some of its fields."""
+    if values is None:
+        values = {spec.name: getattr(config, spec.name) for spec in dataclasses.fields(config)}
+    added = {spec.name: spec.metadata["added_as"] for spec in dataclasses.fields(config) if "added_as" in spec.metadata}
+    return {name: value for name, value in values.items() if not (name in added and value == added[name])}
 
 
 def field_kind(config_class, name: str) -> tuple[type, bool]:

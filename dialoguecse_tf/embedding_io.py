@@ -195,7 +195,7 @@ def _report_unknown(counter, texts, what: str, vocabulary: str | None = None) ->
     `ExportedEncoder`, each with `count_unknown`."""
     from absl import logging
 
-    from dialoguecse_tf.records.common import unknown_share
+    from dialoguecse_tf.tokenization import unknown_share
 
     logging.info("%s", unknown_share(*counter.count_unknown(texts), vocabulary or counter.vocab_file, what))
 

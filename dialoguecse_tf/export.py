@@ -186,18 +186,15 @@ class ExportedEncoder:
         self._serve_dialogues = signatures.get(DIALOGUES_SIGNATURE)
         self.dimension = int(self._serve.structured_outputs[OUTPUT_KEY].shape[-1])
 
-    def count_unknown(self, texts, batch_size: int = 4096) -> tuple[int, int]:
+    def count_unknown(self, texts) -> tuple[int, int]:
         """([UNK] pieces, word pieces) of `texts` by the export's own tokenizer, as
         `Tokenizer.count_unknown` counts them. The export keeps no vocabulary file: a private-use
         character, in no BERT vocabulary, gives the [UNK] id."""
+        from dialoguecse_tf.tokenization import count_unknown
+
         tokenize = self._module.tokenizer.tokenize
         unk_id = int(tokenize(tf.constant(["\ue000"])).flat_values.numpy()[0])
-        texts = [text for text in texts if text]
-        unknown = pieces = 0
-        for start in range(0, len(texts), batch_size):
-            flat = tokenize(tf.constant(texts[start:start + batch_size])).flat_values.numpy()
-            unknown, pieces = unknown + int((flat == unk_id).sum()), pieces + int(flat.size)
-        return unknown, pieces
+        return count_unknown(tokenize, unk_id, texts)
 
     def encode_dialogues(self, dialogues, batch_size: int = 16) -> np.ndarray:
         """Embeds `Dialogue`s (or (speaker, text) sequences) through the dialogue signature."""

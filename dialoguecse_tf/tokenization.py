@@ -23,6 +23,7 @@ import os
 import unicodedata
 from typing import Iterable
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -294,14 +295,9 @@ class Tokenizer(tf.Module):
             tokens.append(self._vocab[index])
         return tokens
 
-    def count_unknown(self, texts, batch_size: int = 4096) -> tuple[int, int]:
+    def count_unknown(self, texts) -> tuple[int, int]:
         """([UNK] pieces, word pieces) of `texts`: how much of them the vocabulary does not cover."""
-        texts = [text for text in texts if text]
-        unknown = pieces = 0
-        for start in range(0, len(texts), batch_size):
-            flat = self.tokenize(texts[start:start + batch_size]).flat_values.numpy()
-            unknown, pieces = unknown + int((flat == self.unk_id).sum()), pieces + int(flat.size)
-        return unknown, pieces
+        return count_unknown(self.tokenize, self.unk_id, texts)
 
     def tokenize_to_strings(self, text: str) -> list[str]:
         """The wordpiece strings of one text (unknown words come back as [UNK])."""
@@ -345,6 +341,33 @@ class Tokenizer(tf.Module):
                 text += " "
             text += word
         return text
+
+
+# Above this share of [UNK] among a text's word pieces the vocabulary does not cover the text.
+UNKNOWN_WARN_RATE = 0.05
+
+
+def count_unknown(tokenize, unk_id: int, texts, batch_size: int = 4096) -> tuple[int, int]:
+    """([UNK] pieces, word pieces) of `texts` by `tokenize` ([B] strings -> ragged ids): a
+    `Tokenizer`'s, or an export's restored one."""
+    texts = [text for text in texts if text]
+    unknown = pieces = 0
+    for start in range(0, len(texts), batch_size):
+        flat = tokenize(tf.constant(texts[start:start + batch_size], tf.string)).flat_values.numpy()
+        unknown, pieces = unknown + int((flat == unk_id).sum()), pieces + int(flat.size)
+    return unknown, pieces
+
+
+def unknown_share(unknown: int, pieces: int, vocab_file: str, what: str) -> str:
+    """One line on the [UNK] share of `what`'s word pieces, logged as a warning above
+    `UNKNOWN_WARN_RATE` (the vocabulary does not cover the text's language or script)."""
+    share = unknown / pieces if pieces else 0.0
+    line = (f"{what}: {unknown:,} of {pieces:,} word pieces ({100 * share:.1f}%) are [UNK] with the vocabulary "
+            f"{vocab_file}")
+    if share > UNKNOWN_WARN_RATE:
+        logging.warning("%s: over %.0f%%, the vocabulary does not cover this text's language or script; the encoder "
+                        "reads those words as one token", line, 100 * UNKNOWN_WARN_RATE)
+    return line
 
 
 def _check_max_seq_length(max_seq_length) -> None:

@@ -285,7 +285,7 @@ def run_create_records(config, log=print, pipeline_args=()) -> PrepStats:
         tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
         write_records(source, tokenizer, config.output_dir, spec, stats=stats, log=log, **arguments)
     if stats["word_pieces"]:
-        from dialoguecse_tf.records.common import unknown_share
+        from dialoguecse_tf.tokenization import unknown_share
 
         log(f"[tokens] {unknown_share(stats['unknown_word_pieces'], stats['word_pieces'], config.vocab_file, 'corpus')}")
     _finish(config, stats, start, log)

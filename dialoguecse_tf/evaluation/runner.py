@@ -82,7 +82,7 @@ class _UnknownCounter:
 
     def report(self, name: str) -> None:
         if not self.reported and self.pieces:
-            from dialoguecse_tf.records.common import unknown_share
+            from dialoguecse_tf.tokenization import unknown_share
 
             logging.info("%s", unknown_share(self.unknown, self.pieces, self.tokenizer.vocab_file,
                                              f"the evaluation texts of {name}"))

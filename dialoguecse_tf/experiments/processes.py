@@ -71,7 +71,7 @@ def run_command(argv: list[str], log_path: str | None, name: str) -> None:
     `name` on failure."""
     if log_path:
         os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
-    last_error = ""
+    last_error = last_line = ""
     with open(log_path or os.devnull, "w", encoding="utf-8") as log:
         child = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, errors="replace",
                                  preexec_fn=_die_with_parent)
@@ -88,9 +88,10 @@ def run_command(argv: list[str], log_path: str | None, name: str) -> None:
             for line in child.stderr:
                 sys.stderr.write(line)
                 log.write(line)
-                if line.strip():
-                    last_error = line.strip() if line.startswith("error:") or not last_error.startswith(
-                        "error:") else last_error
+                if line.startswith("error:"):
+                    last_error = line.strip()
+                elif line.strip():
+                    last_line = line.strip()
             status = child.wait()
         finally:
             if in_main_thread:
@@ -101,6 +102,7 @@ def run_command(argv: list[str], log_path: str | None, name: str) -> None:
     if status:
         from dialoguecse_tf.evaluation.provenance import portable_path
 
-        cause = last_error.removeprefix("error: ") or "no error line"
+        # The child's own error line, else (a crash) the last line it wrote.
+        cause = last_error.removeprefix("error: ") or last_line or "no error line"
         where = f" (its log: {portable_path(log_path)})" if log_path else ""
         raise StepFailed(f"step {name} failed (exit status {status}): {cause}{where}")

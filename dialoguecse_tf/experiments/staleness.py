@@ -129,10 +129,10 @@ def _mark_readers(checks: list[FolderCheck]) -> None:
         changed = False
         stale = [check.folder for check in checks if check.stale]
         for check in checks:
-            reads = sorted({folder for pattern in check.inputs for path in _input_files(pattern) for folder in stale
-                            if folder != check.folder and (path + os.sep).startswith(folder + os.sep)})
-            if reads != check.reads and not set(reads) <= set(check.reads):
-                check.reads = sorted(set(check.reads) | set(reads))
+            reads = {folder for pattern in check.inputs for path in _input_files(pattern) for folder in stale
+                     if folder != check.folder and (path + os.sep).startswith(folder + os.sep)}
+            if not reads <= set(check.reads):
+                check.reads = sorted(reads | set(check.reads))
                 changed = True
 
 

@@ -126,6 +126,7 @@ def _training_settings(flags: dict) -> dict:
 def _evaluation_settings(flags: dict) -> dict:
     """Every `EvaluationConfig` setting the step leaves at its default (models and suite are
     keyed on their own)."""
+    from dialoguecse_tf.config_fields import key_settings
     from dialoguecse_tf.evaluation.config import EvaluationConfig
 
     per_run = {"checkpoint", "model_name", "output_dir", "eval_suite", "dialogue_protocol"}
@@ -133,13 +134,10 @@ def _evaluation_settings(flags: dict) -> dict:
     for name in flags:
         if name not in names or name in per_run:
             raise absl_flags.UnrecognizedFlagError(name, suggestions=difflib.get_close_matches(name, sorted(names)))
-    settings = {spec.name: flags.get(spec.name, spec.default) for spec in dataclasses.fields(EvaluationConfig)
-                if spec.name not in per_run}
-    return {name: value for name, value in settings.items()
-            if value != EvaluationConfig.__dataclass_fields__[name].metadata.get("added_as", _ABSENT)}
+    return key_settings(EvaluationConfig, {spec.name: flags.get(spec.name, spec.default)
+                                           for spec in dataclasses.fields(EvaluationConfig) if spec.name not in per_run})
 
 
-_ABSENT = object()
 _SETTINGS = {"training": _training_settings, "evaluation": _evaluation_settings}
 
 TOOLS = {

@@ -302,29 +302,11 @@ def write_records_info(output_dir: str, spec: RecordSpec, stats: Mapping[str, An
     return path
 
 
-# Above this share of [UNK] among a corpus's word pieces the vocabulary does not cover the corpus.
-UNKNOWN_WARN_RATE = 0.05
-
-
 def count_unknown_pieces(stats, pieces, unk_id: int) -> None:
     """Counts `word_pieces` and `unknown_word_pieces` ([UNK]) of the ids `pieces` in `stats`."""
     pieces = np.asarray(pieces)
     stats.increment("word_pieces", int(pieces.size))
     stats.increment("unknown_word_pieces", int((pieces == unk_id).sum()))
-
-
-def unknown_share(unknown: int, pieces: int, vocab_file: str, what: str) -> str:
-    """One line on the [UNK] share of `what`'s word pieces, logged as a warning above
-    `UNKNOWN_WARN_RATE` (the vocabulary does not cover the text's language or script)."""
-    from absl import logging
-
-    share = unknown / pieces if pieces else 0.0
-    line = (f"{what}: {unknown:,} of {pieces:,} word pieces ({100 * share:.1f}%) are [UNK] with the vocabulary "
-            f"{vocab_file}")
-    if share > UNKNOWN_WARN_RATE:
-        logging.warning("%s: over %.0f%%, the vocabulary does not cover this text's language or script; the encoder "
-                        "reads those words as one token", line, 100 * UNKNOWN_WARN_RATE)
-    return line
 
 
 class PieceTable:
