@@ -59,8 +59,8 @@ def synthetic_batch(batch_size, samples, length, seed):
 def time_one_length(length):
     import tensorflow as tf
 
-    from dialoguecse_tf.checkpoints import load_checkpoint
-    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.encoder.backbone import build_backbone
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint
     from dialoguecse_tf.stage import TrainConfig, configure
     from dialoguecse_tf.training.loop import build_train_step
     from dialoguecse_tf.training.strategy import create_strategy

@@ -67,7 +67,7 @@ def dse_step(strategy_name, loaded, config, batch):
     import keras
     import tensorflow as tf
 
-    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.encoder.backbone import build_backbone
     from dialoguecse_tf.stage import TrainConfig, configure
     from dialoguecse_tf.training.loop import build_train_step
     from dialoguecse_tf.training.strategy import create_strategy
@@ -121,7 +121,7 @@ def main(argv):
 
     # Before TensorFlow initialises its devices: two logical CPUs for the two replicas.
     split_cpu(2)
-    from dialoguecse_tf.checkpoints import load_checkpoint
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint
     from dialoguecse_tf.records.pairs import PAIR_INPUT_MASK
 
     folder = FLAGS.hf_folder or common.default_hf_folder()

@@ -71,7 +71,7 @@ class HuggingFaceEncoder:
         return self.model(inputs["input_ids"], inputs["attention_mask"]).numpy()
 
     def encode(self, texts, batch_size, fast):
-        from dialoguecse_tf.sentence_encoder import encode_in_batches
+        from dialoguecse_tf.encoder.sentence import encode_in_batches
 
         padding = "longest" if fast else "max_length"
         return encode_in_batches(texts, lambda batch: self.embed_batch(batch, padding), 0, batch_size,
@@ -80,9 +80,9 @@ class HuggingFaceEncoder:
 
 def main(argv):
     del argv
-    from dialoguecse_tf.checkpoints import load_checkpoint
-    from dialoguecse_tf.export import ExportedEncoder, export_savedmodel
-    from dialoguecse_tf.sentence_encoder import SentenceEncoder
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint
+    from dialoguecse_tf.encoder.sentence import SentenceEncoder
+    from dialoguecse_tf.serving.savedmodel import ExportedEncoder, export_savedmodel
 
     folder = FLAGS.hf_folder or common.default_hf_folder()
     texts = load_texts(FLAGS.texts_file, FLAGS.num_sentences)

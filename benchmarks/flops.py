@@ -46,10 +46,10 @@ def main(argv):
     import numpy as np
     import tensorflow as tf
 
-    from dialoguecse_tf.bert_config import BertConfig
-    from dialoguecse_tf.checkpoints import load_checkpoint
-    from dialoguecse_tf.encoder import build_backbone
-    from dialoguecse_tf.sentence_encoder import SentenceEncoder
+    from dialoguecse_tf.encoder.backbone import build_backbone
+    from dialoguecse_tf.encoder.bert_config import BertConfig
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint
+    from dialoguecse_tf.encoder.sentence import SentenceEncoder
 
     folder = FLAGS.hf_folder or common.default_hf_folder()
     loaded = load_checkpoint(folder, max_seq_length=FLAGS.max_seq_length)

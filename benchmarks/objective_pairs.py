@@ -121,7 +121,7 @@ def prepared_batch(objective, spec, records: dict) -> dict:
 
 def tensorflow_step(objective, config, loaded, batch: dict, num_length_buckets: int, dropout: float):
     """(step: () -> first loss as a float, the model) as `stage.run_stage` builds them."""
-    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.encoder.backbone import build_backbone
     from dialoguecse_tf.training.loop import build_train_step
 
     keras.utils.set_random_seed(config.random_seed)

@@ -75,7 +75,7 @@ def shape_of(name, config, objective, batch: dict) -> dict:
 
 
 def time_objective(name, folder, regimes) -> dict:
-    from dialoguecse_tf.checkpoints import load_checkpoint
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
     import objective_pairs
 

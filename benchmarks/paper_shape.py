@@ -87,9 +87,9 @@ def write_tf1_checkpoint(folder: str, config) -> None:
     """A random encoder and MLM head in Google's layout, as chinese_L-12_H-768_A-12 ships."""
     import numpy as np
 
-    from dialoguecse_tf.checkpoints import (TF1_CHECKPOINT_NAME, TF1_CONFIG_FILE, VOCAB_FILE,
+    from dialoguecse_tf.encoder.checkpoints import (TF1_CHECKPOINT_NAME, TF1_CONFIG_FILE, VOCAB_FILE,
                                             backbone_to_tf1_variables, write_tf1_variables)
-    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.encoder.backbone import build_backbone
 
     os.makedirs(folder, exist_ok=True)
     variables = backbone_to_tf1_variables(build_backbone(config))
@@ -184,8 +184,8 @@ def main(argv):
         with open(FLAGS.markdown_from, encoding="utf-8") as reader:
             print(markdown_table(json.load(reader)))
         return
-    from dialoguecse_tf.bert_config import BertConfig
-    from dialoguecse_tf.objectives.base import get_objective_class
+    from dialoguecse_tf.encoder.bert_config import BertConfig
+    from dialoguecse_tf.objectives.registry import get_objective_class
     from dialoguecse_tf.presets import PRESETS
 
     if FLAGS.steps < 2:

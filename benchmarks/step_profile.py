@@ -94,7 +94,7 @@ def profile(name: str, folder: str, loaded, regime: str) -> dict:
 def main(argv):
     del argv
     import objective_pairs
-    from dialoguecse_tf.checkpoints import load_checkpoint
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
     objective_pairs.check_choices(FLAGS.objectives, FLAGS.padding)
     folder = common.default_hf_folder()

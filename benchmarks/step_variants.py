@@ -46,7 +46,7 @@ def time_variant(variant: str) -> dict:
     if variant == "inter_op_1":
         tf.config.threading.set_inter_op_parallelism_threads(1)
     import objective_pairs
-    from dialoguecse_tf.checkpoints import load_checkpoint
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
     _, config = objective_pairs.preset_objective(FLAGS.objective)
     buckets = config.num_length_buckets if FLAGS.padding == "buckets" else 1

@@ -17,7 +17,7 @@ One peer per objective, each the same maths as its `dialoguecse_tf.objectives` m
   cross-entropy), AdamW without weight decay, epsilon 1e-8.
 
 Heads are built from the TensorFlow model's weights (`heads` arguments), so both sides start
-equal; encoders are length-bucketed as `encoder.encode_sequences` does when given the same
+equal; encoders are length-bucketed as `backbone.encode_sequences` does when given the same
 `num_length_buckets`. Benchmark-only: the library never imports torch.
 """
 
@@ -59,7 +59,7 @@ def load_bert(folder: str, dropout: float | None = None) -> transformers.BertMod
 
 
 def freeze_bottom_layers(bert: transformers.BertModel, num_frozen_layers: int) -> None:
-    """`encoder.freeze_bottom_layers`: the embeddings and the bottom layers; 0 freezes nothing."""
+    """`backbone.freeze_bottom_layers`: the embeddings and the bottom layers; 0 freezes nothing."""
     if num_frozen_layers == 0:
         return
     for module in [bert.embeddings, *bert.encoder.layer[:num_frozen_layers]]:
@@ -69,7 +69,7 @@ def freeze_bottom_layers(bert: transformers.BertModel, num_frozen_layers: int) -
 
 def encode(bert, token_ids: torch.Tensor, padding_mask: torch.Tensor, num_length_buckets: int = 1) -> torch.Tensor:
     """[N, L] -> last layer [N, L, D], in `num_length_buckets` length groups each cut to its longest
-    sequence (positions past it zero), as `encoder.encode_sequences`."""
+    sequence (positions past it zero), as `backbone.encode_sequences`."""
     if num_length_buckets == 1:
         return bert(input_ids=token_ids, attention_mask=padding_mask).last_hidden_state
     seq_length, count = token_ids.shape[1], token_ids.shape[0]
@@ -274,7 +274,7 @@ class TorchSiamese(torch.nn.Module):
 
 
 def flat_pairs(pair_ids, pair_mask):
-    """[B, 2, L] -> [2B, L], pair by pair, as `encoder.encode_pairs`."""
+    """[B, 2, L] -> [2B, L], pair by pair, as `backbone.encode_pairs`."""
     return pair_ids.reshape(-1, pair_ids.shape[-1]), pair_mask.reshape(-1, pair_mask.shape[-1])
 
 

@@ -93,7 +93,7 @@ def records_batch(pattern, batch_size, length):
 def tensorflow_step(loaded, config, batch, jit_compile, num_length_buckets):
     import tensorflow as tf
 
-    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.encoder.backbone import build_backbone
     from dialoguecse_tf.training.loop import build_train_step
     from dialoguecse_tf.training.optimizers import create_optimizer
 
@@ -133,7 +133,7 @@ def main(argv):
     unknown = set(FLAGS.frameworks) - set(FRAMEWORKS)
     if unknown:
         raise app.UsageError(f"--frameworks: unknown {sorted(unknown)}; choose from {FRAMEWORKS}")
-    from dialoguecse_tf.checkpoints import load_checkpoint
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint
     from dialoguecse_tf.records.contrastive import CANDIDATE_INPUT_MASK, CONTEXT_INPUT_MASK
 
     folder = FLAGS.hf_folder or common.default_hf_folder()

@@ -3,7 +3,7 @@
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
-from dialoguecse_tf.data.pipeline import SrSetConfig, run_build_sr_set
+from dialoguecse_tf.prep import SrSetConfig, run_build_sr_set
 
 define_corpus_flags(flags)
 flags.DEFINE_string("output_file", None, "Where to write select.txt (config and stats go beside it).")

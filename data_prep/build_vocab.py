@@ -3,7 +3,7 @@
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, run
-from dialoguecse_tf.data.pipeline import VocabConfig, run_build_vocab
+from dialoguecse_tf.prep import VocabConfig, run_build_vocab
 
 define_corpus_flags(flags)
 flags.DEFINE_string("output_dir", None, "Folder for vocab.txt, config.json and prep_stats.json.")

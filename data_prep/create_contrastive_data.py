@@ -8,7 +8,7 @@
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, define_engine_flag, run
-from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, run_create_records
+from dialoguecse_tf.prep import ContrastiveDataConfig, run_create_records
 from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE
 
 define_corpus_flags(flags)

@@ -13,7 +13,7 @@ On Apache Beam, with the flags this script does not define going to Beam's Pipel
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, define_engine_flag, run
-from dialoguecse_tf.data.pipeline import PairDataConfig, run_create_records
+from dialoguecse_tf.prep import PairDataConfig, run_create_records
 
 define_corpus_flags(flags)
 flags.DEFINE_string("output_dir", None, "Folder for the pairs-*.tfrecord shards, records_info.json, config and stats.")

@@ -18,7 +18,7 @@ On Apache Beam, with the flags this script does not define going to Beam's Pipel
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, define_corpus_flags, define_engine_flag, run
-from dialoguecse_tf.data.pipeline import MlmDataConfig, run_create_records
+from dialoguecse_tf.prep import MlmDataConfig, run_create_records
 from dialoguecse_tf.records.streaming import DEFAULT_RANDOM_NEXT_POOL_SIZE
 
 define_corpus_flags(flags)

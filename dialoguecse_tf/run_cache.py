@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 
-from dialoguecse_tf.checkpoints import CHECKPOINT_MARKER_FILE, TF1_CONFIG_FILE, VOCAB_FILE
+from dialoguecse_tf.encoder.checkpoints import CHECKPOINT_MARKER_FILE, TF1_CONFIG_FILE, VOCAB_FILE
 from dialoguecse_tf.evaluation.suite import suite_entries
 from dialoguecse_tf.io_utils import read_json_object, write_json
 from dialoguecse_tf.stage_config import load_stage_config, stage_record

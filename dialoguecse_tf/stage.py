@@ -20,13 +20,13 @@ import keras
 from absl import logging
 
 from dialoguecse_tf import run_cache
-from dialoguecse_tf.checkpoints import load_or_initialize, save_checkpoint
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import load_or_initialize, save_checkpoint
+from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.io_utils import check_output_dir, write_json
 from dialoguecse_tf.presets import PRESETS
 from dialoguecse_tf.records.common import check_compatible, read_dataset
 from dialoguecse_tf.records.registry import resolve_records
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
 # The settings live apart so run_cache can key runs without the stage; callers take them here too.
 from dialoguecse_tf.stage_config import CONFIG_FILE, TrainConfig, configure, load_stage_config, stage_record  # noqa: F401
 from dialoguecse_tf.training import loop
@@ -127,7 +127,7 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
     entries = config.eval_entries()
     if not entries:
         return None
-    from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings
+    from dialoguecse_tf.encoder.dialogue import DialogueEncoder, dialogue_settings
     from dialoguecse_tf.evaluation.suite import EvaluationSuite
 
     suite = EvaluationSuite.from_entries(entries)

@@ -12,7 +12,7 @@ import dataclasses
 from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.evaluation.suite import SuiteEntry, parse_entry, suite_entries, suite_from_legacy
 from dialoguecse_tf.io_utils import read_json_object
-from dialoguecse_tf.objectives.base import get_objective_class
+from dialoguecse_tf.objectives.registry import get_objective_class
 from dialoguecse_tf.training.strategy import STRATEGIES
 
 CONFIG_FILE = "config.json"

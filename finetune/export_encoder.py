@@ -1,11 +1,11 @@
 """Exports a checkpoint as a HuggingFace BERT folder (transformers, sentence-transformers) or a
-keras-hub preset, for stacks other than TF Serving (dialoguecse_tf/interop.py)."""
+keras-hub preset, for stacks other than TF Serving (dialoguecse_tf/serving/interop.py)."""
 
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, run
 from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES
-from dialoguecse_tf.interop import EXPORT_FORMATS, EncoderExportConfig, export_encoder
+from dialoguecse_tf.serving.interop import EXPORT_FORMATS, EncoderExportConfig, export_encoder
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: this project's, Google TF1 BERT, HuggingFace BERT "
                     "or keras-hub preset.")

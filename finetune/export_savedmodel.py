@@ -4,7 +4,7 @@ from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, run
 from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES
-from dialoguecse_tf.export import ExportConfig, run_export
+from dialoguecse_tf.serving.savedmodel import ExportConfig, run_export
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: this project's, Google TF1 BERT or HuggingFace BERT.")
 flags.DEFINE_string("export_dir", None, "Model base folder; the export goes to export_dir/<version>/.")

@@ -11,8 +11,8 @@ from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import run
 from dialoguecse_tf.cli.train_flags import training_main
-from dialoguecse_tf.objectives.base import get_objective_class, objective_names
 from dialoguecse_tf.objectives.contrastive import ContrastiveObjective
+from dialoguecse_tf.objectives.registry import get_objective_class, objective_names
 
 CONTRASTIVE = [name for name in objective_names() if issubclass(get_objective_class(name), ContrastiveObjective)]
 main = training_main(flags, objectives=CONTRASTIVE, default_objective="dialoguecse")

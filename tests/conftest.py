@@ -40,7 +40,7 @@ def write_tiny_vocab(path) -> str:
 
 def tiny_bert_config_for(vocab_file):
     """A 2-layer, 32-wide BERT config sized for `vocab_file`."""
-    from dialoguecse_tf.bert_config import BertConfig
+    from dialoguecse_tf.encoder.bert_config import BertConfig
 
     with open(vocab_file, encoding="utf-8") as reader:
         vocab_size = sum(1 for _ in reader)

@@ -17,12 +17,12 @@ import tensorflow as tf
 
 import forked_entry_points
 from conftest import REPO_ROOT
-from dialoguecse_tf.checkpoints import save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
 from dialoguecse_tf.records.mlm import MlmRecordSpec, write_mlm_records
-from dialoguecse_tf.tokenization import Tokenizer
 
 PRETRAIN = str(REPO_ROOT / "pretrain" / "run_pretraining.py")
 FINETUNE = str(REPO_ROOT / "finetune" / "run_finetuning.py")

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from test_objectives_dial2vec import _random_batch
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.objectives.dial2vec import Dial2vecObjective, Dial2vecOptions
 from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
 from dialoguecse_tf.objectives.mlm import MlmObjective, MlmOptions

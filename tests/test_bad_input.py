@@ -286,10 +286,10 @@ def _copy_folder(source, target, replace=None):
 
 def _build_inputs(root):
     """Every input the cases need, good and bad, under `root`; returns {placeholder: path}."""
-    from dialoguecse_tf.checkpoints import save_checkpoint
-    from dialoguecse_tf.data.pipeline import ContrastiveDataConfig, CorpusConfig, MlmDataConfig, run_create_records
-    from dialoguecse_tf.encoder import build_backbone
-    from dialoguecse_tf.tokenization import Tokenizer
+    from dialoguecse_tf.encoder.backbone import build_backbone
+    from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
+    from dialoguecse_tf.prep import ContrastiveDataConfig, CorpusConfig, MlmDataConfig, run_create_records
 
     paths = {"missing": str(root / "does-not-exist"), "empty": str(root / "empty.txt"),
              "empty_dir": str(root / "empty_dir"), "a_file": str(root / "a_file.txt")}

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from dialoguecse_tf.bert_config import BertConfig
+from dialoguecse_tf.encoder.bert_config import BertConfig
 
 GOOGLE_CHINESE_BASE = {
     "attention_probs_dropout_prob": 0.1,

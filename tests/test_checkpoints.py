@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf import checkpoints
-from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
+from dialoguecse_tf.encoder import checkpoints
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
 from numpy_bert import bert_forward, random_bert_weights
 
 
@@ -189,7 +189,7 @@ def test_real_minilm_huggingface_checkpoint():
     """The real all-MiniLM-L6-v2 weights: our mapping agrees with keras-hub's own converter."""
     import keras_hub
 
-    from dialoguecse_tf.sentence_encoder import SentenceEncoder
+    from dialoguecse_tf.encoder.sentence import SentenceEncoder
 
     folder = _minilm_dir()
     loaded = load_checkpoint(str(folder), max_seq_length=32)

@@ -18,8 +18,8 @@ import pytest
 import tensorflow as tf
 
 import stage_runs
-from dialoguecse_tf.checkpoints import load_checkpoint, read_tf1_variables, find_tf1_checkpoint
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint, read_tf1_variables, find_tf1_checkpoint
+from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.training.loop import LoopConfig
 
 # Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from dialoguecse_tf.data.pipeline import (
+from dialoguecse_tf.prep import (
     SR_MAX_SEQ_LENGTH, ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, MlmDataConfig, PairDataConfig,
     SrSetConfig, VocabConfig, load_dialogues, run_build_sr_set, run_build_vocab, run_create_records,
 )
@@ -174,7 +174,7 @@ def test_min_turns_and_missing_input(tmp_path, corpus):
 
 def test_settings_are_checked_before_the_corpus_is_read(tmp_path, corpus, tiny_vocab_file, monkeypatch):
     # Review finding 10: a bad vocabulary or output folder was found only after reading the corpus.
-    import dialoguecse_tf.data.pipeline as pipeline
+    import dialoguecse_tf.prep as pipeline
 
     def no_reading(*args, **kwargs):
         raise AssertionError("the corpus was read before the settings were checked")
@@ -255,7 +255,7 @@ def test_unknown_word_pieces_are_counted_per_record_type_and_warned_about(tmp_pa
     """A corpus the vocabulary does not cover (here: words the tiny vocabulary lacks) loses its
     words to [UNK]; each record type's prep stats count them, and above 5 % a warning names the
     vocabulary. The counts are those of `Tokenizer.count_unknown` on the corpus's utterances."""
-    from dialoguecse_tf.tokenization import Tokenizer
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
 
     texts = ["where is my order", "zebra quantum xylophone", "i want a refund please", "退 货 我 想 要 猫 狗",
              "track my package please", "hello thanks"]

@@ -11,7 +11,7 @@ import json
 import numpy as np
 
 import stage_runs
-from dialoguecse_tf.checkpoints import find_tf1_checkpoint, read_tf1_variables
+from dialoguecse_tf.encoder.checkpoints import find_tf1_checkpoint, read_tf1_variables
 from dialoguecse_tf.evaluation.provenance import portable_path
 
 # Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").

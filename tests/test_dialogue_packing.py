@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from dialoguecse_tf.dialogue_packing import pack_dialogues, ragged_dialogues, speaker_roles
-from dialoguecse_tf.tokenization import Tokenizer
+from dialoguecse_tf.encoder.packing import pack_dialogues, ragged_dialogues, speaker_roles
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 
 
 def _reference(tokenizer, turns, roles, length, truncation, separators):

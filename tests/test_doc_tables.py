@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT, SHARED_DATA
-from dialoguecse_tf.doc_tables import doc_paths, find_blocks, render, update_docs
+from dialoguecse_tf.experiments.doc_tables import doc_paths, find_blocks, render, update_docs
 
 
 def _check(repo_root):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from forked_entry_points import run_python
-from dialoguecse_tf.embedding_io import nearest_neighbors, read_texts, write_embeddings
+from dialoguecse_tf.serving.embed import nearest_neighbors, read_texts, write_embeddings
 
 
 def test_read_texts_keeps_empty_lines_and_names_bad_utf8(tmp_path):
@@ -39,10 +39,10 @@ def test_nearest_neighbors_by_cosine():
 
 @pytest.mark.slow
 def test_embed_cli_end_to_end(tmp_path, tiny_bert_config, tiny_vocab_file):
-    from dialoguecse_tf.checkpoints import save_checkpoint
-    from dialoguecse_tf.encoder import build_backbone
-    from dialoguecse_tf.sentence_encoder import SentenceEncoder
-    from dialoguecse_tf.tokenization import Tokenizer
+    from dialoguecse_tf.encoder.backbone import build_backbone
+    from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+    from dialoguecse_tf.encoder.sentence import SentenceEncoder
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
 
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=12)
     backbone = build_backbone(tiny_bert_config)
@@ -71,12 +71,12 @@ def test_embed_cli_end_to_end(tmp_path, tiny_bert_config, tiny_vocab_file):
 def test_embed_cli_embeds_whole_dialogues(tmp_path, tiny_bert_config, tiny_vocab_file):
     import json
 
-    from dialoguecse_tf.checkpoints import save_checkpoint
     from dialoguecse_tf.data.dialogue import Dialogue, Turn
     from dialoguecse_tf.data.readers import write_jsonl
-    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
-    from dialoguecse_tf.encoder import build_backbone
-    from dialoguecse_tf.tokenization import Tokenizer
+    from dialoguecse_tf.encoder.backbone import build_backbone
+    from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+    from dialoguecse_tf.encoder.dialogue import DialogueEncoder
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
 
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=12)
     backbone = build_backbone(tiny_bert_config)
@@ -114,7 +114,7 @@ def test_read_texts_drops_a_byte_order_mark(tmp_path):
 
 
 def test_output_file_is_checked_before_any_work(tmp_path):
-    from dialoguecse_tf.embedding_io import EmbedConfig, embed
+    from dialoguecse_tf.serving.embed import EmbedConfig, embed
 
     (tmp_path / "in.txt").write_text("hello\n", encoding="utf-8")
     (tmp_path / "a_file").write_text("x", encoding="utf-8")
@@ -128,7 +128,7 @@ def test_output_file_is_checked_before_any_work(tmp_path):
 
 
 def test_blank_lines_stay_rows_but_are_never_neighbours(tmp_path):
-    from dialoguecse_tf.embedding_io import EmbedConfig, embed
+    from dialoguecse_tf.serving.embed import EmbedConfig, embed
 
     vectors = np.array([[1.0, 0.0], [1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
     result = nearest_neighbors(vectors, 2, searchable=np.array([True, False, True, True]))
@@ -159,7 +159,7 @@ def test_duplicate_dialogue_ids_are_kept_and_counted_as_every_reader_does(tmp_pa
 def test_cr_only_line_endings_split_as_lf_and_crlf_do(tmp_path):
     from dialoguecse_tf.data.preprocessing import PrepStats
     from dialoguecse_tf.data.readers import read_corpus
-    from dialoguecse_tf.embedding_io import read_texts
+    from dialoguecse_tf.serving.embed import read_texts
 
     (tmp_path / "mac.txt").write_bytes(b"first line\rsecond line\r\nthird line\nfourth\r")
     assert read_texts(str(tmp_path / "mac.txt")) == ["first line", "second line", "third line", "fourth"]
@@ -171,7 +171,7 @@ def test_cr_only_line_endings_split_as_lf_and_crlf_do(tmp_path):
 
 
 def test_settings_for_the_other_mode_are_refused():
-    from dialoguecse_tf.embedding_io import EmbedConfig
+    from dialoguecse_tf.serving.embed import EmbedConfig
 
     with pytest.raises(ValueError, match="pooling cannot apply when embedding dialogues"):
         EmbedConfig("-", "v.npy", checkpoint="c", pooling="cls", dialogue_format="jsonl")
@@ -181,11 +181,11 @@ def test_settings_for_the_other_mode_are_refused():
 
 @pytest.mark.slow
 def test_an_export_refuses_other_settings_and_normalizes_on_request(tmp_path, tiny_bert_config, tiny_vocab_file):
-    from dialoguecse_tf.checkpoints import save_checkpoint
-    from dialoguecse_tf.embedding_io import EmbedConfig, check_export_request, embed
-    from dialoguecse_tf.encoder import build_backbone
-    from dialoguecse_tf.export import ExportConfig, run_export
-    from dialoguecse_tf.tokenization import Tokenizer
+    from dialoguecse_tf.encoder.backbone import build_backbone
+    from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
+    from dialoguecse_tf.serving.embed import EmbedConfig, check_export_request, embed
+    from dialoguecse_tf.serving.savedmodel import ExportConfig, run_export
 
     checkpoint = save_checkpoint(str(tmp_path / "ckpt"), build_backbone(tiny_bert_config), tiny_bert_config,
                                  Tokenizer(tiny_vocab_file, max_seq_length=12))

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf.checkpoints import assign_bert_variables, backbone_to_tf1_variables
-from dialoguecse_tf.encoder import (
+from dialoguecse_tf.encoder.checkpoints import assign_bert_variables, backbone_to_tf1_variables
+from dialoguecse_tf.encoder.backbone import (
     build_backbone,
     check_num_length_buckets,
     encode_sequences,

@@ -11,11 +11,11 @@ from forked_entry_points import run_python
 
 # entry point -> (module, config class) whose fields its flags fill
 ENTRY_POINTS = {
-    "build_vocab.py": ("dialoguecse_tf.data.pipeline", "VocabConfig"),
-    "create_pretraining_data.py": ("dialoguecse_tf.data.pipeline", "MlmDataConfig"),
-    "create_contrastive_data.py": ("dialoguecse_tf.data.pipeline", "ContrastiveDataConfig"),
-    "create_dialogue_data.py": ("dialoguecse_tf.data.pipeline", "DialogueDataConfig"),
-    "build_sr_set.py": ("dialoguecse_tf.data.pipeline", "SrSetConfig"),
+    "build_vocab.py": ("dialoguecse_tf.prep", "VocabConfig"),
+    "create_pretraining_data.py": ("dialoguecse_tf.prep", "MlmDataConfig"),
+    "create_contrastive_data.py": ("dialoguecse_tf.prep", "ContrastiveDataConfig"),
+    "create_dialogue_data.py": ("dialoguecse_tf.prep", "DialogueDataConfig"),
+    "build_sr_set.py": ("dialoguecse_tf.prep", "SrSetConfig"),
     "generate_demo_corpus.py": ("dialoguecse_tf.data.demo_corpus", "DemoCorpusConfig"),
 }
 

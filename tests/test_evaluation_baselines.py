@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf import pooling
-from dialoguecse_tf.checkpoints import assign_bert_variables
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder import pooling
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import assign_bert_variables
 from dialoguecse_tf.evaluation import baselines
 from dialoguecse_tf.evaluation.baselines import (
     CheckpointEmbedders,
@@ -12,11 +12,11 @@ from dialoguecse_tf.evaluation.baselines import (
     fit_principal_axes,
     fit_whitening,
 )
+from dialoguecse_tf.encoder.sentence import SentenceEncoder
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.evaluation.config import POOLING_MODES, FitOptions, FlowConfig
 from dialoguecse_tf.evaluation.flow import NormalizingFlow, fit_flow
 from dialoguecse_tf.evaluation.registry import BASELINES, display_name
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
-from dialoguecse_tf.tokenization import Tokenizer
 from conftest import TINY_WORDS
 from numpy_bert import random_bert_weights
 

@@ -7,19 +7,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf.checkpoints import assign_bert_variables, save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.data.readers import write_jsonl
-from dialoguecse_tf.dialogue_encoder import DialogueEncoder
-from dialoguecse_tf.encoder import build_backbone, run_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone, run_backbone
+from dialoguecse_tf.encoder.checkpoints import assign_bert_variables, save_checkpoint
+from dialoguecse_tf.encoder.dialogue import DialogueEncoder
+from dialoguecse_tf.encoder.sentence import SentenceEncoder
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.evaluation.baselines import CheckpointEmbedders
 from dialoguecse_tf.evaluation.config import EvaluationConfig
-from dialoguecse_tf.evaluation.dialogue_sets import read_labelled_dialogues
 from dialoguecse_tf.evaluation.dialogue_protocols import average_utterances
+from dialoguecse_tf.evaluation.dialogue_sets import read_labelled_dialogues
 from dialoguecse_tf.evaluation.registry import DIALOGUE_PROTOCOLS
 from dialoguecse_tf.evaluation.tasks.dialogue_retrieval import retrieval_scores
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
-from dialoguecse_tf.tokenization import Tokenizer
 from numpy_bert import random_bert_weights
 
 DIALOGUES = [

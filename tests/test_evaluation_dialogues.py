@@ -93,12 +93,12 @@ def test_relatedness_is_the_per_dialogue_spearman_averaged_and_the_all_pairs_one
 
 @pytest.mark.slow
 def test_a_whole_run_on_a_tiny_checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file):
-    from dialoguecse_tf.checkpoints import save_checkpoint
-    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
-    from dialoguecse_tf.encoder import build_backbone
+    from dialoguecse_tf.encoder.backbone import build_backbone
+    from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+    from dialoguecse_tf.encoder.dialogue import DialogueEncoder
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
     from dialoguecse_tf.evaluation.config import EvaluationConfig
     from dialoguecse_tf.evaluation.runner import run_evaluation
-    from dialoguecse_tf.tokenization import Tokenizer
 
     config = tiny_bert_config.replace(max_position_embeddings=64)
     checkpoint = save_checkpoint(str(tmp_path / "tiny"), build_backbone(config), config, Tokenizer(tiny_vocab_file))

@@ -17,7 +17,7 @@ from dialoguecse_tf.evaluation.tables import (
     write_results,
     write_table,
 )
-from dialoguecse_tf.evaluation.tasks.base import metric_columns
+from dialoguecse_tf.evaluation.tasks.registry import metric_columns
 
 
 def make_results(tmp_path, dataset="ECD", models=(("BERT-avg", 43.68, 51.77, 70.79),), sts_text="5\ta\tb\n"):
@@ -298,7 +298,7 @@ def test_the_table_lists_each_rows_dialogue_protocol_through_merging_and_seed_fo
 
 def test_the_evaluation_tasks_import_without_the_results_modules():
     # results_io and tables read the task registry; a task importing them back would be an import cycle.
-    code = ("import sys; from dialoguecse_tf.evaluation.tasks.base import task_classes; task_classes(); "
+    code = ("import sys; from dialoguecse_tf.evaluation.tasks.registry import task_classes; task_classes(); "
             "print(any(f'dialoguecse_tf.evaluation.{name}' in sys.modules for name in ('results_io', 'tables')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})

@@ -17,8 +17,8 @@ from dialoguecse_tf.experiments import plan
 from dialoguecse_tf.experiments.execute import experiment_record
 from dialoguecse_tf.experiments.plan import Planner
 from dialoguecse_tf.experiments.spec import get_experiment
-from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
 from dialoguecse_tf.experiments.staleness import STALE_SECTION, check_results, listed_stale, recorded_command
+from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
 
 # A small experiment (ECD data only, so planning it is quick), as the runner would record it.
 EXPERIMENT = "ecd_study_empty_rounds"

@@ -7,11 +7,12 @@ import pytest
 
 from conftest import REPO_ROOT
 from forked_entry_points import run_python
-from dialoguecse_tf.checkpoints import save_checkpoint
-from dialoguecse_tf.encoder import build_backbone
-from dialoguecse_tf.export import export_savedmodel, next_version
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
-from dialoguecse_tf.tokenization import Tokenizer
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+from dialoguecse_tf.encoder.sentence import SentenceEncoder
+from dialoguecse_tf.encoder.tokenization import Tokenizer
+from dialoguecse_tf.serving.layout import next_version
+from dialoguecse_tf.serving.savedmodel import export_savedmodel
 
 TEXTS = [
     "", "where is my order?", "i want a refund " * 40, "thanks 😀🙏 for the help", "我想退货 refund please",
@@ -101,8 +102,8 @@ def test_export_entry_point_and_embed_cli_from_export(tmp_path, encoder, tiny_be
 
 @pytest.mark.slow
 def test_the_dialogue_signature_gives_encode_dialogues_vectors(tmp_path, tiny_bert_config, tiny_vocab_file):
-    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
-    from dialoguecse_tf.export import ExportedEncoder
+    from dialoguecse_tf.encoder.dialogue import DialogueEncoder
+    from dialoguecse_tf.serving.savedmodel import ExportedEncoder
 
     backbone = build_backbone(tiny_bert_config)
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
@@ -130,8 +131,8 @@ def test_the_dialogue_signature_gives_encode_dialogues_vectors(tmp_path, tiny_be
 @pytest.mark.slow
 def test_the_dialogue_signature_reads_dialogues_as_the_checkpoint_was_trained(tmp_path, tiny_bert_config,
                                                                               tiny_vocab_file):
-    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
-    from dialoguecse_tf.export import ExportConfig, ExportedEncoder, run_export
+    from dialoguecse_tf.encoder.dialogue import DialogueEncoder
+    from dialoguecse_tf.serving.savedmodel import ExportConfig, ExportedEncoder, run_export
 
     backbone = build_backbone(tiny_bert_config)
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
@@ -177,7 +178,7 @@ def test_the_token_and_dialogue_signatures_refuse_what_the_library_refuses(tmp_p
 def test_an_export_counts_unknown_word_pieces_as_its_tokenizer_does(tmp_path, encoder):
     """dialoguecse-embed --export_dir reports the [UNK] share of its input: the export keeps no
     vocabulary file, so it counts with its own tokenizer, as `Tokenizer.count_unknown` does."""
-    from dialoguecse_tf.export import ExportedEncoder
+    from dialoguecse_tf.serving.savedmodel import ExportedEncoder
 
     path = export_savedmodel(encoder, str(tmp_path / "export"))
     texts = ["where is my order", "zebra quantum xylophone", "退 货 猫", "", "track my package please"]

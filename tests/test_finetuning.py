@@ -8,16 +8,16 @@ import pytest
 import tensorflow as tf
 
 from stage_runs import LENGTH_BUCKETS
-from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.models.siamese import flatten_context
 from dialoguecse_tf.objectives.contrastive import select_context_turns, select_negatives
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
                                                 CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET,
                                                 ContrastiveRecordSpec, write_contrastive_records)
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.stage import ENCODER_DIR, configure, run_stage
-from dialoguecse_tf.tokenization import Tokenizer
 
 TOPICS = [
     ["where is my order", "track my package", "my order is late", "when is delivery"],

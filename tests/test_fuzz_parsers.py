@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dialoguecse_tf.bert_config import BertConfig
 from dialoguecse_tf.data.dialogue import Dialogue
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import READERS
 from dialoguecse_tf.data.sr_builder import read_select_file
-from dialoguecse_tf.embedding_io import read_texts
+from dialoguecse_tf.encoder.bert_config import BertConfig
+from dialoguecse_tf.encoder.tokenization import SPECIAL_TOKENS, load_vocab
 from dialoguecse_tf.evaluation.results_io import read_results
 from dialoguecse_tf.evaluation.sts import read_sts_file
 from dialoguecse_tf.evaluation.sweeps import collect_sweep, sweep_markdown
@@ -30,7 +30,7 @@ from dialoguecse_tf.io_utils import DataFormatError, read_strict_lines
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec
 from dialoguecse_tf.records.mlm import MlmRecordSpec
 from dialoguecse_tf.records.registry import read_records_info
-from dialoguecse_tf.tokenization import SPECIAL_TOKENS, load_vocab
+from dialoguecse_tf.serving.embed import read_texts
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

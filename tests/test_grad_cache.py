@@ -11,8 +11,9 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf import stage
-from dialoguecse_tf.encoder import build_backbone
-from dialoguecse_tf.objectives.base import Objective, get_objective_class, objective_names
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.objectives.base import Objective
+from dialoguecse_tf.objectives.registry import get_objective_class, objective_names
 from dialoguecse_tf.records.pairs import PAIR_INPUT_IDS, PAIR_INPUT_MASK
 from dialoguecse_tf.training import grad_cache
 from dialoguecse_tf.training.accumulation import pass_sizes

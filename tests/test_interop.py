@@ -9,11 +9,11 @@ import pytest
 
 from conftest import REPO_ROOT, tiny_bert_config_for
 from forked_entry_points import run_python
-from dialoguecse_tf.checkpoints import FORMAT_HF, FORMAT_KERAS_HUB, load_checkpoint, save_checkpoint
-from dialoguecse_tf.encoder import build_backbone
-from dialoguecse_tf.interop import EncoderExportConfig, export_encoder, tf1_name_to_hf
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
-from dialoguecse_tf.tokenization import SPECIAL_TOKENS, Tokenizer
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import FORMAT_HF, FORMAT_KERAS_HUB, load_checkpoint, save_checkpoint
+from dialoguecse_tf.encoder.sentence import SentenceEncoder
+from dialoguecse_tf.encoder.tokenization import SPECIAL_TOKENS, Tokenizer
+from dialoguecse_tf.serving.interop import EncoderExportConfig, export_encoder, tf1_name_to_hf
 
 MAX_LEN = 16
 TEXTS = ["", "where is my order?", "i want a refund " * 40, "thanks 😀 for the help", "我想退货 refund please",
@@ -165,7 +165,7 @@ def test_export_load_export_keeps_weights_bit_for_bit(tmp_path, tiny_bert_config
 
 
 def test_hf_names_cover_every_backbone_variable_once(tiny_bert_config):
-    from dialoguecse_tf.checkpoints import backbone_to_tf1_variables
+    from dialoguecse_tf.encoder.checkpoints import backbone_to_tf1_variables
 
     names = [tf1_name_to_hf(name)[0] for name in backbone_to_tf1_variables(build_backbone(tiny_bert_config))]
     assert len(names) == len(set(names))
@@ -226,8 +226,8 @@ def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path, do_lower_ca
     import transformers
 
     from dialoguecse_tf.data.preprocessing import PrepStats
-    from dialoguecse_tf.export import ExportedEncoder, export_savedmodel
     from dialoguecse_tf.records.pairs import PAIR_INPUT_IDS, PairRecordSpec, encode_pairs
+    from dialoguecse_tf.serving.savedmodel import ExportedEncoder, export_savedmodel
 
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(FOLDING_VOCAB) + "\n", encoding="utf-8")

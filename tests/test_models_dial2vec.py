@@ -8,19 +8,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf.checkpoints import save_checkpoint
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_corpus
-from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings
-from dialoguecse_tf.dialogue_packing import pack_dialogues, ragged_dialogues
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+from dialoguecse_tf.encoder.dialogue import DialogueEncoder, dialogue_settings
+from dialoguecse_tf.encoder.packing import pack_dialogues, ragged_dialogues
 from dialoguecse_tf.models.dial2vec import Dial2vecModel, cross_representations
 from dialoguecse_tf.records.common import read_dataset
 from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK, DIALOGUE_ROLE_IDS,
                                               DIALOGUE_TURN_IDS, RECORD_TYPE_DIALOGUES, DialogueRecordSpec,
                                               make_negatives, usable_dialogues, write_dialogue_records)
+from dialoguecse_tf.encoder.tokenization import Tokenizer, build_vocab, write_vocab
 from dialoguecse_tf.records.registry import resolve_records
-from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 
 
 def _numpy_forward(h, mask, roles, turns, window):

@@ -3,10 +3,10 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf import losses
-from dialoguecse_tf.encoder import build_backbone, freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.encoder.backbone import build_backbone, freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.models import DialogueCSEModel, MatchingGuidedEmbedding, TurnAggregation
 from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
-from dialoguecse_tf.pooling import masked_mean
 
 B, T, K, L = 3, 3, 4, 8
 

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf import losses
-from dialoguecse_tf.encoder import build_backbone, encode_sequences
+from dialoguecse_tf.encoder.backbone import build_backbone, encode_sequences
 from dialoguecse_tf.models.dialoguecse import ReleasedDialogueCSEModel
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
                                                 CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET)

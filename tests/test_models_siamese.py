@@ -3,10 +3,10 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf import losses
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.models import SiameseBertModel
 from dialoguecse_tf.models.siamese import flatten_context
-from dialoguecse_tf.pooling import masked_mean
 from test_models_dialoguecse import B, K, L, T, _batch
 
 CLS_ID = 2

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import forked_entry_points
 from conftest import REPO_ROOT
-from dialoguecse_tf.checkpoints import load_checkpoint
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 from dialoguecse_tf.stage import run_stage
 from test_finetuning import setup, stage  # noqa: F401 (fixture: tiny records and a dropout-free init checkpoint)
 

@@ -18,16 +18,16 @@ from conftest import REPO_ROOT
 from forked_entry_points import run_entry_points
 from stage_runs import LENGTH_BUCKETS, assert_best_is_the_first_argmax
 from dialoguecse_tf import stage
-from dialoguecse_tf.bert_config import BertConfig
-from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.readers import read_corpus
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.bert_config import BertConfig
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
+from dialoguecse_tf.encoder.tokenization import Tokenizer, build_vocab, write_vocab
 from dialoguecse_tf.objectives import get_objective_class, objective_names
 from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE, ContrastiveRecordSpec, write_contrastive_records
 from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES, DialogueRecordSpec, write_dialogue_records
 from dialoguecse_tf.records.mlm import RECORD_TYPE_MLM, MlmRecordSpec, write_mlm_records
 from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS, PairRecordSpec, write_pair_records
-from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 from dialoguecse_tf.training.strategy import create_strategy
 
 MAX_SEQ_LENGTH = 24

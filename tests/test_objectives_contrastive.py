@@ -11,8 +11,8 @@ from dialoguecse_tf.records.common import read_dataset
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CONTEXT_INPUT_IDS, CONTEXT_INPUT_MASK,
                                                 CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET, RECORD_TYPE_CONTRASTIVE,
                                                 ContrastiveRecordSpec, context_slots, write_contrastive_records)
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.records.registry import resolve_records
-from dialoguecse_tf.tokenization import Tokenizer
 
 WORDS = "where is my order refund please change address discount code thanks hello".split()
 

@@ -11,16 +11,16 @@ import tensorflow as tf
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_corpus
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.models import DSEModel
 from dialoguecse_tf.objectives.dse import DSEObjective, DSEOptions, TwoRateAdam, pair_metrics
 from dialoguecse_tf.records.common import read_dataset
 from dialoguecse_tf.records.pairs import (PAIR_INPUT_IDS, PAIR_INPUT_MASK, RECORD_TYPE_PAIRS, PairRecordSpec,
                                           has_more_words, iter_pairs, keyed_pairs, write_pair_records)
+from dialoguecse_tf.encoder.sentence import SentenceEncoder
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.records.registry import read_records_info, resolve_records
 from dialoguecse_tf.records.streaming import stable_hash
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
-from dialoguecse_tf.tokenization import Tokenizer
 
 
 @pytest.mark.parametrize("text, words", [("I want a refund", 4), ("  where's my   order? ", 3), ("我想要退货", 5),

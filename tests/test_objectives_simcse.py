@@ -12,16 +12,16 @@ import tensorflow as tf
 
 import stage_runs
 from dialoguecse_tf import losses, stage
-from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.encoder import build_backbone, run_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone, run_backbone
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.models import SimCSEModel
 from dialoguecse_tf.objectives.simcse import SimCSEObjective, SimCSEOptions, view_metrics
 from dialoguecse_tf.records.pairs import (PAIR_INPUT_IDS, PAIR_INPUT_MASK, RECORD_TYPE_PAIRS, PairRecordSpec,
                                           write_pair_records)
+from dialoguecse_tf.encoder.sentence import SentenceEncoder
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.records.registry import read_records_info
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
-from dialoguecse_tf.tokenization import Tokenizer
 
 TEXTS = ["where is my order", "i want a refund please", "hello", "track my package please", "change my address"]
 
@@ -240,8 +240,8 @@ def test_evaluation_during_training_and_after_it_pools_with_cls(trained_run):
 def test_exports_embed_by_cls(trained_run, tmp_path):
     from sentence_transformers import SentenceTransformer
 
-    from dialoguecse_tf.export import ExportConfig, ExportedEncoder, run_export
-    from dialoguecse_tf.interop import EncoderExportConfig, export_encoder
+    from dialoguecse_tf.serving.interop import EncoderExportConfig, export_encoder
+    from dialoguecse_tf.serving.savedmodel import ExportConfig, ExportedEncoder, run_export
 
     folder, _, _ = trained_run
     encoder_dir = str(folder / "run" / stage.ENCODER_DIR)

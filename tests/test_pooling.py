@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dialoguecse_tf.pooling import MaskedMeanPooling, SentencePooling
+from dialoguecse_tf.encoder.pooling import MaskedMeanPooling, SentencePooling
 
 
 def numpy_masked_mean(embeddings, mask):

@@ -5,14 +5,14 @@ import os
 import numpy as np
 import pytest
 
-from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.models.mlm import BertPretrainer
 from dialoguecse_tf.records.mlm import (INPUT_IDS, INPUT_MASK, MASKED_LM_POSITIONS, SEGMENT_IDS, MlmRecordSpec,
                                         write_mlm_records)
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.stage import ENCODER_DIR, configure, run_stage
-from dialoguecse_tf.tokenization import Tokenizer
 from numpy_bert import bert_forward, layer_norm, gelu, random_bert_weights
 
 SENTENCES = [
@@ -46,7 +46,7 @@ def test_mlm_head_is_tied_and_matches_numpy(tiny_bert_config):
     config = tiny_bert_config.replace(hidden_dropout_prob=0.0)
     weights = random_bert_weights(config, seed=2, with_mlm_head=True)
     model = BertPretrainer(build_backbone(config), config)
-    from dialoguecse_tf.checkpoints import assign_bert_variables
+    from dialoguecse_tf.encoder.checkpoints import assign_bert_variables
 
     assign_bert_variables(model.backbone, weights, "test")
     model.assign_head(weights, "test")

@@ -433,7 +433,7 @@ RUNNER_PROBES = {
         "Now": (Stated(HEALTH, "PROBE_SEQUENCES = 16"), Stated(HEALTH, "GROWTH_FACTOR = 100.0"),
                 Stated(HEALTH, "COLLAPSE_FACTOR = 100.0"), Stated("dialoguecse_tf/stage.py", "10 * high"))},
     "A mixed Chinese/English corpus with MiniLM's vocabulary (about half its tokens `[UNK]`)": {
-        "Now": Stated("dialoguecse_tf/tokenization.py", "UNKNOWN_WARN_RATE = 0.05",
+        "Now": Stated("dialoguecse_tf/encoder/tokenization.py", "UNKNOWN_WARN_RATE = 0.05",
                       value=lambda numbers: [round(100 * numbers[0])])},
     "Repeated dialogue ids": {},
     "CR-only line endings": {},

@@ -18,13 +18,13 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.data.pipeline import (ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, MlmDataConfig,
+from dialoguecse_tf.prep import (ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, MlmDataConfig,
                                           PairDataConfig, run_create_records)
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.records import contrastive
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
 from dialoguecse_tf.records.registry import read_records_info
-from dialoguecse_tf.tokenization import Tokenizer
 from conftest import TINY_WORDS, write_tiny_vocab
 
 IN_PROCESS = ("--runner=DirectRunner", "--direct_num_workers=1")

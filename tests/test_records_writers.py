@@ -18,10 +18,10 @@ from dialoguecse_tf.records.contrastive import (RECORD_TYPE_CONTRASTIVE, Contras
 from dialoguecse_tf.records.dialogues import DialogueRecordSpec, write_dialogue_records
 from dialoguecse_tf.records.mlm import (CANDIDATES, RECORD_TYPE_MLM, TURNS, MlmRecordSpec, keyed_documents, scan_corpus,
                                         write_mlm_records)
+from dialoguecse_tf.encoder.tokenization import Tokenizer, build_vocab, write_vocab
 from dialoguecse_tf.records.pairs import PairRecordSpec, write_pair_records
 from dialoguecse_tf.records.registry import read_records_info
 from dialoguecse_tf.records.streaming import shard_of
-from dialoguecse_tf.tokenization import Tokenizer, build_vocab, write_vocab
 
 
 @pytest.fixture(scope="module")

@@ -29,9 +29,9 @@ def run(script, *args):
 @pytest.fixture
 def tiny_setup(tmp_path, tiny_bert_config, tiny_vocab_file):
     """A random tiny project checkpoint, a 12-row select.txt, a 6-pair sts.txt, training text."""
-    from dialoguecse_tf.checkpoints import save_checkpoint
-    from dialoguecse_tf.encoder import build_backbone
-    from dialoguecse_tf.tokenization import Tokenizer
+    from dialoguecse_tf.encoder.backbone import build_backbone
+    from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
 
     checkpoint = save_checkpoint(
         str(tmp_path / "tiny"), build_backbone(tiny_bert_config), tiny_bert_config, Tokenizer(tiny_vocab_file)
@@ -57,10 +57,10 @@ def tiny_setup(tmp_path, tiny_bert_config, tiny_vocab_file):
 @pytest.mark.slow
 def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     from dialoguecse_tf.data.sr_builder import read_select_file
+    from dialoguecse_tf.encoder.sentence import SentenceEncoder
     from dialoguecse_tf.evaluation.evaluate import evaluate_sr, evaluate_sts, sr_query_counts
     from dialoguecse_tf.evaluation.provenance import file_sha256
     from dialoguecse_tf.evaluation.sts import read_sts_file
-    from dialoguecse_tf.sentence_encoder import SentenceEncoder
 
     tmp_path, checkpoint = tiny_setup
     out = tmp_path / "eval"
@@ -266,8 +266,8 @@ def test_a_suite_gives_the_results_of_the_flags_it_replaces(tiny_setup):
 def test_the_unknown_share_of_a_checkpoints_evaluation_texts_is_reported_once(tiny_vocab_file, caplog):
     import logging as std_logging
 
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
     from dialoguecse_tf.evaluation.runner import _UnknownCounter
-    from dialoguecse_tf.tokenization import Tokenizer
 
     tokenizer = Tokenizer(tiny_vocab_file)
     counter = _UnknownCounter(tokenizer)

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from dialoguecse_tf.checkpoints import assign_bert_variables
-from dialoguecse_tf.encoder import build_backbone
-from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches
-from dialoguecse_tf.tokenization import Tokenizer
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import assign_bert_variables
+from dialoguecse_tf.encoder.sentence import SentenceEncoder, encode_in_batches
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from numpy_bert import bert_forward, random_bert_weights
 
 TEXTS = ["where is my order?", "refund please", "hello", "i want to change my address", "退货"]

@@ -10,11 +10,11 @@ import pytest
 import stage_runs
 from stage_runs import assert_best_is_the_first_argmax
 from dialoguecse_tf import run_cache, stage
-from dialoguecse_tf.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.cli.train_flags import stage_from_args
-from dialoguecse_tf.encoder import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
-from dialoguecse_tf.tokenization import Tokenizer
 from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, read_train_log
 
 

@@ -11,7 +11,7 @@ from dialoguecse_tf.data.readers import write_jsonl
 from dialoguecse_tf.evaluation import suite as suite_module
 from dialoguecse_tf.evaluation.suite import (EvaluationSuite, SuiteEntry, load_suite, parse_entry, suite_from_legacy,
                                              write_suite)
-from dialoguecse_tf.evaluation.tasks import base
+from dialoguecse_tf.evaluation.tasks import base, registry  # noqa: F401 (registers the tasks)
 
 
 def test_an_entry_string_splits_at_its_first_two_colons():
@@ -126,8 +126,7 @@ def test_tasks_of_one_dataset_on_one_file_read_it_once(tmp_path, monkeypatch):
 
 
 def test_a_registered_task_is_a_suite_task_with_nothing_else_changed(tmp_path, monkeypatch):
-    monkeypatch.setattr(base, "_TASKS", dict(base._TASKS))
-    base.task_classes()
+    monkeypatch.setattr(base, "TASKS", dict(base.TASKS))
 
     @base.register_task
     class LengthEvaluator(base.Evaluator):

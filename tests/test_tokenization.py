@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf import tokenization
-from dialoguecse_tf.tokenization import (
+from dialoguecse_tf.encoder import tokenization
+from dialoguecse_tf.encoder.tokenization import (
     SPECIAL_TOKENS,
     Tokenizer,
     build_vocab,

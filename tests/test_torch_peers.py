@@ -33,10 +33,10 @@ TINY = {
 
 @pytest.fixture(scope="module")
 def tiny_hf_folder(tmp_path_factory):
-    from dialoguecse_tf.checkpoints import save_checkpoint
-    from dialoguecse_tf.encoder import build_backbone
-    from dialoguecse_tf.interop import EncoderExportConfig, export_encoder
-    from dialoguecse_tf.tokenization import Tokenizer
+    from dialoguecse_tf.encoder.backbone import build_backbone
+    from dialoguecse_tf.encoder.checkpoints import save_checkpoint
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
+    from dialoguecse_tf.serving.interop import EncoderExportConfig, export_encoder
 
     root = tmp_path_factory.mktemp("tiny_peer")
     vocab = write_tiny_vocab(root / "vocab.txt")
@@ -54,7 +54,7 @@ def tiny_hf_folder(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_peer_loss_equals_the_objectives(tiny_hf_folder, name):
     import objective_pairs
-    from dialoguecse_tf.checkpoints import load_checkpoint
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
     overrides = TINY[name]
     loaded = load_checkpoint(tiny_hf_folder, max_seq_length=overrides["max_seq_length"])

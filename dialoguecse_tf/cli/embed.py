@@ -15,7 +15,7 @@ from absl import flags, logging
 
 from dialoguecse_tf.cli import flag_utils
 from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES
-from dialoguecse_tf.embedding_io import (
+from dialoguecse_tf.serving.embed import (
     DEFAULT_DIALOGUE_MAX_SEQ_LENGTH,
     DEFAULT_DIALOGUE_POOLING,
     DEFAULT_MAX_SEQ_LENGTH,

@@ -9,7 +9,7 @@ the plan (every run with its key and whether it is reused), runs what is missing
 the results folder with the command, commit and timings; `--dry_run` prints the plan only.
 Paths in an experiment are relative to the repository, where every run starts. `docs` rewrites
 the tables of README.md, docs/ and benchmarks/README.md that copy a results file
-(`dialoguecse_tf/doc_tables.py`); `--check` only names those that differ, and fails if any does,
+(`dialoguecse_tf/experiments/doc_tables.py`); `--check` only names those that differ, and fails if any does,
 or if a committed results folder is stale: its runs' keys, planned again from its recorded
 command with the current code and data, differ from those it records, and results/SUPERSEDED.md
 does not list it (`experiments/staleness.py`).
@@ -89,7 +89,7 @@ def main(argv):
 
 
 def _docs(repo_root: str, check: bool, data_dir: str | None) -> None:
-    from dialoguecse_tf.doc_tables import update_docs
+    from dialoguecse_tf.experiments.doc_tables import update_docs
     from dialoguecse_tf.experiments.staleness import STALE_SECTION, SUPERSEDED_FILE, check_results
 
     stale = update_docs(repo_root, check=check)

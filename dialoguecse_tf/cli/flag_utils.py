@@ -100,7 +100,7 @@ def run(main, pass_unknown=False):
 
 def define_engine_flag(flags):
     """`--engine` of the record entry points; their unknown flags go to Beam's PipelineOptions."""
-    from dialoguecse_tf.data.pipeline import ENGINES
+    from dialoguecse_tf.prep import ENGINES
 
     flags.DEFINE_enum("engine", ENGINES[0], list(ENGINES),
                       "single: this process, streaming the corpus; beam: the Apache Beam pipeline (pip extra "

@@ -16,7 +16,7 @@ from absl import logging
 
 from dialoguecse_tf.cli.flag_utils import define_config_flags, define_flag, flag_value_or_none
 from dialoguecse_tf.config_fields import field_kind
-from dialoguecse_tf.objectives.base import get_objective_class, objective_names
+from dialoguecse_tf.objectives.registry import get_objective_class, objective_names
 from dialoguecse_tf.presets import PRESETS, get_preset
 from dialoguecse_tf.stage_config import TrainConfig, load_stage_config
 

@@ -11,8 +11,8 @@ import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 
-from dialoguecse_tf.cjk import NO_SPACE_RANGES, in_ranges
 from dialoguecse_tf.data.dialogue import Dialogue, Turn, turn_intent
+from dialoguecse_tf.encoder.cjk import NO_SPACE_RANGES, in_ranges
 from dialoguecse_tf.io_utils import write_json
 
 # Examples are for a human to open the offending lines; the count carries the scale.

@@ -47,7 +47,7 @@ from collections.abc import Sequence
 import bm25s
 import numpy as np
 
-from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
+from dialoguecse_tf.encoder.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
 from dialoguecse_tf.io_utils import DataFormatError, atomic_open, read_strict_lines
 
 PathLike = str | os.PathLike

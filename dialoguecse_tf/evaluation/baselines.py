@@ -37,13 +37,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.checkpoints import load_checkpoint, sentence_pooling
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint, sentence_pooling
+from dialoguecse_tf.encoder.pooling import masked_mean
+from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.evaluation.config import FitOptions
 from dialoguecse_tf.evaluation.evaluate import CachedEmbedder, EmbedFn
 from dialoguecse_tf.evaluation.flow import fit_flow
 from dialoguecse_tf.evaluation.registry import get_baseline
-from dialoguecse_tf.pooling import masked_mean
-from dialoguecse_tf.sentence_encoder import SentenceEncoder
 
 
 class TokenEmbeddingAverager(SentenceEncoder):

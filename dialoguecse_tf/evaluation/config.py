@@ -12,13 +12,13 @@ import glob
 import os
 
 from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES, field, field_kind
-from dialoguecse_tf.data.readers import READERS
 from dialoguecse_tf.data.intent import SPLITS as INTENT_SPLITS
+from dialoguecse_tf.data.readers import READERS
 from dialoguecse_tf.evaluation.dialogue_sets import DIALOGUE_LABELS
 from dialoguecse_tf.evaluation.registry import (BASELINES, DIALOGUE_PROTOCOLS, check_dialogue_protocol, display_name,
                                                 get_baseline)
 from dialoguecse_tf.evaluation.suite import LEGACY_FILE_FLAGS, SuiteEntry, suite_entries, suite_from_legacy
-from dialoguecse_tf.evaluation.tasks.base import get_task, task_names
+from dialoguecse_tf.evaluation.tasks.registry import get_task, task_names
 
 # "lines": one sentence per line; the others are the corpus readers' formats, whose
 # utterances (and candidate responses) become the training sentences.

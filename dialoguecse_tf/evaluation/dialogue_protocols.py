@@ -5,7 +5,7 @@ dial2vec's paper (section 4.3) and release embed each baseline the way it was bu
 does the project, one protocol per row:
 
 * `interlocutor` (dial2vec rows): `DialogueEncoder` with interlocutor pooling, reading the
-  dialogue as the checkpoint's training did (`dialogue_encoder.dialogue_settings`);
+  dialogue as the checkpoint's training did (`encoder.dialogue.dialogue_settings`);
 * `utterance_mean` (DialogueCSE, SiameseBERT, DSE): every utterance through the sentence path,
   the one `encode()` the sentence columns use, and the mean of a dialogue's utterance vectors,
   as the release's `get_feature` averages per-utterance features by dialogue (run.py:173-199,
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings, dialogue_turns
+from dialoguecse_tf.encoder.dialogue import DialogueEncoder, dialogue_settings, dialogue_turns
 from dialoguecse_tf.evaluation.registry import check_dialogue_protocol
 
 

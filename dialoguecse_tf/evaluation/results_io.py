@@ -24,7 +24,7 @@ with `..`), so results hold no machine's layout.
 from __future__ import annotations
 
 from dialoguecse_tf.evaluation.provenance import git_commit, portable_path, portable_values, utc_now
-from dialoguecse_tf.evaluation.tasks.base import task_classes
+from dialoguecse_tf.evaluation.tasks.registry import task_classes
 from dialoguecse_tf.io_utils import read_json_object
 
 RESULTS_FILE = "results.json"

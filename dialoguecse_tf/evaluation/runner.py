@@ -10,11 +10,12 @@ from absl import logging
 
 from dialoguecse_tf.config_io import config_to_dict
 from dialoguecse_tf.data.readers import read_corpus
-from dialoguecse_tf.embedding_io import read_texts
 from dialoguecse_tf.evaluation.config import EvaluationConfig
 from dialoguecse_tf.evaluation.results_io import model_record, new_results
 from dialoguecse_tf.evaluation.suite import EvaluationSuite
 from dialoguecse_tf.evaluation.tables import write_results
+from dialoguecse_tf.records.source import corpus_texts
+from dialoguecse_tf.serving.embed import read_texts
 
 
 def build_suite(config: EvaluationConfig) -> EvaluationSuite:
@@ -23,16 +24,11 @@ def build_suite(config: EvaluationConfig) -> EvaluationSuite:
     return EvaluationSuite.from_entries(config.entries(), options)
 
 
-def _corpus_sentences(path: str, text_format: str):
-    # Not `data.pipeline.corpus_texts`: importing the pipeline loads Google's pretraining-data
-    # module, whose import-time absl flags collide with the entry point's (max_seq_length).
+def _corpus_sentences(path: str, text_format: str) -> list:
     files = sorted(glob.glob(path)) if glob.has_magic(path) else [path]
     if not files:
         raise FileNotFoundError(f"train_text_file {path!r} matches no file")
-    for file in files:
-        for dialogue in read_corpus(file, text_format):
-            yield from (turn.text for turn in dialogue.turns)
-            yield from dialogue.candidates or ()
+    return corpus_texts(dialogue for file in files for dialogue in read_corpus(file, text_format))
 
 
 def read_train_texts(path: str, text_format: str = "lines") -> list[str]:
@@ -73,7 +69,7 @@ class _UnknownCounter:
         return counted
 
     def wrap_dialogues(self, embed_fn):
-        from dialoguecse_tf.dialogue_encoder import dialogue_turns
+        from dialoguecse_tf.encoder.dialogue import dialogue_turns
 
         def counted(dialogues):
             self._count([text for dialogue in dialogues for text in dialogue_turns(dialogue)[0]])
@@ -82,7 +78,7 @@ class _UnknownCounter:
 
     def report(self, name: str) -> None:
         if not self.reported and self.pieces:
-            from dialoguecse_tf.tokenization import unknown_share
+            from dialoguecse_tf.encoder.tokenization import unknown_share
 
             logging.info("%s", unknown_share(self.unknown, self.pieces, self.tokenizer.vocab_file,
                                              f"the evaluation texts of {name}"))

@@ -22,7 +22,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from dialoguecse_tf.evaluation.tasks.base import Evaluator, get_task, task_names
+from dialoguecse_tf.evaluation.tasks.base import Evaluator
+from dialoguecse_tf.evaluation.tasks.registry import get_task, task_names
 from dialoguecse_tf.io_utils import read_json, write_json
 
 DEFAULT_DATASET_NAME = "dev"

@@ -16,7 +16,7 @@ import statistics
 
 from dialoguecse_tf.evaluation.provenance import portable_path
 from dialoguecse_tf.evaluation.results_io import RESULTS_FILE, file_kinds, read_results
-from dialoguecse_tf.evaluation.tasks.base import metric_columns, task_classes
+from dialoguecse_tf.evaluation.tasks.registry import metric_columns, task_classes
 from dialoguecse_tf.io_utils import atomic_open, write_json
 
 TABLE_FILE = "results.md"

@@ -2,7 +2,7 @@
 `dial2vec/network.py`, `Dial2vec.forward` l.79-167).
 
 Each example is S token sequences of one dialogue (the dialogue itself first, then its
-negatives; `dialogue_packing` layout). BERT's token types are all zero, as the release's BERT
+negatives; `encoder.packing` layout). BERT's token types are all zero, as the release's BERT
 path feeds them (`data/data_provider.py:250`): roles act only through the masks below.
 `role_segment_ids=True` feeds each token's role as its token type instead (the project's earlier
 encoding; the role-1 tokens then carry BERT's second token-type embedding, which MiniLM and
@@ -28,8 +28,8 @@ its negatives'. The dialogue embedding is self_0 + self_1 (`pooling.interlocutor
 import keras
 import tensorflow as tf
 
-from dialoguecse_tf.encoder import backbone_config, backbone_from_config, run_backbone
-from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.encoder.backbone import backbone_config, backbone_from_config, run_backbone
+from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK, DIALOGUE_ROLE_IDS,
                                               DIALOGUE_TURN_IDS)
 

@@ -3,15 +3,15 @@
 import keras
 from keras import ops
 
+from dialoguecse_tf.encoder.backbone import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
 from dialoguecse_tf.losses import l2_normalize
-from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
 from dialoguecse_tf.models.layers import (
     DEFAULT_ATTENTION_HIDDEN_SIZE,
     MatchingGuidedEmbedding,
     RoundAttention,
     TurnAggregation,
 )
-from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.records.contrastive import (
     CANDIDATE_INPUT_IDS,
     CANDIDATE_INPUT_MASK,
@@ -62,7 +62,7 @@ class DialogueCSEModel(keras.Model):
     Constructor: `backbone` (a keras-hub `BertBackbone`; freezing is the objective's
     business), `aggregation` ("mean" = I2, "attention" = I1), `attention_hidden_size`
     (the I1 scoring FFN; unused with "mean"), `num_length_buckets` (see
-    `encoder.encode_sequences`).
+    `backbone.encode_sequences`).
 
     `call(inputs, training=False)` takes the batched `ContrastiveRecordSpec` dict
     (`context_input_ids`/`context_input_mask` [B, T, L], `context_turn_mask` [B, T],

@@ -23,8 +23,8 @@ independent mask per sequence either way, so this is the release's two calls (l.
 import keras
 from keras import ops
 
-from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_pairs
-from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.encoder.backbone import backbone_config, backbone_from_config, check_num_length_buckets, encode_pairs
+from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.records.pairs import PAIR_INPUT_IDS, PAIR_INPUT_MASK
 
 DEFAULT_PROJECTION_SIZE = 128

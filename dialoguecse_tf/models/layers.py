@@ -11,7 +11,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.encoder.pooling import masked_mean
 
 AGGREGATIONS = ("mean", "attention")
 

@@ -4,8 +4,8 @@ import keras
 import keras_hub
 import numpy as np
 
-from dialoguecse_tf.bert_config import BertConfig
-from dialoguecse_tf.encoder import activation_fn, backbone_config, backbone_from_config, run_backbone
+from dialoguecse_tf.encoder.backbone import activation_fn, backbone_config, backbone_from_config, run_backbone
+from dialoguecse_tf.encoder.bert_config import BertConfig
 from dialoguecse_tf.records.mlm import INPUT_IDS, INPUT_MASK, MASKED_LM_POSITIONS, SEGMENT_IDS
 
 # Google's names for the MLM head, as `save_checkpoint` writes them and loaders return them.

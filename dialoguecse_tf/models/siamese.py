@@ -14,8 +14,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
-from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.encoder.backbone import backbone_config, backbone_from_config, check_num_length_buckets, encode_sequences
+from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
                                                 CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK)
 

@@ -16,8 +16,8 @@ mask per sequence, so the two views of one sentence differ only through dropout.
 import keras
 from keras import ops
 
-from dialoguecse_tf.encoder import backbone_config, backbone_from_config, check_num_length_buckets, encode_pairs
-from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.encoder.backbone import backbone_config, backbone_from_config, check_num_length_buckets, encode_pairs
+from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.records.pairs import PAIR_INPUT_IDS, PAIR_INPUT_MASK
 
 # The release's `Pooler` types that pool the last layer; `avg_top2` and `avg_first_last` (l.72-81)

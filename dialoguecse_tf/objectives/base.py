@@ -3,8 +3,8 @@
 An objective says which records it reads and checks, builds its model around a backbone the
 stage gives it, prepares each global batch, computes its loss and metrics from one step
 (through the functions of `losses`), and says what it adds to the written encoder. Adding an
-objective is one module with a subclass and one `register` call; the shared tests
-(`tests/test_objectives.py`) then run on it.
+objective is one module with a subclass decorated with `register`, plus its name in the import of
+`objectives/registry.py`; the shared tests (`tests/test_objectives.py`) then run on it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import ClassVar
 
 from dialoguecse_tf.config_fields import check_values
 
-_REGISTRY: dict[str, type] = {}
+# Filled by `register` as the objective modules load; `objectives.registry` looks names up.
+REGISTRY: dict[str, type] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,22 +153,7 @@ class Objective:
 
 def register(objective_class: type) -> type:
     """Class decorator adding an objective to the registry under its `name`."""
-    if objective_class.name in _REGISTRY:
+    if objective_class.name in REGISTRY:
         raise ValueError(f"objective {objective_class.name!r} is registered twice")
-    _REGISTRY[objective_class.name] = objective_class
+    REGISTRY[objective_class.name] = objective_class
     return objective_class
-
-
-def get_objective_class(name: str) -> type:
-    from dialoguecse_tf import objectives  # noqa: F401 (registers the built-in objectives)
-
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown objective {name!r}; registered: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def objective_names() -> tuple:
-    from dialoguecse_tf import objectives  # noqa: F401
-
-    return tuple(_REGISTRY)

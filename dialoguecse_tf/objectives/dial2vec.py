@@ -40,8 +40,8 @@ import dataclasses
 
 from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import field
-from dialoguecse_tf.dialogue_packing import TRUNCATIONS
-from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.encoder.backbone import freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.encoder.packing import TRUNCATIONS
 from dialoguecse_tf.models.dial2vec import DEFAULT_WINDOW, Dial2vecModel
 from dialoguecse_tf.objectives.base import Objective, register
 from dialoguecse_tf.objectives.contrastive import candidate_metrics

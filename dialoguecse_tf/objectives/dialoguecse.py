@@ -57,7 +57,7 @@ from absl import logging
 
 from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import check_values, field
-from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.encoder.backbone import freeze_bottom_layers, freeze_pooler
 from dialoguecse_tf.models.dialoguecse import MATCHING_SIDES, DialogueCSEModel, ReleasedDialogueCSEModel
 from dialoguecse_tf.models.layers import AGGREGATIONS, DEFAULT_ATTENTION_HIDDEN_SIZE
 from dialoguecse_tf.objectives.base import register

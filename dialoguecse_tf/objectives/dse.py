@@ -36,7 +36,7 @@ from keras import ops
 
 from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import field
-from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.encoder.backbone import freeze_bottom_layers, freeze_pooler
 from dialoguecse_tf.models.dse import DEFAULT_PROJECTION_SIZE, HEAD_INITS, DSEModel
 from dialoguecse_tf.objectives.base import Objective, register
 from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS

@@ -10,7 +10,7 @@ import dataclasses
 
 from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import field
-from dialoguecse_tf.encoder import freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.encoder.backbone import freeze_bottom_layers, freeze_pooler
 from dialoguecse_tf.models.siamese import SiameseBertModel
 from dialoguecse_tf.objectives.base import register
 from dialoguecse_tf.objectives.contrastive import ContrastiveObjective, ContrastiveOptions, candidate_metrics

@@ -53,7 +53,7 @@ from absl import logging
 
 from dialoguecse_tf import losses
 from dialoguecse_tf.config_fields import check_values, field
-from dialoguecse_tf.encoder import freeze_pooler
+from dialoguecse_tf.encoder.backbone import freeze_pooler
 from dialoguecse_tf.models.simcse import POOLERS, SimCSEModel
 from dialoguecse_tf.objectives.base import Objective, register
 from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS

@@ -47,10 +47,10 @@ import tensorflow as tf
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.window import GlobalWindows
 
-from dialoguecse_tf.data.pipeline import no_dialogue_error, read_file_dialogues
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.records import contrastive, mlm, pairs
 from dialoguecse_tf.records import dialogues as dialogue_records
+from dialoguecse_tf.records.source import no_dialogue_error, read_file_dialogues
 from dialoguecse_tf.records.common import (ordered_record, read_record_files, remove_stale_shards, shard_paths,
                                            temporary_path, unordered_records, write_records_info)
 from dialoguecse_tf.records.streaming import shard_of
@@ -154,7 +154,7 @@ class _WithTokenizer:
         self._config = config
 
     def setup(self):
-        from dialoguecse_tf.tokenization import Tokenizer
+        from dialoguecse_tf.encoder.tokenization import Tokenizer
 
         self._tokenizer = Tokenizer(self._config.vocab_file, self._config.do_lower_case, self._config.max_seq_length)
 

@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_dialogue
-from dialoguecse_tf.dialogue_packing import NUM_ROLES, TRUNCATIONS, pack_dialogues
+from dialoguecse_tf.encoder.packing import NUM_ROLES, TRUNCATIONS, pack_dialogues
 from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, RoundShardWriter, check_positive_int,
                                            count_unknown_pieces, write_records_info)
 from dialoguecse_tf.records.streaming import (DEFAULT_NEGATIVE_POOL_SIZE, BottomK, example_rng, keyed_dialogues,

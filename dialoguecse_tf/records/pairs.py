@@ -36,8 +36,8 @@ from typing import ClassVar
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_text
+from dialoguecse_tf.encoder.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
 from dialoguecse_tf.records.common import (FixedFeature, OrderedShardWriter, PieceTable, RecordSpec,
                                            check_positive_int, write_records_info)
 from dialoguecse_tf.records.streaming import shard_of, stable_hash

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.encoder import run_backbone
-from dialoguecse_tf.pooling import masked_mean
+from dialoguecse_tf.encoder.backbone import run_backbone
+from dialoguecse_tf.encoder.pooling import masked_mean
 
 COLLAPSE_FACTOR = 100.0
 GROWTH_FACTOR = 100.0

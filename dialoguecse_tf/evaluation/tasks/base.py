@@ -10,7 +10,7 @@ For `input_kind` "sentences", `encode` is any `list[str] -> [N, D]` callable
 distinct across tasks (a dataset's results are one dict). Metrics are percentages.
 
 Adding a task is one module with a `register_task`-decorated subclass, plus its import in
-`tasks/__init__.py`, whose order is the tables' column order; suites, flags, tables and the
+`tasks/registry.py`, whose order is the tables' column order; suites, flags, tables and the
 training stage's evaluation then take it from the registry.
 """
 
@@ -20,7 +20,8 @@ from typing import ClassVar
 
 from dialoguecse_tf.evaluation.provenance import dataset_file_record
 
-_TASKS: dict[str, type] = {}
+# Filled by `register_task` as the task modules load; `tasks.registry` reads it.
+TASKS: dict[str, type] = {}
 
 
 class Evaluator:
@@ -62,32 +63,7 @@ class Evaluator:
 def register_task(evaluator_class: type) -> type:
     for attribute in ("name", "task"):
         value = getattr(evaluator_class, attribute)
-        if any(getattr(known, attribute) == value for known in _TASKS.values()):
+        if any(getattr(known, attribute) == value for known in TASKS.values()):
             raise ValueError(f"evaluation task {attribute} {value!r} is registered twice")
-    _TASKS[evaluator_class.name] = evaluator_class
+    TASKS[evaluator_class.name] = evaluator_class
     return evaluator_class
-
-
-def task_classes() -> tuple:
-    """The registered evaluator classes, in table-column order."""
-    from dialoguecse_tf.evaluation import tasks  # noqa: F401 (registers the built-in tasks)
-
-    return tuple(_TASKS.values())
-
-
-def task_names() -> tuple:
-    """The registered tasks' suite names, in table-column order."""
-    return tuple(task.name for task in task_classes())
-
-
-def get_task(name: str) -> type:
-    """The evaluator class a suite names `name`; ValueError naming the known tasks otherwise."""
-    classes = {task.name: task for task in task_classes()}
-    if name not in classes:
-        raise ValueError(f"unknown evaluation task {name!r}; known tasks: {', '.join(classes)}")
-    return classes[name]
-
-
-def metric_columns() -> tuple:
-    """((metric key, header), ...) of every registered task, in table order."""
-    return tuple(column for task in task_classes() for column in task.metrics)

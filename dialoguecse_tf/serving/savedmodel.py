@@ -19,9 +19,9 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.config_io import write_config
-from dialoguecse_tf.dialogue_encoder import DialogueEncoder, dialogue_settings, dialogue_turns
-from dialoguecse_tf.embedding_io import EXPORT_CONFIG_FILE, export_settings, export_version_dir
-from dialoguecse_tf.sentence_encoder import SentenceEncoder, encode_in_batches
+from dialoguecse_tf.encoder.dialogue import DialogueEncoder, dialogue_settings, dialogue_turns
+from dialoguecse_tf.encoder.sentence import SentenceEncoder, encode_in_batches
+from dialoguecse_tf.serving.layout import EXPORT_CONFIG_FILE, export_settings, export_version_dir, next_version
 
 SERVING_SIGNATURE = "serving_default"
 TOKENS_SIGNATURE = "embed_tokens"
@@ -114,14 +114,6 @@ class ExportConfig:
     dialogue_pooling: str = "interlocutor"
 
 
-def next_version(export_dir: str) -> int:
-    """TF Serving serves the highest numeric subfolder; a new export gets the next number."""
-    if not os.path.isdir(export_dir):
-        return 1
-    versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
-    return max(versions, default=0) + 1
-
-
 def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool = False,
                       version: int | None = None, dialogue_encoder: DialogueEncoder | None = None) -> str:
     """Writes `export_dir/<version>/`, the layout TF Serving expects; returns that path.
@@ -158,7 +150,7 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
 
 
 def run_export(config: ExportConfig) -> str:
-    from dialoguecse_tf.checkpoints import load_checkpoint, sentence_pooling
+    from dialoguecse_tf.encoder.checkpoints import load_checkpoint, sentence_pooling
 
     loaded = load_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length)
     encoder = SentenceEncoder(loaded.backbone, loaded.tokenizer, pooling=sentence_pooling(loaded, config.pooling))
@@ -190,7 +182,7 @@ class ExportedEncoder:
         """([UNK] pieces, word pieces) of `texts` by the export's own tokenizer, as
         `Tokenizer.count_unknown` counts them. The export keeps no vocabulary file: a private-use
         character, in no BERT vocabulary, gives the [UNK] id."""
-        from dialoguecse_tf.tokenization import count_unknown
+        from dialoguecse_tf.encoder.tokenization import count_unknown
 
         tokenize = self._module.tokenizer.tokenize
         unk_id = int(tokenize(tf.constant(["\ue000"])).flat_values.numpy()[0])

@@ -1,116 +1,31 @@
 """The data-prep stages as library functions, each driven by one config object.
 
-The absl entry points in `data_prep/` only fill these configs from flags; a config is
-written as JSON beside the stage's output together with the stats report. TensorFlow (for
-tokenization and records) is imported only once the vocabulary, the output folder and the input
-patterns have been checked: it takes seconds to load, and a bad path should fail at once. The
-record writers stream the corpus (`DialogueSource`), so a malformed line further in fails while
-they run, naming its file and line.
+The absl entry points in `data_prep/` only fill these configs from flags; a config is written as
+JSON beside the stage's output together with the stats report. TensorFlow (for tokenization and
+records) is imported only once the vocabulary, the output folder and the input patterns have been
+checked: it takes seconds to load, and a bad path should fail at once. The record writers stream
+the corpus (`records.source.DialogueSource`), so a malformed line further in fails while they
+run, naming its file and line.
 """
 
 import dataclasses
-import glob
 import os
 import time
 
 from absl import logging
 
 from dialoguecse_tf.config_io import write_config
-from dialoguecse_tf.io_utils import check_output_dir
-from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances, preprocess
-from dialoguecse_tf.data.readers import default_min_turns, read_corpus
+from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
-from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE, DEFAULT_RANDOM_NEXT_POOL_SIZE, dialogue_key
-from dialoguecse_tf.vocabulary import load_vocab
+from dialoguecse_tf.encoder.vocabulary import load_vocab
+from dialoguecse_tf.io_utils import check_output_dir
+from dialoguecse_tf.records.source import CorpusConfig, DialogueSource, corpus_texts, load_dialogues
+from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE, DEFAULT_RANDOM_NEXT_POOL_SIZE
 
 STATS_FILE = "prep_stats.json"
 # An SR row is embedded at evaluation by an encoder that reads at most its
 # max_position_embeddings word pieces of it, 512 for BERT.
 SR_MAX_SEQ_LENGTH = 512
-
-
-@dataclasses.dataclass(frozen=True)
-class CorpusConfig:
-    """Which files to read and how to preprocess them (paper, section 5.1.1).
-
-    `min_turns=None` takes the format's default (`readers.MIN_TURNS_BY_FORMAT`); it is
-    resolved here, so the config written beside a stage's output holds the number used.
-    """
-
-    input_file: tuple = ()
-    input_format: str = "jsonl"
-    skip_malformed: bool = False
-    merge_speakers: bool = True
-    min_turns: int | None = None
-
-    def __post_init__(self):
-        if self.min_turns is None:
-            object.__setattr__(self, "min_turns", default_min_turns(self.input_format))
-
-
-def expand_input_files(patterns) -> list:
-    paths = []
-    for pattern in patterns:
-        matches = sorted(glob.glob(pattern))
-        if not matches:
-            raise FileNotFoundError(f"input_file {pattern!r} matches no file")
-        paths.extend(matches)
-    return paths
-
-
-def read_file_dialogues(corpus: CorpusConfig, file_index: int, path: str, stats: PrepStats):
-    """(key, dialogue) of every dialogue of one input file that preprocessing keeps, streamed;
-    counts into `stats`. The single-process writers and the Beam pipelines both read through it."""
-    raw = read_corpus(path, corpus.input_format, skip_malformed=corpus.skip_malformed, stats=stats)
-    for position, dialogue in enumerate(preprocess(raw, corpus.merge_speakers, corpus.min_turns, stats)):
-        yield dialogue_key(file_index, position), dialogue
-
-
-class DialogueSource:
-    """The preprocessed dialogues of a corpus, read file by file and line by line on each pass:
-    no list of the corpus is ever held.
-
-    The record writers read it twice (corpus-wide samples, then records); the first complete
-    pass counts into `stats`, later ones into scratch counters, so the counts are one pass's.
-    A pass that yields no dialogue raises ValueError saying why.
-    """
-
-    def __init__(self, corpus: CorpusConfig, stats: PrepStats, log=print):
-        self.corpus = corpus
-        self.paths = expand_input_files(corpus.input_file)
-        self._stats = stats
-        self._log = log
-        self._counted = False
-
-    def keyed(self):
-        stats = PrepStats() if self._counted else self._stats
-        kept = 0
-        for file_index, path in enumerate(self.paths):
-            for item in read_file_dialogues(self.corpus, file_index, path, stats):
-                kept += 1
-                yield item
-            if not self._counted:
-                self._log(f"[read] {path}: {kept} dialogues kept so far")
-        if not kept:
-            raise no_dialogue_error(self.corpus, stats)
-        self._counted = True
-
-    def __iter__(self):
-        return (dialogue for _, dialogue in self.keyed())
-
-
-def no_dialogue_error(corpus: CorpusConfig, stats: PrepStats) -> ValueError:
-    read, too_short = stats["dialogues_read"], stats.dropped.get("too_few_turns", 0)
-    why = (f"min_turns={corpus.min_turns} dropped all {read} dialogues read (fewer turns after merging a "
-           f"speaker's consecutive utterances; --min_turns=0 keeps them)" if read and too_short == read else
-           f"{read} dialogues read, {too_short} dropped by min_turns={corpus.min_turns}")
-    return ValueError(f"no dialogue left after reading and preprocessing {list(corpus.input_file)}: {why}")
-
-
-def load_dialogues(corpus: CorpusConfig, stats: PrepStats, log=print) -> list:
-    """Every preprocessed dialogue as a list (the vocabulary and SR-set stages, which need all
-    texts anyway); counts into `stats`."""
-    return list(DialogueSource(corpus, stats, log))
 
 
 def check_outputs(output_dir: str, vocab_file: str | None = None) -> None:
@@ -119,17 +34,6 @@ def check_outputs(output_dir: str, vocab_file: str | None = None) -> None:
     if vocab_file is not None:
         load_vocab(vocab_file)
     check_output_dir(output_dir)
-
-
-def corpus_texts(dialogues) -> list:
-    """Every utterance, plus the candidates the authors' format carries, each once."""
-    seen = {}
-    for dialogue in dialogues:
-        for turn in dialogue.turns:
-            seen.setdefault(turn.text, None)
-        for candidate in dialogue.candidates or ():
-            seen.setdefault(candidate, None)
-    return list(seen)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +49,7 @@ def run_build_vocab(config: VocabConfig, log=print) -> str:
     check_outputs(config.output_dir)
     stats = PrepStats()
     texts = corpus_texts(load_dialogues(config.corpus, stats, log))
-    from dialoguecse_tf.tokenization import build_vocab, write_vocab
+    from dialoguecse_tf.encoder.tokenization import build_vocab, write_vocab
 
     start = time.perf_counter()
     vocab = build_vocab(texts, config.vocab_size, config.do_lower_case, config.min_count)
@@ -272,7 +176,7 @@ def run_create_records(config, log=print, pipeline_args=()) -> PrepStats:
     check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
     source = DialogueSource(config.corpus, stats, log)
-    from dialoguecse_tf.tokenization import Tokenizer
+    from dialoguecse_tf.encoder.tokenization import Tokenizer
 
     _, write_records = _record_writers()[type(config)]
     spec, arguments = record_settings(config)
@@ -285,7 +189,7 @@ def run_create_records(config, log=print, pipeline_args=()) -> PrepStats:
         tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
         write_records(source, tokenizer, config.output_dir, spec, stats=stats, log=log, **arguments)
     if stats["word_pieces"]:
-        from dialoguecse_tf.tokenization import unknown_share
+        from dialoguecse_tf.encoder.tokenization import unknown_share
 
         log(f"[tokens] {unknown_share(stats['unknown_word_pieces'], stats['word_pieces'], config.vocab_file, 'corpus')}")
     _finish(config, stats, start, log)

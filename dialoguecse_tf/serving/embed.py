@@ -25,10 +25,10 @@ import tempfile
 
 import numpy as np
 
-from dialoguecse_tf.io_utils import atomic_open, read_json_object
+from dialoguecse_tf.io_utils import atomic_open
+from dialoguecse_tf.serving.layout import export_settings, export_version_dir
 
 OUTPUT_SUFFIXES = (".npy", ".jsonl", ".json")
-EXPORT_CONFIG_FILE = "export_config.json"
 DEFAULT_MAX_SEQ_LENGTH = 128
 DEFAULT_DIALOGUE_MAX_SEQ_LENGTH = 512
 DEFAULT_DIALOGUE_POOLING = "interlocutor"
@@ -120,24 +120,6 @@ def check_output_file(path: str) -> None:
         raise ValueError(f"output file {path}: cannot write in {folder} ({error.strerror})") from None
 
 
-def export_version_dir(path: str) -> str:
-    """The SavedModel folder of an export: `path` itself, or its highest numeric version folder."""
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"{path}: no such export folder")
-    if os.path.exists(os.path.join(path, "saved_model.pb")):
-        return path
-    versions = [name for name in os.listdir(path) if name.isdigit()]
-    if not versions:
-        raise FileNotFoundError(f"{path}: no SavedModel and no numeric version folder")
-    return os.path.join(path, max(versions, key=int))
-
-
-def export_settings(version_dir: str) -> dict:
-    """The settings an export was written with (its `export_config.json`); {} when it has none."""
-    path = os.path.join(version_dir, EXPORT_CONFIG_FILE)
-    return read_json_object(path, "an export config") if os.path.isfile(path) else {}
-
-
 def check_export_request(config: EmbedConfig, settings: dict, version_dir: str) -> None:
     """Refuses settings that `version_dir`'s SavedModel cannot honour (it fixed them when written)."""
     for name in _EXPORT_FIXED:
@@ -177,8 +159,8 @@ def embed(config: EmbedConfig, log=print) -> Embeddings:
 
 def _embed_texts(config: EmbedConfig, texts: list, version_dir: str | None) -> np.ndarray:
     # Imported only now: TensorFlow takes seconds to load, and a bad command line or input should not wait.
-    from dialoguecse_tf.export import ExportedEncoder
-    from dialoguecse_tf.sentence_encoder import SentenceEncoder
+    from dialoguecse_tf.encoder.sentence import SentenceEncoder
+    from dialoguecse_tf.serving.savedmodel import ExportedEncoder
 
     if version_dir:
         exported = ExportedEncoder(version_dir)
@@ -195,7 +177,7 @@ def _report_unknown(counter, texts, what: str, vocabulary: str | None = None) ->
     `ExportedEncoder`, each with `count_unknown`."""
     from absl import logging
 
-    from dialoguecse_tf.tokenization import unknown_share
+    from dialoguecse_tf.encoder.tokenization import unknown_share
 
     logging.info("%s", unknown_share(*counter.count_unknown(texts), vocabulary or counter.vocab_file, what))
 
@@ -206,8 +188,8 @@ def _embed_dialogues(config: EmbedConfig, version_dir: str | None):
     dialogues = list(read_corpus(config.input_file, config.dialogue_format))
     if not dialogues:
         raise ValueError(f"{config.input_file}: no dialogue to embed")
-    from dialoguecse_tf.dialogue_encoder import DialogueEncoder
-    from dialoguecse_tf.export import ExportedEncoder
+    from dialoguecse_tf.encoder.dialogue import DialogueEncoder
+    from dialoguecse_tf.serving.savedmodel import ExportedEncoder
 
     texts = [turn.text for dialogue in dialogues for turn in dialogue.turns]
     if version_dir:

@@ -1,5 +1,5 @@
 """The one inference path for whole dialogues, beside `SentenceEncoder` for sentences:
-turns and speakers -> `dialogue_packing` -> BERT -> dialogue pooling.
+turns and speakers -> `packing` -> BERT -> dialogue pooling.
 
 Evaluation of every dialogue model, its baselines and the export's dialogue signature embed
 through `DialogueEncoder`, so a number in a results table and a served vector agree. A
@@ -14,10 +14,10 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.data.dialogue import Dialogue
-from dialoguecse_tf.dialogue_packing import TRUNCATIONS, pack_dialogues, ragged_dialogues, speaker_roles
-from dialoguecse_tf.encoder import run_backbone
-from dialoguecse_tf.pooling import DIALOGUE_POOLING_MODES, interlocutor_mean, masked_mean
-from dialoguecse_tf.sentence_encoder import encode_in_batches
+from dialoguecse_tf.encoder.backbone import run_backbone
+from dialoguecse_tf.encoder.packing import TRUNCATIONS, pack_dialogues, ragged_dialogues, speaker_roles
+from dialoguecse_tf.encoder.pooling import DIALOGUE_POOLING_MODES, interlocutor_mean, masked_mean
+from dialoguecse_tf.encoder.sentence import encode_in_batches
 
 
 def dialogue_turns(dialogue) -> tuple[list[str], list[int]]:
@@ -48,7 +48,7 @@ def dialogue_settings(metadata: dict) -> dict:
 class DialogueEncoder(tf.Module):
     """A tokenizer and a BERT backbone that embed whole dialogues (`pooling`: "interlocutor",
     dial2vec's sum of the two roles' token means, or "mean" over all tokens). `truncation` and
-    `separators` are `dialogue_packing`'s; `role_segment_ids` feeds the roles as BERT's token
+    `separators` are `packing`'s; `role_segment_ids` feeds the roles as BERT's token
     types (default: all zero, as the release's BERT path)."""
 
     def __init__(self, backbone, tokenizer, max_seq_length: int = 512, pooling: str = "interlocutor",
@@ -74,7 +74,7 @@ class DialogueEncoder(tf.Module):
     @classmethod
     def from_checkpoint(cls, path: str, max_seq_length: int = 512, pooling: str = "interlocutor", **kwargs):
         """The checkpoint's encoder, reading dialogues as its training did (`dialogue_settings`)."""
-        from dialoguecse_tf.checkpoints import load_checkpoint
+        from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
         loaded = load_checkpoint(path, max_seq_length=max_seq_length, **kwargs)
         return cls(loaded.backbone, loaded.tokenizer, max_seq_length, pooling, **dialogue_settings(loaded.metadata))

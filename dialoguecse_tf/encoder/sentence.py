@@ -12,8 +12,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.encoder import run_backbone, trim_padding
-from dialoguecse_tf.pooling import POOLING_MODES, SentencePooling
+from dialoguecse_tf.encoder.backbone import run_backbone, trim_padding
+from dialoguecse_tf.encoder.pooling import POOLING_MODES, SentencePooling
 
 
 def encode_in_batches(texts, embed_batch, dimension: int, batch_size: int = 64,
@@ -74,7 +74,7 @@ class SentenceEncoder(tf.Module):
     @classmethod
     def from_checkpoint(cls, path: str, max_seq_length: int = 128, pooling: str | None = None, **kwargs):
         """`pooling` None: the pooling the checkpoint records (`checkpoints.sentence_pooling`)."""
-        from dialoguecse_tf.checkpoints import load_checkpoint, sentence_pooling
+        from dialoguecse_tf.encoder.checkpoints import load_checkpoint, sentence_pooling
 
         loaded = load_checkpoint(path, max_seq_length=max_seq_length, **kwargs)
         return cls(loaded.backbone, loaded.tokenizer, pooling=sentence_pooling(loaded, pooling))

@@ -10,7 +10,7 @@ import keras
 import keras_hub
 import tensorflow as tf
 
-from dialoguecse_tf.bert_config import BertConfig
+from dialoguecse_tf.encoder.bert_config import BertConfig
 
 
 def activation_fn(name: str):

@@ -29,11 +29,12 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.bert_config import BertConfig
-from dialoguecse_tf.encoder import build_backbone, transformer_layers
+from dialoguecse_tf.encoder.backbone import build_backbone, transformer_layers
+from dialoguecse_tf.encoder.bert_config import BertConfig
+from dialoguecse_tf.encoder.pooling import DEFAULT_POOLING, POOLING_MODES
+from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.io_utils import read_json_object
-from dialoguecse_tf.pooling import DEFAULT_POOLING, POOLING_MODES
-from dialoguecse_tf.tokenization import Tokenizer
+from dialoguecse_tf.serving.layout import EXPORT_INFO_FILE
 
 CHECKPOINT_MARKER_FILE = "dialoguecse_checkpoint.json"
 TF1_CONFIG_FILE = "bert_config.json"
@@ -44,7 +45,6 @@ VOCAB_FILE = "vocab.txt"
 KERAS_HUB_WEIGHTS_FILE = "model.weights.h5"
 KERAS_HUB_METADATA_FILE = "metadata.json"
 KERAS_HUB_VOCAB_FILE = os.path.join("assets", "tokenizer", "vocabulary.txt")
-EXPORT_INFO_FILE = "dialoguecse_export.json"
 
 FORMAT_TF1 = "tf1"
 FORMAT_HF = "hf"

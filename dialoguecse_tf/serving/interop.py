@@ -39,9 +39,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.bert_config import BertConfig
-from dialoguecse_tf.checkpoints import (
-    EXPORT_INFO_FILE,
+from dialoguecse_tf.encoder.bert_config import BertConfig
+from dialoguecse_tf.serving.layout import EXPORT_INFO_FILE
+from dialoguecse_tf.encoder.checkpoints import (
     FORMAT_KERAS_HUB,
     HF_CONFIG_FILE,
     HF_WEIGHTS_FILE,
@@ -50,8 +50,8 @@ from dialoguecse_tf.checkpoints import (
     load_checkpoint,
     sentence_pooling,
 )
-from dialoguecse_tf.pooling import POOLING_MODES
-from dialoguecse_tf.tokenization import huggingface_normalizer
+from dialoguecse_tf.encoder.pooling import POOLING_MODES
+from dialoguecse_tf.encoder.tokenization import huggingface_normalizer
 
 FORMAT_HUGGINGFACE = "huggingface"
 EXPORT_FORMATS = (FORMAT_HUGGINGFACE, FORMAT_KERAS_HUB)
@@ -211,8 +211,8 @@ def keras_hub_drift(backbone, bert_config: BertConfig, preset_dir: str, num_sequ
     """
     import keras_hub
 
-    from dialoguecse_tf.encoder import run_backbone
-    from dialoguecse_tf.pooling import SentencePooling
+    from dialoguecse_tf.encoder.backbone import run_backbone
+    from dialoguecse_tf.encoder.pooling import SentencePooling
 
     stock = keras_hub.models.BertBackbone.from_preset(preset_dir)
     rng = np.random.default_rng(seed)

@@ -29,11 +29,11 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import bert_vocab_from_dataset
 
-from dialoguecse_tf.cjk import BERT_CJK_RANGES, in_ranges
+from dialoguecse_tf.encoder.cjk import BERT_CJK_RANGES, in_ranges
 from dialoguecse_tf.io_utils import read_json_object
 # Re-exported: the vocabulary file format lives in a TensorFlow-free module, so data prep can
 # check a vocabulary before loading TensorFlow.
-from dialoguecse_tf.vocabulary import (  # noqa: F401
+from dialoguecse_tf.encoder.vocabulary import (  # noqa: F401
     CLS_TOKEN, MASK_TOKEN, PAD_TOKEN, SEP_TOKEN, SPECIAL_TOKENS, UNK_TOKEN, load_vocab,
 )
 
