@@ -3,6 +3,7 @@
   dialoguecse-experiment list
   dialoguecse-experiment run NAME [--dry_run] [--set NAME=VALUE ...] [--seeds=1,2] [--rows=a,b] [--only=step]
   dialoguecse-experiment docs [--check]
+  dialoguecse-experiment compare BEFORE AFTER [--tolerance=X] [--output=FILE]
 
 NAME is an experiment under experiments/ (or the path of an experiment file). `run` prints
 the plan (every run with its key and whether it is reused), runs what is missing and writes
@@ -12,7 +13,10 @@ the tables of README.md, docs/ and benchmarks/README.md that copy a results file
 (`dialoguecse_tf/experiments/doc_tables.py`); `--check` only names those that differ, and fails if any does,
 or if a committed results folder is stale: its runs' keys, planned again from its recorded
 command with the current code and data, differ from those it records, and results/SUPERSEDED.md
-does not list it (`experiments/staleness.py`).
+does not list it (`experiments/staleness.py`). `compare` checks that two runs of an experiment
+(e.g. before and after a refactor, into two run and results folders) made the same numbers: every
+metric, encoder weight and logged loss both hold (`experiments/compare.py`); it fails unless all
+are within --tolerance (0: bit-identical).
 """
 
 from __future__ import annotations
@@ -41,9 +45,13 @@ flags.DEFINE_list("reuse_under", ["runs"], "Folders searched for a finished run 
 flags.DEFINE_bool("check", False, "With docs: change nothing, fail naming every generated table that differs "
                   "from its results file and every results folder the current code would make differently "
                   "that results/SUPERSEDED.md does not list.")
+flags.DEFINE_float("tolerance", 0.0, "With compare: the largest absolute difference of a metric, weight or loss "
+                   "that still passes (0: only bit-identical runs pass).")
+flags.DEFINE_string("output", None, "With compare: also write the report as JSON to this file.")
 FLAGS = flags.FLAGS
 
-USAGE = "usage: dialoguecse-experiment list | run NAME [flags] | docs [--check] (--helpshort lists the flags)"
+USAGE = ("usage: dialoguecse-experiment list | run NAME [flags] | docs [--check] | compare BEFORE AFTER "
+         "(--helpshort lists the flags)")
 
 
 def main(argv):
@@ -52,6 +60,9 @@ def main(argv):
     args = argv[1:]
     if args == ["docs"]:
         _docs(REPO_ROOT, FLAGS.check, FLAGS.data_dir)
+        return
+    if len(args) == 3 and args[0] == "compare":
+        _compare(args[1], args[2], FLAGS.tolerance, FLAGS.output)
         return
     from dialoguecse_tf.experiments.execute import check_plan, describe_plan, portable_argument, run_experiment
     from dialoguecse_tf.experiments.plan import Planner
@@ -112,6 +123,24 @@ def _docs(repo_root: str, check: bool, data_dir: str | None) -> None:
         print(message)
     else:
         print("every results folder is what the current code makes, or listed as made before a change")
+
+
+def _compare(before: str, after: str, tolerance: float, output: str | None) -> None:
+    from dialoguecse_tf.experiments.compare import compare_folders
+    from dialoguecse_tf.io_utils import write_json
+
+    report = compare_folders(before, after, tolerance)
+    if output:
+        write_json(output, report)
+    for kind in ("results", "checkpoints", "train_logs"):
+        for path, counts in report[kind].items():
+            print(f"{kind} {path}: {counts['values']} values, {counts['differing']} differ, "
+                  f"largest difference {counts['max_abs_diff']:.3g}")
+    if report.get("unmatched"):
+        print(f"only in one folder: {', '.join(report['unmatched'])}")
+    if not report["within_tolerance"]:
+        raise ValueError(f"{before} and {after} differ beyond {tolerance:g} (or hold different files)")
+    print("identical" if report["identical"] else f"equal within {tolerance:g}")
 
 
 def run():
