@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -86,7 +87,7 @@ def test_saved_model_cli_lists_both_signatures_and_versions_increase(tmp_path, e
 @pytest.mark.slow
 def test_export_entry_point_and_embed_cli_from_export(tmp_path, encoder, tiny_bert_config):
     checkpoint = save_checkpoint(str(tmp_path / "ckpt"), encoder.backbone, tiny_bert_config, encoder.tokenizer)
-    done = run_python([REPO_ROOT / "finetune" / "export_savedmodel.py", f"--checkpoint={checkpoint}",
+    done = run_python([REPO_ROOT / "export" / "export_savedmodel.py", f"--checkpoint={checkpoint}",
                        f"--export_dir={tmp_path / 'export'}", "--max_seq_length=16"], text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "export" / "1" / "export_config.json").exists()
@@ -184,3 +185,36 @@ def test_an_export_counts_unknown_word_pieces_as_its_tokenizer_does(tmp_path, en
     texts = ["where is my order", "zebra quantum xylophone", "退 货 猫", "", "track my package please"]
     expected = encoder.tokenizer.count_unknown(texts)
     assert expected[0] > 0 and ExportedEncoder(path).count_unknown(texts) == expected
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_run_export_writes_a_card_that_loads_as_it_says(tmp_path, encoder, tiny_bert_config, normalize):
+    import re
+
+    import yaml
+
+    from dialoguecse_tf.serving.savedmodel import ExportConfig, run_export
+
+    checkpoint = save_checkpoint(str(tmp_path / "ckpt"), encoder.backbone, tiny_bert_config, encoder.tokenizer)
+    path = run_export(ExportConfig(checkpoint, str(tmp_path / "export"), max_seq_length=16, normalize=normalize))
+    settings = json.loads((tmp_path / "export" / "1" / "export_config.json").read_text())
+    assert settings["pooling"] == "mean" and settings["normalize"] is normalize and settings["version"] is None
+    text = (tmp_path / "export" / "1" / "README.md").read_text(encoding="utf-8")
+    block, body = text[len("---\n"):].split("\n---\n", 1)
+    assert text.startswith("---\n") and yaml.safe_load(block) == {
+        "pipeline_tag": "feature-extraction", "tags": ["tensorflow", "saved_model", "feature-extraction",
+                                                       "dialoguecse_tf"]}
+    assert all(f"`{name}`" in body for name in ("serving_default", "embed_tokens", "embed_dialogues"))
+    assert ("L2-normalized" in body) is normalize
+    [code] = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
+    assert 'model_path = "export/1"' in code
+    namespace = {}
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec(compile(code, "README.md", "exec"), namespace)
+    finally:
+        os.chdir(here)
+    expected = encoder.encode(namespace["texts"], normalize=normalize)
+    assert np.abs(namespace["embeddings"] - expected).max() < 1e-5
+    assert path.endswith("/1") and [name for name in os.listdir(tmp_path / "export") if name.startswith(".")] == []

@@ -13,21 +13,22 @@ from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.encoder.checkpoints import FORMAT_HF, FORMAT_KERAS_HUB, load_checkpoint, save_checkpoint
 from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.encoder.tokenization import SPECIAL_TOKENS, Tokenizer
-from dialoguecse_tf.serving.interop import EncoderExportConfig, export_encoder, tf1_name_to_hf
+from dialoguecse_tf.encoder.weight_names import google_to_hf
+from dialoguecse_tf.serving.interop import EncoderExportConfig, export_encoder
 
 MAX_LEN = 16
 TEXTS = ["", "where is my order?", "i want a refund " * 40, "thanks 😀 for the help", "我想退货 refund please",
          "Hello, ADDRESS change!"]
 
 
-def _checkpoint(tmp_path, config, vocab_file, do_lower_case=True):
+def _checkpoint(tmp_path, config, vocab_file, do_lower_case=True, folder="ckpt", metadata=None):
     backbone = build_backbone(config)
     # Non-trivial biases and norms, so a transposed or swapped tensor shows in the vectors.
     rng = np.random.default_rng(0)
     for variable in backbone.weights:
         variable.assign(variable.numpy() + rng.normal(0, 0.05, variable.shape).astype(np.float32))
-    return save_checkpoint(str(tmp_path / "ckpt"), backbone, config,
-                           Tokenizer(vocab_file, do_lower_case=do_lower_case, max_seq_length=MAX_LEN))
+    return save_checkpoint(str(tmp_path / folder), backbone, config,
+                           Tokenizer(vocab_file, do_lower_case=do_lower_case, max_seq_length=MAX_LEN), metadata)
 
 
 def _export(checkpoint, output_dir, export_format, **kwargs):
@@ -167,7 +168,7 @@ def test_export_load_export_keeps_weights_bit_for_bit(tmp_path, tiny_bert_config
 def test_hf_names_cover_every_backbone_variable_once(tiny_bert_config):
     from dialoguecse_tf.encoder.checkpoints import backbone_to_tf1_variables
 
-    names = [tf1_name_to_hf(name)[0] for name in backbone_to_tf1_variables(build_backbone(tiny_bert_config))]
+    names = [google_to_hf(name)[0] for name in backbone_to_tf1_variables(build_backbone(tiny_bert_config))]
     assert len(names) == len(set(names))
     assert {"embeddings.word_embeddings.weight", "embeddings.LayerNorm.weight", "pooler.dense.weight",
             "encoder.layer.1.attention.self.query.weight", "encoder.layer.0.output.LayerNorm.bias"} <= set(names)
@@ -198,7 +199,7 @@ def test_entry_point_writes_both_formats(tmp_path, tiny_bert_config, tiny_vocab_
     checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
     for export_format in ("huggingface", "keras_hub"):
         done = run_python(
-            [REPO_ROOT / "finetune" / "export_encoder.py", f"--checkpoint={checkpoint}",
+            [REPO_ROOT / "export" / "export_encoder.py", f"--checkpoint={checkpoint}",
              f"--output_dir={tmp_path / export_format}", f"--format={export_format}", f"--max_seq_length={MAX_LEN}"],
             text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
@@ -255,3 +256,127 @@ def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path, do_lower_ca
     served = ExportedEncoder(export_savedmodel(encoder, str(tmp_path / "savedmodel"))).encode(FOLDED_TEXTS)
     assert np.abs(served - encoder.encode(FOLDED_TEXTS)).max() < 1e-5
     assert np.abs(SentenceTransformer(hf_folder, device="cpu").encode(FOLDED_TEXTS) - served).max() < 1e-5
+
+
+HUB_START = "models--sentence-transformers--all-MiniLM-L6-v2"
+
+
+def _trained_run(tmp_path, config, vocab_file, final_logs):
+    """A run folder as the stage leaves it: config.json, encoder/ with the stage's metadata, and the
+    records_info.json of its training records; started from a HuggingFace Hub download."""
+    from dialoguecse_tf.io_utils import write_json
+    from dialoguecse_tf.stage import encoder_metadata
+    from dialoguecse_tf.stage_config import configure, stage_record
+
+    records = tmp_path / "records" / "pairs"
+    records.mkdir(parents=True)
+    write_json(records / "records_info.json", {"record_type": "pairs", "spec": {"max_seq_length": MAX_LEN},
+                                               "stats": {"samples_written": 300, "dialogues_kept": 60}})
+    start = tmp_path / "hub" / HUB_START / "snapshots" / "0123abcd"
+    objective, train_config = configure("dse", train_file=[str(records / "pairs-*")], output_dir=str(tmp_path / "run"),
+                                        init_checkpoint=str(start), num_train_steps=4, train_batch_size=8,
+                                        max_seq_length=MAX_LEN)
+    train_config = train_config.resolved(objective)
+    (tmp_path / "run").mkdir()
+    write_json(tmp_path / "run" / "config.json", stage_record(objective, train_config), sort_keys=True)
+    return _checkpoint(tmp_path / "run", config, vocab_file, folder="encoder",
+                       metadata={**encoder_metadata(objective, train_config, 4), "final_logs": final_logs})
+
+
+def _card_parts(folder):
+    import yaml
+
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    block, body = text[len("---\n"):].split("\n---\n", 1)
+    return yaml.safe_load(block), body
+
+
+def _run_snippets(body, cwd):
+    """Runs every Python block of a card as a reader would, from the export's parent folder; returns
+    each block's `texts` and `embeddings`."""
+    import re
+
+    results = []
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        for code in re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL):
+            namespace = {}
+            exec(compile(code, "README.md", "exec"), namespace)
+            results.append((namespace["texts"], np.asarray(namespace["embeddings"])))
+    finally:
+        os.chdir(here)
+    return results
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "pooler"])
+def test_huggingface_card_states_the_run_and_loads_as_it_says(tmp_path, tiny_bert_config, tiny_vocab_file, pooling):
+    checkpoint = _trained_run(tmp_path, tiny_bert_config, tiny_vocab_file,
+                              {"loss": 3.25, "eval_map": 52.125, "eval_corr": 40.5})
+    folder = _export(checkpoint, tmp_path / "hf", "huggingface", pooling=pooling)
+    metadata, body = _card_parts(tmp_path / "hf")
+    assert metadata == {"base_model": "sentence-transformers/all-MiniLM-L6-v2", "library_name": "sentence-transformers",
+                        "pipeline_tag": "sentence-similarity",
+                        "tags": ["sentence-transformers", "sentence-similarity", "feature-extraction", "transformers",
+                                 "dialoguecse_tf", "dse"]}
+    assert "https://arxiv.org/abs/2205.13568" in body and "`pairs` records in `records/pairs`: 300 examples from 60 " \
+        "dialogues" in body
+    assert "4 steps, batch size 8" in body and f"max_seq_length {MAX_LEN}" in body and "loss at the last step: 3.25" \
+        in body
+    assert "| map | 52.125 |" in body and "| corr | 40.5 |" in body
+    assert f"cut to {MAX_LEN} word pieces" in body and str(tmp_path) not in body
+    expected = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN, pooling=pooling)
+    snippets = _run_snippets(body, tmp_path)
+    assert len(snippets) == 3  # sentence-transformers, transformers, dialoguecse_tf
+    for texts, embeddings in snippets:
+        assert np.abs(embeddings - expected.encode(texts)).max() < 1e-5
+    assert folder.endswith("hf")
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "pooler"])
+def test_keras_hub_card_loads_as_it_says(tmp_path, tiny_bert_config, tiny_vocab_file, pooling):
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config, tiny_vocab_file)
+    _export(checkpoint, tmp_path / "kh", "keras_hub", pooling=pooling)
+    metadata, body = _card_parts(tmp_path / "kh")
+    # A checkpoint without a run records neither where it started nor how it was trained.
+    assert metadata == {"library_name": "keras-hub", "pipeline_tag": "feature-extraction",
+                        "tags": ["keras-hub", "keras", "feature-extraction", "dialoguecse_tf"]}
+    assert "## Training" not in body and "## Evaluation" not in body and "## Export" not in body
+    expected = SentenceEncoder.from_checkpoint(checkpoint, MAX_LEN, pooling=pooling)
+    snippets = _run_snippets(body, tmp_path)
+    assert len(snippets) == 2  # keras-hub, dialoguecse_tf
+    for texts, embeddings in snippets:
+        assert np.abs(embeddings - expected.encode(texts)).max() < 1e-5
+
+
+def test_keras_hub_card_states_the_recorded_drift(tmp_path, tiny_bert_config, tiny_vocab_file):
+    checkpoint = _checkpoint(tmp_path, tiny_bert_config.replace(hidden_act="gelu_exact"), tiny_vocab_file)
+    _export(checkpoint, tmp_path / "kh", "keras_hub", allow_numeric_drift=True)
+    drift = json.loads((tmp_path / "kh" / "dialoguecse_export.json").read_text())["keras_hub_drift"]
+    _, body = _card_parts(tmp_path / "kh")
+    assert "## Export" in body and "hidden_act='gelu_exact'" in body
+    assert f"at most {drift['max_abs_difference']:.3g}" in body
+
+
+def test_a_config_json_of_other_settings_does_not_describe_the_encoder(tmp_path, tiny_bert_config, tiny_vocab_file):
+    checkpoint = _trained_run(tmp_path, tiny_bert_config, tiny_vocab_file, {"loss": 1.0})
+    record = json.loads((tmp_path / "run" / "config.json").read_text())
+    (tmp_path / "run" / "config.json").write_text(json.dumps({**record, "learning_rate": 0.5}))
+    _export(checkpoint, tmp_path / "hf", "huggingface")
+    metadata, body = _card_parts(tmp_path / "hf")
+    assert "base_model" not in metadata and "Started from" not in body and "records/pairs" not in body
+    # What the encoder itself records still shows.
+    assert "`dse`" in body and "4 steps" in body and "loss at the last step: 1" in body
+
+
+def test_best_encoder_card_names_the_step_and_metric_that_chose_it():
+    from dialoguecse_tf.serving.model_card import card
+
+    facts = {"source": "best_encoder", "base_model": None, "run": {}, "records": {},
+             "metadata": {"objective": "dialoguecse", "num_train_steps": 100, "step": 60, "selected_by": "map",
+                          "eval": {"map": 61.5, "mrr": 70.25}, "final_logs": {"loss": 2.0, "eval_map": 59.0}}}
+    text = card("huggingface", facts, "mean", 50, "model")
+    assert "at step 60, where it scored best by `map`" in text
+    assert "| map | 61.5 |" in text and "| mrr | 70.25 |" in text and "| map | 59 |" not in text
+    assert "https://arxiv.org/abs/2109.12599" in text and "100 steps" in text

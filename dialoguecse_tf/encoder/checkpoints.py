@@ -14,8 +14,8 @@ Four forms load into the same keras-hub backbone:
    config does not record GELU's form or the layer-norm epsilon; the export's
    `dialoguecse_export.json` does, and is used when present (else keras-hub's own numerics).
 
-All forms go through one table mapping Google's variable names to backbone variables, so
-a missing or mis-shaped variable fails the same way whatever the source.
+All forms go through one table of names (`weight_names`: Google's, HuggingFace's and the
+backbone's), so a missing or mis-shaped variable fails the same way whatever the source.
 """
 
 import dataclasses
@@ -29,10 +29,11 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.encoder.backbone import build_backbone, transformer_layers
+from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.encoder.bert_config import BertConfig
 from dialoguecse_tf.encoder.pooling import DEFAULT_POOLING, POOLING_MODES
 from dialoguecse_tf.encoder.tokenization import Tokenizer
+from dialoguecse_tf.encoder.weight_names import MLM_HEAD_PREFIX, backbone_weights, hf_to_google
 from dialoguecse_tf.io_utils import read_json_object
 from dialoguecse_tf.serving.layout import EXPORT_INFO_FILE
 
@@ -51,70 +52,27 @@ FORMAT_HF = "hf"
 FORMAT_PROJECT = "project"
 FORMAT_KERAS_HUB = "keras_hub"
 
-# Google's pretraining checkpoints keep the masked-LM and next-sentence heads beside the
-# encoder; the MLM head is handed to the pretraining stage, the rest is not encoder state.
-MLM_HEAD_PREFIX = "cls/predictions/"
-_IGNORED_PREFIXES = ("cls/seq_relationship/", "global_step")
+# Google's pretraining checkpoints keep the masked-LM head beside the encoder (`weight_names`
+# names it), which is handed to the pretraining stage, and Adam's slots, which are not encoder state.
 _OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Mapping:
-    name: str  # Google TF1 variable name
-    variable: object  # keras variable
-    keras_shape: tuple
-
-
-def bert_variable_mapping(backbone) -> list:
-    """Google TF1 name for every backbone variable; reshapes are derived from shapes."""
-    rows = []
-
-    def add(name, variable):
-        rows.append(_Mapping(name, variable, tuple(variable.shape)))
-
-    add("bert/embeddings/word_embeddings", backbone.get_layer("token_embedding").embeddings)
-    add(
-        "bert/embeddings/position_embeddings",
-        backbone.get_layer("position_embedding").position_embeddings,
-    )
-    add("bert/embeddings/token_type_embeddings", backbone.get_layer("segment_embedding").embeddings)
-    norm = backbone.get_layer("embeddings_layer_norm")
-    add("bert/embeddings/LayerNorm/gamma", norm.gamma)
-    add("bert/embeddings/LayerNorm/beta", norm.beta)
-    for index, layer in enumerate(transformer_layers(backbone)):
-        prefix = f"bert/encoder/layer_{index}/"
-        attention = layer._self_attention_layer
-        for part, dense in (
-            ("query", attention.query_dense),
-            ("key", attention.key_dense),
-            ("value", attention.value_dense),
-        ):
-            add(f"{prefix}attention/self/{part}/kernel", dense.kernel)
-            add(f"{prefix}attention/self/{part}/bias", dense.bias)
-        add(f"{prefix}attention/output/dense/kernel", attention.output_dense.kernel)
-        add(f"{prefix}attention/output/dense/bias", attention.output_dense.bias)
-        add(f"{prefix}attention/output/LayerNorm/gamma", layer._self_attention_layer_norm.gamma)
-        add(f"{prefix}attention/output/LayerNorm/beta", layer._self_attention_layer_norm.beta)
-        add(f"{prefix}intermediate/dense/kernel", layer._feedforward_intermediate_dense.kernel)
-        add(f"{prefix}intermediate/dense/bias", layer._feedforward_intermediate_dense.bias)
-        add(f"{prefix}output/dense/kernel", layer._feedforward_output_dense.kernel)
-        add(f"{prefix}output/dense/bias", layer._feedforward_output_dense.bias)
-        add(f"{prefix}output/LayerNorm/gamma", layer._feedforward_layer_norm.gamma)
-        add(f"{prefix}output/LayerNorm/beta", layer._feedforward_layer_norm.beta)
-    pooler = backbone.get_layer("pooled_dense")
-    add("bert/pooler/dense/kernel", pooler.kernel)
-    add("bert/pooler/dense/bias", pooler.bias)
-    return rows
-
-
 def assign_bert_variables(backbone, variables: dict, source: str) -> dict:
-    """Copies Google-named arrays into `backbone`; returns the MLM-head arrays found.
+    """Copies Google-named arrays into `backbone`.
 
     Every backbone variable must be present with a compatible shape (attention kernels
     differ from Google's 2-D layout only by a reshape), and every `bert/` array must be
     used: either mismatch means the checkpoint is not the architecture the config says.
+
+    Args:
+      backbone: a keras-hub `BertBackbone` of the checkpoint's config.
+      variables: Google TF1 name -> array (`read_tf1_variables`, `read_hf_variables`).
+      source: the checkpoint's path, for the error messages.
+
+    Returns:
+      The MLM-head arrays found (`cls/predictions/*`, Google names); {} when there are none.
     """
-    mapping = bert_variable_mapping(backbone)
+    mapping = backbone_weights(backbone)
     missing, misshaped = [], []
     for row in mapping:
         if row.name not in variables:
@@ -154,9 +112,17 @@ def assign_bert_variables(backbone, variables: dict, source: str) -> dict:
 
 
 def backbone_to_tf1_variables(backbone) -> dict:
-    """The backbone's weights under Google's names and 2-D layouts."""
+    """The backbone's weights under Google's names and 2-D layouts.
+
+    Args:
+      backbone: a keras-hub `BertBackbone`.
+
+    Returns:
+      Google TF1 name -> float32 array: kernels [in, out], biases and norms [width], embedding
+      tables [rows, H].
+    """
     result = {}
-    for row in bert_variable_mapping(backbone):
+    for row in backbone_weights(backbone):
         value = np.asarray(row.variable.numpy())
         if len(row.keras_shape) == 3:
             # Attention kernels: [H, heads, head] -> [H, H] and [heads, head, H] -> [H, H].
@@ -170,36 +136,16 @@ def backbone_to_tf1_variables(backbone) -> dict:
     return result
 
 
-def _hf_name_to_tf1(name: str):
-    """Maps one HuggingFace BERT tensor name to (Google name, needs transpose), or None."""
-    for prefix in ("bert.", "model."):
-        if name.startswith(prefix):
-            name = name[len(prefix):]
-    if name.endswith("position_ids") or name.startswith(("cls.predictions.decoder.", "cls.seq_relationship.")):
-        return None
-    if name == "cls.predictions.bias":
-        return "cls/predictions/output_bias", False
-    parts = name.split(".")
-    leaf = parts.pop()
-    path = "/".join(parts).replace("encoder/layer/", "encoder/layer_")
-    is_norm = parts[-1] == "LayerNorm"
-    if parts[0] == "embeddings" and not is_norm:
-        if leaf != "weight":
-            raise ValueError(f"unexpected HuggingFace tensor {name}")
-        return f"bert/{path}", False
-    if is_norm:
-        leaf = {"weight": "gamma", "bias": "beta", "gamma": "gamma", "beta": "beta"}[leaf]
-        transpose = False
-    elif leaf == "weight":
-        leaf, transpose = "kernel", True
-    else:
-        transpose = False
-    top = "" if path.startswith("cls/") else "bert/"
-    return f"{top}{path}/{leaf}", transpose
-
-
 def read_hf_variables(folder: str) -> dict:
-    """Reads `model.safetensors` (NumPy only: no torch) under Google's variable names."""
+    """Reads `model.safetensors` (NumPy only: no torch) under Google's variable names.
+
+    Args:
+      folder: a HuggingFace BERT folder.
+
+    Returns:
+      Google TF1 name -> array in Google's layout (`weight_names.hf_to_google`); buffers and the
+      heads the encoder does not use are left out.
+    """
     from safetensors.numpy import load_file
 
     weights_path = os.path.join(folder, HF_WEIGHTS_FILE)
@@ -210,8 +156,8 @@ def read_hf_variables(folder: str) -> dict:
     result = {}
     for name, value in tensors.items():
         try:
-            mapped = _hf_name_to_tf1(name)
-        except (KeyError, ValueError, IndexError):
+            mapped = hf_to_google(name)
+        except ValueError:
             raise ValueError(f"{weights_path}: unexpected tensor {name!r} for a BERT model") from None
         if mapped is None:
             continue

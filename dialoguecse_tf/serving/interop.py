@@ -21,7 +21,9 @@ case-folds, in that fixed order, so it still differs where NFKC composes what NF
 Hangul syllables (it keeps them whole, this project splits them into jamo), `ǅ`-like digraphs
 and spacing accents such as `¨`, about 15,500 code points in all.
 
-Both folders carry `dialoguecse_export.json` (the source, the pooling, the full BertConfig).
+Both folders carry `dialoguecse_export.json` (the source, the pooling, the full BertConfig) and a
+README.md model card (`model_card`: what the checkpoint's run records, and how to load the folder).
+The HuggingFace tensor names are `encoder.weight_names`' table, the one the loaders read.
 The pooling is the checkpoint's own (`checkpoints.sentence_pooling`) unless one is asked for;
 `pooler` (BERT's pooler output) reaches sentence-transformers as CLS pooling followed by a
 `Dense` module of the pooler's weights with tanh.
@@ -31,7 +33,6 @@ writes the same weights bit for bit.
 """
 
 import dataclasses
-import json
 import os
 import shutil
 import tempfile
@@ -40,7 +41,6 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.encoder.bert_config import BertConfig
-from dialoguecse_tf.serving.layout import EXPORT_INFO_FILE
 from dialoguecse_tf.encoder.checkpoints import (
     FORMAT_KERAS_HUB,
     HF_CONFIG_FILE,
@@ -52,6 +52,10 @@ from dialoguecse_tf.encoder.checkpoints import (
 )
 from dialoguecse_tf.encoder.pooling import POOLING_MODES
 from dialoguecse_tf.encoder.tokenization import huggingface_normalizer
+from dialoguecse_tf.encoder.weight_names import google_to_hf
+from dialoguecse_tf.io_utils import write_json
+from dialoguecse_tf.serving.layout import EXPORT_INFO_FILE
+from dialoguecse_tf.serving.model_card import card, checkpoint_facts, write_card
 
 FORMAT_HUGGINGFACE = "huggingface"
 EXPORT_FORMATS = (FORMAT_HUGGINGFACE, FORMAT_KERAS_HUB)
@@ -102,29 +106,6 @@ def hf_config_dict(config: BertConfig) -> dict:
     }
 
 
-def tf1_name_to_hf(name: str):
-    """Google's variable name -> (HuggingFace BertModel tensor name, needs transpose)."""
-    if not name.startswith("bert/"):
-        raise ValueError(f"not an encoder variable: {name}")
-    parts = name[len("bert/"):].split("/")
-    # Embedding tables are named by their path alone; every other variable ends in its kind.
-    if parts[0] == "embeddings" and parts[-1] != "gamma" and parts[-1] != "beta":
-        return ".".join(parts) + ".weight", False
-    leaf = parts.pop()
-    path = ".".join(parts).replace("encoder.layer_", "encoder.layer.")
-    if parts[-1] == "LayerNorm":
-        return f"{path}.{ {'gamma': 'weight', 'beta': 'bias'}[leaf] }", False
-    if leaf == "kernel":
-        return f"{path}.weight", True
-    return f"{path}.bias", False
-
-
-def _write_json(path: str, values: dict) -> None:
-    with open(path, "w", encoding="utf-8") as writer:
-        json.dump(values, writer, indent=2, sort_keys=True)
-        writer.write("\n")
-
-
 def _export_info(config: EncoderExportConfig, bert_config: BertConfig, **extra) -> dict:
     # The checkpoint's folder name only: the info file must not hold this machine's paths.
     return {"format": config.format, "source": os.path.basename(os.path.normpath(config.checkpoint)),
@@ -132,36 +113,37 @@ def _export_info(config: EncoderExportConfig, bert_config: BertConfig, **extra) 
             "bert_config": bert_config.to_dict(), **extra}
 
 
-def _write_huggingface(loaded, config: EncoderExportConfig, folder: str) -> None:
+def _write_huggingface(loaded, config: EncoderExportConfig, folder: str) -> tuple:
     from safetensors.numpy import save_file
 
     tensors = {}
     for name, value in backbone_to_tf1_variables(loaded.backbone).items():
-        hf_name, transpose = tf1_name_to_hf(name)
+        hf_name, transpose = google_to_hf(name)
         tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value, dtype=np.float32)
     # transformers reads only safetensors files marked as PyTorch tensors.
     save_file(tensors, os.path.join(folder, HF_WEIGHTS_FILE), metadata={"format": "pt"})
-    _write_json(os.path.join(folder, HF_CONFIG_FILE), hf_config_dict(loaded.config))
+    write_json(os.path.join(folder, HF_CONFIG_FILE), hf_config_dict(loaded.config), sort_keys=True)
     shutil.copyfile(loaded.tokenizer.vocab_file, os.path.join(folder, VOCAB_FILE))
     _write_hf_tokenizer(loaded.tokenizer, config.max_seq_length, folder)
-    _write_json(os.path.join(folder, "special_tokens_map.json"), dict(_SPECIAL_TOKENS))
+    write_json(os.path.join(folder, "special_tokens_map.json"), dict(_SPECIAL_TOKENS), sort_keys=True)
     modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
     if config.pooling == "pooler":
         modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
         _write_pooler_dense(tensors, loaded.config.hidden_size, os.path.join(folder, "2_Dense"))
-    _write_json(os.path.join(folder, "modules.json"), modules)
-    _write_json(os.path.join(folder, "sentence_bert_config.json"),
-                {"max_seq_length": config.max_seq_length, "do_lower_case": False})
+    write_json(os.path.join(folder, "modules.json"), modules, sort_keys=True)
+    write_json(os.path.join(folder, "sentence_bert_config.json"),
+               {"max_seq_length": config.max_seq_length, "do_lower_case": False}, sort_keys=True)
     os.makedirs(os.path.join(folder, "1_Pooling"))
-    _write_json(os.path.join(folder, "1_Pooling", "config.json"), {
+    write_json(os.path.join(folder, "1_Pooling", "config.json"), {
         "word_embedding_dimension": loaded.config.hidden_size,
         "pooling_mode_cls_token": config.pooling in ("cls", "pooler"),
         "pooling_mode_mean_tokens": config.pooling == "mean",
         "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False,
         "pooling_mode_weightedmean_tokens": False, "pooling_mode_lasttoken": False,
-        "include_prompt": True})
-    _write_json(os.path.join(folder, EXPORT_INFO_FILE), _export_info(config, loaded.config))
+        "include_prompt": True}, sort_keys=True)
+    write_json(os.path.join(folder, EXPORT_INFO_FILE), _export_info(config, loaded.config), sort_keys=True)
+    return ()
 
 
 def _write_hf_tokenizer(tokenizer, max_seq_length: int, folder: str) -> None:
@@ -184,9 +166,9 @@ def _write_hf_tokenizer(tokenizer, max_seq_length: int, folder: str) -> None:
         single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
         special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
     backend.save(os.path.join(folder, "tokenizer.json"))
-    _write_json(os.path.join(folder, "tokenizer_config.json"), {
+    write_json(os.path.join(folder, "tokenizer_config.json"), {
         "tokenizer_class": "PreTrainedTokenizerFast", "do_lower_case": tokenizer.do_lower_case,
-        "model_max_length": max_seq_length, "max_seq_length": max_seq_length, **_SPECIAL_TOKENS})
+        "model_max_length": max_seq_length, "max_seq_length": max_seq_length, **_SPECIAL_TOKENS}, sort_keys=True)
 
 
 def _write_pooler_dense(tensors: dict, hidden_size: int, folder: str) -> None:
@@ -194,9 +176,9 @@ def _write_pooler_dense(tensors: dict, hidden_size: int, folder: str) -> None:
     from safetensors.numpy import save_file
 
     os.makedirs(folder)
-    _write_json(os.path.join(folder, "config.json"), {
+    write_json(os.path.join(folder, "config.json"), {
         "in_features": hidden_size, "out_features": hidden_size, "bias": True,
-        "activation_function": "torch.nn.modules.activation.Tanh"})
+        "activation_function": "torch.nn.modules.activation.Tanh"}, sort_keys=True)
     save_file({"linear.weight": tensors["pooler.dense.weight"], "linear.bias": tensors["pooler.dense.bias"]},
               os.path.join(folder, HF_WEIGHTS_FILE), metadata={"format": "pt"})
 
@@ -236,7 +218,7 @@ def _keras_hub_mismatches(bert_config: BertConfig) -> list:
             for key, value in _KERAS_HUB_NUMERICS.items() if getattr(bert_config, key) != value]
 
 
-def _write_keras_hub(loaded, config: EncoderExportConfig, folder: str) -> None:
+def _write_keras_hub(loaded, config: EncoderExportConfig, folder: str) -> tuple:
     import keras_hub
 
     mismatches = _keras_hub_mismatches(loaded.config)
@@ -250,15 +232,23 @@ def _write_keras_hub(loaded, config: EncoderExportConfig, folder: str) -> None:
     lower = loaded.tokenizer.do_lower_case
     keras_hub.models.BertTokenizer(vocabulary=loaded.tokenizer.vocab_file, lowercase=lower,
                                    strip_accents=lower).save_to_preset(folder)
-    extra = {}
+    extra, notes = {}, ()
     if mismatches:
         extra = {"keras_hub_mismatches": mismatches,
                  "keras_hub_drift": keras_hub_drift(loaded.backbone, loaded.config, folder)}
-    _write_json(os.path.join(folder, EXPORT_INFO_FILE), _export_info(config, loaded.config, **extra))
+        drift = extra["keras_hub_drift"]
+        notes = (f"keras-hub's BertBackbone computes this encoder only approximately ({'; '.join(mismatches)}): "
+                 f"on {drift['num_sequences']} random token sequences its mean-pooled vectors differ from the "
+                 f"original by at most {drift['max_abs_difference']:.3g} (lowest cosine "
+                 f"{drift['min_cosine']:.6f}). dialoguecse_tf loads it with the original numerics, recorded in "
+                 f"`{EXPORT_INFO_FILE}`.",)
+    write_json(os.path.join(folder, EXPORT_INFO_FILE), _export_info(config, loaded.config, **extra), sort_keys=True)
+    return notes
 
 
 def export_encoder(config: EncoderExportConfig) -> str:
-    """Writes `config.output_dir` (which must not exist) in `config.format`; returns its path.
+    """Writes `config.output_dir` (which must not exist) in `config.format`, with its model card
+    (`model_card`, README.md); returns its path.
 
     The folder is written beside its final name and renamed into place, so a failed export
     leaves no partial export (parent folders it had to create stay).
@@ -272,7 +262,9 @@ def export_encoder(config: EncoderExportConfig) -> str:
     staging = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(target) + "-", dir=os.path.dirname(target))
     try:
         writer = _write_huggingface if config.format == FORMAT_HUGGINGFACE else _write_keras_hub
-        writer(loaded, config, staging)
+        notes = writer(loaded, config, staging)
+        write_card(staging, card(config.format, checkpoint_facts(config.checkpoint, loaded.metadata), config.pooling,
+                                 config.max_seq_length, os.path.basename(target), notes=notes))
         os.replace(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -115,14 +115,25 @@ class ExportConfig:
 
 
 def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool = False,
-                      version: int | None = None, dialogue_encoder: DialogueEncoder | None = None) -> str:
+                      version: int | None = None, dialogue_encoder: DialogueEncoder | None = None,
+                      describe=None) -> str:
     """Writes `export_dir/<version>/`, the layout TF Serving expects; returns that path.
-
-    `dialogue_encoder` (default: interlocutor pooling over the backbone's full length, the
-    release's first tokens and all-zero token types) serves the dialogue signature.
 
     The SavedModel is written beside its final name and renamed into place, so a serving
     process polling `export_dir` never sees a half-written version.
+
+    Args:
+      encoder: the sentence encoder the text and token signatures run.
+      export_dir: the model base folder TF Serving is given.
+      normalize: L2-normalize the served vectors.
+      version: the version folder's number; default: one above the highest in `export_dir`.
+      dialogue_encoder: serves the dialogue signature; default: interlocutor pooling over the
+        backbone's full length, the release's first tokens and all-zero token types.
+      describe: called with the version folder before it is renamed into place, to write the
+        files that describe it (`run_export`: its settings and model card), so they appear with it.
+
+    Returns:
+      The version folder's path.
     """
     version = next_version(export_dir) if version is None else version
     target = os.path.join(export_dir, str(version))
@@ -142,6 +153,8 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
                 DIALOGUES_SIGNATURE: module.serve_dialogues.get_concrete_function(),
             },
         )
+        if describe is not None:
+            describe(staging)
         os.replace(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -150,7 +163,16 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
 
 
 def run_export(config: ExportConfig) -> str:
+    """Exports `config.checkpoint` as a SavedModel version with its `export_config.json` and model card.
+
+    Args:
+      config: the checkpoint, the export folder and the served settings.
+
+    Returns:
+      The version folder's path.
+    """
     from dialoguecse_tf.encoder.checkpoints import load_checkpoint, sentence_pooling
+    from dialoguecse_tf.serving.model_card import card, checkpoint_facts, write_card
 
     loaded = load_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length)
     encoder = SentenceEncoder(loaded.backbone, loaded.tokenizer, pooling=sentence_pooling(loaded, config.pooling))
@@ -159,9 +181,16 @@ def run_export(config: ExportConfig) -> str:
     dialogue_encoder = DialogueEncoder(loaded.backbone, loaded.tokenizer,
                                        config.dialogue_max_seq_length or loaded.backbone.max_sequence_length,
                                        config.dialogue_pooling, **dialogue_settings(loaded.metadata))
-    path = export_savedmodel(encoder, config.export_dir, config.normalize, config.version, dialogue_encoder)
-    write_config(dataclasses.replace(config, pooling=encoder.pooling), path, EXPORT_CONFIG_FILE)
-    return path
+    version = next_version(config.export_dir) if config.version is None else config.version
+    model_path = f"{os.path.basename(os.path.normpath(config.export_dir))}/{version}"
+    text = card("savedmodel", checkpoint_facts(config.checkpoint, loaded.metadata), encoder.pooling,
+                config.max_seq_length, model_path, normalize=config.normalize)
+
+    def describe(folder):
+        write_config(dataclasses.replace(config, pooling=encoder.pooling), folder, EXPORT_CONFIG_FILE)
+        write_card(folder, text)
+
+    return export_savedmodel(encoder, config.export_dir, config.normalize, version, dialogue_encoder, describe)
 
 
 class ExportedEncoder:
