@@ -53,9 +53,9 @@ def synthetic_pairs(batch_size, length, seed):
 def records_pairs(pattern, batch_size, length):
     import tensorflow as tf
 
-    from dialoguecse_tf.records.common import check_compatible, read_dataset
     from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS
-    from dialoguecse_tf.records.registry import resolve_records
+    from dialoguecse_tf.records.reader import read_dataset, resolve_records
+    from dialoguecse_tf.records.spec import check_compatible
 
     files, spec, _ = resolve_records([pattern], RECORD_TYPE_PAIRS)
     check_compatible(spec, max_seq_length=length)

@@ -33,8 +33,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from dialoguecse_tf.records.common import read_dataset
-    from dialoguecse_tf.records.registry import resolve_records
+    from dialoguecse_tf.records.reader import read_dataset, resolve_records
     from dialoguecse_tf.stage import configure
     from dialoguecse_tf.training.strategy import make_dataset
 

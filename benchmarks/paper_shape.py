@@ -128,7 +128,7 @@ def record_recipe(objective: str, settings: dict) -> tuple:
 
 def build_records(name: str, script: str, script_flags: list, vocab_file: str, record_type: str) -> tuple:
     """(records glob, number of examples), written once per work folder."""
-    from dialoguecse_tf.records.registry import resolve_records
+    from dialoguecse_tf.records.reader import resolve_records
 
     folder = os.path.join(FLAGS.work_dir, "records", name)
     if not os.path.isdir(folder):

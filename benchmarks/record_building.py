@@ -130,9 +130,9 @@ def timed_run(command: list) -> dict:
 
 
 def beam_record_types() -> set:
-    from dialoguecse_tf.records.beam_pipeline import _BUILDERS
+    from dialoguecse_tf.records.registry import RECORD_TYPES
 
-    return set(_BUILDERS)
+    return {name for name, record_type in RECORD_TYPES.items() if record_type.beam_builder}
 
 
 def projection(rows: list, workers: list) -> dict:

@@ -78,8 +78,8 @@ def dialoguecse_objective():
 def records_batch(pattern, batch_size, length):
     import tensorflow as tf
 
-    from dialoguecse_tf.records.common import check_compatible, read_dataset
-    from dialoguecse_tf.records.registry import resolve_records
+    from dialoguecse_tf.records.reader import read_dataset, resolve_records
+    from dialoguecse_tf.records.spec import check_compatible
 
     objective = dialoguecse_objective()
     files, spec, _ = resolve_records([pattern], objective.record_type)

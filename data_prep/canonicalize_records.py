@@ -15,7 +15,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from dialoguecse_tf.records.common import canonicalize_record_file
+    from dialoguecse_tf.records.reader import canonicalize_record_file
 
     files = sorted({path for pattern in FLAGS.records for path in glob.glob(pattern)})
     if not files:

@@ -1,26 +1,29 @@
 """The data-prep stages as library functions, each driven by one config object.
 
 The absl entry points in `data_prep/` only fill these configs from flags; a config is written as
-JSON beside the stage's output together with the stats report. TensorFlow (for tokenization and
-records) is imported only once the vocabulary, the output folder and the input patterns have been
-checked: it takes seconds to load, and a bad path should fail at once. The record writers stream
-the corpus (`records.source.DialogueSource`), so a malformed line further in fails while they
-run, naming its file and line.
+JSON beside the stage's output together with the stats report. Every record type is written by
+`run_create_records` from one `RecordsConfig`, whose settings name the type (`records.registry`).
+TensorFlow (for tokenization and records) is imported only once the vocabulary, the output folder
+and the input patterns have been checked: it takes seconds to load, and a bad path should fail at
+once. The record writers stream the corpus (`records.source.DialogueSource`), so a malformed line
+further in fails while they run, naming its file and line. Progress and counts go to absl's log.
 """
 
 import dataclasses
 import os
 import time
+from typing import Any
 
 from absl import logging
 
-from dialoguecse_tf.config_io import write_config
+from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.config_io import CONFIG_FILE, config_to_dict, write_config
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
 from dialoguecse_tf.encoder.vocabulary import load_vocab
-from dialoguecse_tf.io_utils import check_output_dir
+from dialoguecse_tf.io_utils import check_output_dir, write_json
+from dialoguecse_tf.records.registry import RECORD_TYPES, record_type_of
 from dialoguecse_tf.records.source import CorpusConfig, DialogueSource, corpus_texts, load_dialogues
-from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE, DEFAULT_RANDOM_NEXT_POOL_SIZE
 
 STATS_FILE = "prep_stats.json"
 # An SR row is embedded at evaluation by an encoder that reads at most its
@@ -45,10 +48,11 @@ class VocabConfig:
     min_count: int = 2
 
 
-def run_build_vocab(config: VocabConfig, log=print) -> str:
+def run_build_vocab(config: VocabConfig) -> str:
+    """Builds a WordPiece vocabulary of the corpus's texts into `output_dir/vocab.txt`; returns its path."""
     check_outputs(config.output_dir)
     stats = PrepStats()
-    texts = corpus_texts(load_dialogues(config.corpus, stats, log))
+    texts = corpus_texts(load_dialogues(config.corpus, stats))
     from dialoguecse_tf.encoder.tokenization import build_vocab, write_vocab
 
     start = time.perf_counter()
@@ -58,141 +62,81 @@ def run_build_vocab(config: VocabConfig, log=print) -> str:
     write_vocab(vocab, path)
     stats.increment("vocab_size", len(vocab))
     stats.increment("texts", len(texts))
-    _finish(config, stats, start, log)
-    log(f"[vocab] {len(vocab)} tokens from {len(texts)} distinct texts -> {path}")
+    _finish(config_to_dict(config), config.output_dir, stats, start)
+    logging.info("[vocab] %d tokens from %d distinct texts -> %s", len(vocab), len(texts), path)
     return path
 
 
-@dataclasses.dataclass(frozen=True)
-class MlmDataConfig:
-    corpus: CorpusConfig
-    output_dir: str
-    vocab_file: str
-    do_lower_case: bool = True
-    max_seq_length: int = 50
-    max_predictions_per_seq: int = 10
-    masked_lm_prob: float = 0.15
-    dupe_factor: int = 1
-    short_seq_prob: float = 0.1
-    random_seed: int = 12345
-    num_shards: int = 1
-    random_next_pool_size: int = DEFAULT_RANDOM_NEXT_POOL_SIZE
-    engine: str = "single"
-
-
-@dataclasses.dataclass(frozen=True)
-class ContrastiveDataConfig:
-    corpus: CorpusConfig
-    output_dir: str
-    vocab_file: str
-    do_lower_case: bool = True
-    max_seq_length: int = 50
-    num_context_turns: int = 3
-    context_layout: str = "sides"
-    num_negatives: int = 9
-    max_responses_per_dialogue: int = 0
-    use_given_candidates: bool = True
-    random_seed: int = 12345
-    num_shards: int = 1
-    negative_pool_size: int = DEFAULT_NEGATIVE_POOL_SIZE
-    engine: str = "single"
-
-
-@dataclasses.dataclass(frozen=True)
-class PairDataConfig:
-    corpus: CorpusConfig
-    output_dir: str
-    vocab_file: str
-    do_lower_case: bool = True
-    max_seq_length: int = 32
-    pairing: str = "consecutive"
-    min_words: int = 3
-    random_seed: int = 24
-    num_shards: int = 1
-    engine: str = "single"
-
-
-@dataclasses.dataclass(frozen=True)
-class DialogueDataConfig:
-    corpus: CorpusConfig
-    output_dir: str
-    vocab_file: str
-    do_lower_case: bool = True
-    max_seq_length: int = 512
-    num_negatives: int = 9
-    keep_role: str = "random"
-    min_dialogue_turns: int = 5
-    max_dialogues: int = 0
-    samples_per_dialogue: int = 10
-    truncation: str = "head"
-    random_seed: int = 12345
-    num_shards: int = 1
-    negative_pool_size: int = DEFAULT_NEGATIVE_POOL_SIZE
-    engine: str = "single"
-
-
-def _record_writers() -> dict:
-    """{config class: (spec class, writer)} of every record type; the records import TensorFlow,
-    so this is called once a corpus has been read."""
-    from dialoguecse_tf.records import contrastive, dialogues, mlm, pairs
-
-    return {
-        MlmDataConfig: (mlm.MlmRecordSpec, mlm.write_mlm_records),
-        ContrastiveDataConfig: (contrastive.ContrastiveRecordSpec, contrastive.write_contrastive_records),
-        PairDataConfig: (pairs.PairRecordSpec, pairs.write_pair_records),
-        DialogueDataConfig: (dialogues.DialogueRecordSpec, dialogues.write_dialogue_records),
-    }
-
-
-# Fields every record config has; each of the others is a field of the record type's spec or
-# an argument of its writer, by name.
-_SHARED_RECORD_FIELDS = ("corpus", "output_dir", "vocab_file", "do_lower_case", "engine")
 ENGINES = ("single", "beam")
 
 
-def record_settings(config) -> tuple:
-    """(spec, writer arguments) of a record config."""
-    spec_class, _ = _record_writers()[type(config)]
-    settings = {field.name: getattr(config, field.name) for field in dataclasses.fields(config)
-                if field.name not in _SHARED_RECORD_FIELDS}
-    spec_fields = {field.name for field in dataclasses.fields(spec_class)}
-    spec = spec_class(**{name: value for name, value in settings.items() if name in spec_fields})
-    return spec, {name: value for name, value in settings.items() if name not in spec_fields}
+@dataclasses.dataclass(frozen=True)
+class RecordsConfig:
+    """One data-prep run of any record type: the corpus, where the records go, the vocabulary,
+    the engine and the record type's settings, whose class names the type
+    (`registry.record_type_of`). The fields but `corpus` and `settings` are the shared flags of
+    every record entry point (`cli.records_flags`)."""
+
+    corpus: CorpusConfig
+    output_dir: str = dataclasses.field(metadata={"help": "Folder for the record shards (TYPE-NNNNN-of-NNNNN"
+                                                          ".tfrecord), records_info.json, config.json and "
+                                                          "prep_stats.json."})
+    vocab_file: str = dataclasses.field(metadata={"help": "WordPiece vocabulary (vocab.txt) of the encoder to train."})
+    do_lower_case: bool = field(True, "Must match the vocabulary.")
+    engine: str = field(ENGINES[0], "single: this process, streaming the corpus; beam: the Apache Beam pipeline (pip "
+                        "extra `beam`), the same records for a seed; the flags this entry point does not define are "
+                        "its pipeline options, e.g. --runner=DirectRunner --direct_num_workers=2 "
+                        "--direct_running_mode=multi_processing (docs/records_on_beam.md).", choices=ENGINES)
+    settings: Any = dataclasses.field(kw_only=True)
+
+    def to_dict(self) -> dict:
+        """The config as its `config.json` holds it: the settings beside the shared fields, as one
+        flat object, the way the entry point's flags give them."""
+        values = config_to_dict(self)
+        return {**values, **values.pop("settings")}
 
 
-def run_create_records(config, log=print, pipeline_args=()) -> PrepStats:
-    """Writes the records one of the record configs above describes, with its config and stats.
+def run_create_records(config: RecordsConfig, pipeline_args=()) -> PrepStats:
+    """Writes the records `config` describes, with its config and stats.
 
     `config.engine` "single" writes them in this process, streaming the corpus; "beam" runs the
-    record type's Apache Beam pipeline (`records.beam_pipeline`, the `beam` extra) with
-    `pipeline_args` as its pipeline options (e.g. `--runner=DirectRunner`). Both write the same
-    records for a seed.
+    record type's Apache Beam pipeline (`records.beam_pipeline`, the `beam` extra). Both write
+    the same records for a seed.
+
+    Args:
+      config: the run; its settings' class names the record type.
+      pipeline_args: Beam pipeline options for engine "beam" (e.g. `--runner=DirectRunner`).
+
+    Returns:
+      The counts, also written to `output_dir/prep_stats.json`: the corpus read and kept, the
+      record type's own counts, `samples_written` and `write_seconds`.
     """
-    engine = getattr(config, "engine", "single")
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    if pipeline_args and engine != "beam":
-        raise ValueError(f"pipeline options {list(pipeline_args)} are for engine=beam, not {engine}")
+    if config.engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {config.engine!r}")
+    if pipeline_args and config.engine != "beam":
+        raise ValueError(f"pipeline options {list(pipeline_args)} are for engine=beam, not {config.engine}")
+    record_type = record_type_of(config.settings)
+    if config.engine == "beam" and record_type.beam_builder is None:
+        raise ValueError(f"engine=beam does not build {record_type.name!r} records yet; it builds "
+                         f"{sorted(name for name, other in RECORD_TYPES.items() if other.beam_builder)}")
     check_outputs(config.output_dir, config.vocab_file)
     stats = PrepStats()
-    source = DialogueSource(config.corpus, stats, log)
-    from dialoguecse_tf.encoder.tokenization import Tokenizer
+    source = DialogueSource(config.corpus, stats)
+    from dialoguecse_tf.encoder.tokenization import Tokenizer, unknown_share
 
-    _, write_records = _record_writers()[type(config)]
-    spec, arguments = record_settings(config)
+    spec, arguments = record_type.split_settings(config.settings)
     start = time.perf_counter()
-    if engine == "beam":
+    if config.engine == "beam":
         from dialoguecse_tf.records.beam_pipeline import run_beam_records
 
-        run_beam_records(config, spec, arguments, source.paths, stats, pipeline_args, log)
+        run_beam_records(record_type, config, spec, arguments, source.paths, stats, pipeline_args)
     else:
-        tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, config.max_seq_length)
-        write_records(source, tokenizer, config.output_dir, spec, stats=stats, log=log, **arguments)
+        tokenizer = Tokenizer(config.vocab_file, config.do_lower_case, spec.max_seq_length)
+        record_type.write(source, tokenizer, config.output_dir, spec, stats=stats, **arguments)
     if stats["word_pieces"]:
-        from dialoguecse_tf.encoder.tokenization import unknown_share
-
-        log(f"[tokens] {unknown_share(stats['unknown_word_pieces'], stats['word_pieces'], config.vocab_file, 'corpus')}")
-    _finish(config, stats, start, log)
+        logging.info("[tokens] %s", unknown_share(stats["unknown_word_pieces"], stats["word_pieces"],
+                                                  config.vocab_file, "corpus"))
+    _finish(config.to_dict(), config.output_dir, stats, start)
     return stats
 
 
@@ -205,7 +149,7 @@ class SrSetConfig:
     max_negatives: int | None = None
 
 
-def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
+def run_build_sr_set(config: SrSetConfig) -> dict:
     """Builds a `select.txt` from the intent-labelled utterances of a corpus.
 
     Utterances are first cut by `cap_text` for `SR_MAX_SEQ_LENGTH`, so that BM25 does not
@@ -217,7 +161,7 @@ def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
         raise IsADirectoryError(f"output_file {config.output_file} is a folder")
     check_output_dir(os.path.dirname(os.path.abspath(config.output_file)), "output_file")
     stats = PrepStats()
-    dialogues = load_dialogues(config.corpus, stats, log)
+    dialogues = load_dialogues(config.corpus, stats)
     items, seen = [], set()
     for dialogue in cap_utterances(dialogues, SR_MAX_SEQ_LENGTH, stats):
         for turn in dialogue.turns:
@@ -236,8 +180,8 @@ def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
     stats.increment("samples_written", len(rows))
     write_config(config, output_dir, "sr_config.json")
     stats.write_json(os.path.join(output_dir, "sr_" + STATS_FILE))
-    log(f"[sr] {len(rows)} rows -> {config.output_file}")
-    # A warning on stderr, not `log`: a set whose rows lack negatives scores nothing for them.
+    logging.info("[sr] %d rows -> %s", len(rows), config.output_file)
+    # A warning: a set whose rows lack negatives scores nothing for them.
     without = sr_stats["queries_without_negatives"]
     if without:
         consequence = ("so it holds no SR query and evaluation will refuse it" if without == len(rows) else
@@ -247,9 +191,10 @@ def run_build_sr_set(config: SrSetConfig, log=print) -> dict:
     return sr_stats
 
 
-def _finish(config, stats: PrepStats, start: float, log) -> None:
+def _finish(config: dict, output_dir: str, stats: PrepStats, start: float) -> None:
+    """Counts the writing time and writes the config and the stats beside the output."""
     elapsed = time.perf_counter() - start
     stats.increment("write_seconds", round(elapsed, 3))
-    write_config(config, config.output_dir)
-    stats.write_json(os.path.join(config.output_dir, STATS_FILE))
-    log(f"[stats] {stats.to_dict()}")
+    write_json(os.path.join(output_dir, CONFIG_FILE), config, sort_keys=True)
+    stats.write_json(os.path.join(output_dir, STATS_FILE))
+    logging.info("[stats] %s", stats.to_dict())

@@ -25,8 +25,8 @@ from dialoguecse_tf.encoder.checkpoints import load_or_initialize, save_checkpoi
 from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.io_utils import check_output_dir, write_json
 from dialoguecse_tf.presets import PRESETS
-from dialoguecse_tf.records.common import check_compatible, read_dataset
-from dialoguecse_tf.records.registry import resolve_records
+from dialoguecse_tf.records.reader import read_dataset, resolve_records
+from dialoguecse_tf.records.spec import check_compatible
 # The settings live apart so run_cache can key runs without the stage; callers take them here too.
 from dialoguecse_tf.stage_config import CONFIG_FILE, TrainConfig, configure, load_stage_config, stage_record  # noqa: F401
 from dialoguecse_tf.training import loop

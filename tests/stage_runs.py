@@ -56,8 +56,7 @@ def write_pretraining_inputs(folder, vocab_file, bert_config) -> list:
     """MLM records and a dropout-on config; returns the stage's input flags."""
     tokenizer = Tokenizer(vocab_file, max_seq_length=MAX_SEQ_LENGTH)
     spec = MlmRecordSpec(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=2)
-    write_mlm_records(_dialogues(40, 6), tokenizer, str(folder / "mlm_records"), spec, random_seed=3,
-                      log=lambda _: None)
+    write_mlm_records(_dialogues(40, 6), tokenizer, str(folder / "mlm_records"), spec, random_seed=3)
     config_file = folder / "bert_config.json"
     bert_config.replace(hidden_dropout_prob=DROPOUT, attention_probs_dropout_prob=DROPOUT).to_json_file(
         str(config_file)
@@ -74,7 +73,7 @@ def write_finetuning_inputs(folder, vocab_file, bert_config) -> list:
     spec = ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4,
                                  context_layout="sides")
     write_contrastive_records(_dialogues(24, 5), tokenizer, str(folder / "contrastive_records"), spec,
-                              random_seed=1, log=lambda _: None)
+                              random_seed=1)
     config = bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=DROPOUT,
                                  attention_probs_dropout_prob=DROPOUT)
     save_checkpoint(str(folder / "init"), build_backbone(config), config, tokenizer)

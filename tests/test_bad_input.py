@@ -289,7 +289,9 @@ def _build_inputs(root):
     from dialoguecse_tf.encoder.backbone import build_backbone
     from dialoguecse_tf.encoder.checkpoints import save_checkpoint
     from dialoguecse_tf.encoder.tokenization import Tokenizer
-    from dialoguecse_tf.prep import ContrastiveDataConfig, CorpusConfig, MlmDataConfig, run_create_records
+    from dialoguecse_tf.prep import CorpusConfig, RecordsConfig, run_create_records
+    from dialoguecse_tf.records.contrastive import ContrastiveSettings
+    from dialoguecse_tf.records.mlm import MlmSettings
 
     paths = {"missing": str(root / "does-not-exist"), "empty": str(root / "empty.txt"),
              "empty_dir": str(root / "empty_dir"), "a_file": str(root / "a_file.txt")}
@@ -360,12 +362,11 @@ def _build_inputs(root):
     )
     _truncate(os.path.join(paths["ckpt_truncated"], "bert_model.ckpt.data-00000-of-00001"), 0.5)
 
-    quiet = lambda _: None  # noqa: E731
     corpus_config = CorpusConfig(input_file=(corpus,))
-    run_create_records(MlmDataConfig(corpus_config, str(root / "mlm"), vocab, max_seq_length=16,
-                                     max_predictions_per_seq=3, num_shards=2), quiet)
-    run_create_records(ContrastiveDataConfig(corpus_config, str(root / "contrastive"), vocab,
-                                             max_seq_length=16, num_negatives=2), quiet)
+    run_create_records(RecordsConfig(corpus_config, str(root / "mlm"), vocab, settings=MlmSettings(
+        max_seq_length=16, max_predictions_per_seq=3, num_shards=2)))
+    run_create_records(RecordsConfig(corpus_config, str(root / "contrastive"), vocab, settings=ContrastiveSettings(
+        max_seq_length=16, num_negatives=2)))
     mlm, contrastive = str(root / "mlm"), str(root / "contrastive")
     paths.update(
         mlm=mlm, contrastive=contrastive,

@@ -7,16 +7,17 @@ import time
 import pytest
 
 from dialoguecse_tf.prep import (
-    SR_MAX_SEQ_LENGTH, ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, MlmDataConfig, PairDataConfig,
-    SrSetConfig, VocabConfig, load_dialogues, run_build_sr_set, run_build_vocab, run_create_records,
+    SR_MAX_SEQ_LENGTH, CorpusConfig, RecordsConfig, SrSetConfig, VocabConfig, load_dialogues, run_build_sr_set,
+    run_build_vocab, run_create_records,
 )
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.data.sr_builder import read_select_file
 from dialoguecse_tf.io_utils import DataFormatError
-from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE
-from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES
-from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS
-from dialoguecse_tf.records.registry import read_records_info
+from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE, ContrastiveSettings
+from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES, DialogueSettings
+from dialoguecse_tf.records.mlm import MlmSettings
+from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS, PairSettings
+from dialoguecse_tf.records.reader import read_records_info
 from conftest import REPO_ROOT
 from forked_entry_points import run_python
 
@@ -48,25 +49,23 @@ def corpus(tmp_path):
 
 
 def test_all_stages_in_process(tmp_path, corpus):
-    log = lambda _: None  # noqa: E731
-    vocab = run_build_vocab(VocabConfig(corpus, str(tmp_path / "vocab"), vocab_size=200, min_count=1), log)
-    mlm = run_create_records(MlmDataConfig(corpus, str(tmp_path / "mlm"), vocab, max_seq_length=16,
-                                           max_predictions_per_seq=3), log)
+    vocab = run_build_vocab(VocabConfig(corpus, str(tmp_path / "vocab"), vocab_size=200, min_count=1))
+    mlm = run_create_records(RecordsConfig(corpus, str(tmp_path / "mlm"), vocab,
+                                           settings=MlmSettings(max_seq_length=16, max_predictions_per_seq=3)))
     assert mlm["samples_written"] > 0 and mlm["dialogues_kept"] == 12
-    contrastive = run_create_records(
-        ContrastiveDataConfig(corpus, str(tmp_path / "con"), vocab, max_seq_length=16, num_negatives=4,
-                              max_responses_per_dialogue=2), log)
+    contrastive = run_create_records(RecordsConfig(corpus, str(tmp_path / "con"), vocab, settings=ContrastiveSettings(
+        max_seq_length=16, num_negatives=4, max_responses_per_dialogue=2)))
     assert contrastive["samples_written"] == 24
     spec, _ = read_records_info(str(tmp_path / "con"), RECORD_TYPE_CONTRASTIVE)
     assert spec.num_negatives == 4 and spec.num_context_turns == 3
-    # Each config's settings reach its spec and its writer by name.
-    run_create_records(PairDataConfig(corpus, str(tmp_path / "pairs"), vocab, max_seq_length=12, pairing="self",
-                                      min_words=1, random_seed=3), log)
+    # Each type's settings reach its spec and its writer by name.
+    run_create_records(RecordsConfig(corpus, str(tmp_path / "pairs"), vocab, settings=PairSettings(
+        max_seq_length=12, pairing="self", min_words=1, random_seed=3)))
     spec, stats = read_records_info(str(tmp_path / "pairs"), RECORD_TYPE_PAIRS)
     assert (spec.max_seq_length, spec.pairing, stats["min_words"], stats["shuffle_seed"]) == (12, "self", 1, 3)
-    run_create_records(DialogueDataConfig(corpus, str(tmp_path / "dialogues"), vocab, max_seq_length=48,
-                                          num_negatives=2, keep_role="released", min_dialogue_turns=5,
-                                          max_dialogues=4, samples_per_dialogue=2, truncation="recent_turns"), log)
+    run_create_records(RecordsConfig(corpus, str(tmp_path / "dialogues"), vocab, settings=DialogueSettings(
+        max_seq_length=48, num_negatives=2, keep_role="released", min_dialogue_turns=5, max_dialogues=4,
+        samples_per_dialogue=2, truncation="recent_turns")))
     spec, stats = read_records_info(str(tmp_path / "dialogues"), RECORD_TYPE_DIALOGUES)
     assert (spec.max_seq_length, spec.num_negatives, spec.truncation) == (48, 2, "recent_turns")
     assert (stats["keep_role"], stats["min_turns"], stats["samples_per_dialogue"], stats["samples_written"]) == (
@@ -81,7 +80,7 @@ def test_all_stages_in_process(tmp_path, corpus):
     mlm_stats = json.loads((tmp_path / "mlm" / "prep_stats.json").read_text())
     assert mlm_stats["mlm_distinct_utterances"] == mlm_stats["mlm_turn_utterances"] == len(texts)
     assert mlm_stats["mlm_candidate_only_utterances"] == 0
-    run_build_sr_set(SrSetConfig(corpus, str(tmp_path / "sr" / "select.txt"), num_candidates=8, max_positives=3), log)
+    run_build_sr_set(SrSetConfig(corpus, str(tmp_path / "sr" / "select.txt"), num_candidates=8, max_positives=3))
     rows = read_select_file(str(tmp_path / "sr" / "select.txt"))
     assert rows and all(0 < len(r.positive_ids) <= 3 for r in rows)
     by_id = {r.id: r for r in rows}
@@ -100,23 +99,22 @@ def test_min_turns_default_per_format(tmp_path):
     path = tmp_path / "chat.txt"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     stats = PrepStats()
-    assert [d.dialogue_id for d in load_dialogues(CorpusConfig((str(path),), "jddc"), stats, lambda _: None)] == ["s2"]
+    assert [d.dialogue_id for d in load_dialogues(CorpusConfig((str(path),), "jddc"), stats)] == ["s2"]
     assert stats.dropped == {"too_few_turns": 1}
-    kept = load_dialogues(CorpusConfig((str(path),), "jddc", min_turns=0), PrepStats(), lambda _: None)
+    kept = load_dialogues(CorpusConfig((str(path),), "jddc", min_turns=0), PrepStats())
     assert [len(d.turns) for d in kept] == [2, 4]
 
 
 def test_sgd_folder_or_glob_and_an_sr_set_from_its_acts(tmp_path, shared_data):
     dev = shared_data / "sgd" / "dev"
-    quiet = lambda _: None  # noqa: E731
-    folder = load_dialogues(CorpusConfig((str(dev),), "sgd"), PrepStats(), quiet)
+    folder = load_dialogues(CorpusConfig((str(dev),), "sgd"), PrepStats())
     two_files = CorpusConfig((str(dev / "dialogues_00[12].json"),), "sgd")
     stats = PrepStats()
-    dialogues = load_dialogues(two_files, stats, quiet)
+    dialogues = load_dialogues(two_files, stats)
     assert len(folder) == 2098 and dialogues == folder[:len(dialogues)]
     assert stats["dialogues_read"] == stats["dialogues_kept"] == len(dialogues) == 256 and stats["turns_merged"] == 0
     sr_stats = run_build_sr_set(SrSetConfig(two_files, str(tmp_path / "sr" / "select.txt"), num_candidates=20,
-                                            max_positives=5), quiet)
+                                            max_positives=5))
     rows = read_select_file(str(tmp_path / "sr" / "select.txt"))
     assert len(rows) == sr_stats["queries"] > 3000
     intents = {t.intent for d in dialogues for t in d.turns}
@@ -133,7 +131,7 @@ def test_sr_set_without_negatives_warns_on_stderr_and_in_the_stats(tmp_path, cap
         for i in range(4)]}) + "\n", encoding="utf-8")
     with caplog.at_level("WARNING"):
         sr_stats = run_build_sr_set(SrSetConfig(CorpusConfig((str(one_intent),)), str(tmp_path / "sr" / "select.txt"),
-                                                num_candidates=8), lambda _: None)
+                                                num_candidates=8))
     assert sr_stats["queries_without_negatives"] == sr_stats["queries"] == 4
     stats = json.loads((tmp_path / "sr" / "sr_prep_stats.json").read_text())
     assert stats["sr_queries_without_negatives"] == 4
@@ -152,8 +150,7 @@ def test_sr_set_of_a_huge_utterance_costs_seconds_and_megabytes(tmp_path):
     path.write_text("\n".join([json.dumps(first)] + lines[1:]) + "\n", encoding="utf-8")
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    run_build_sr_set(SrSetConfig(CorpusConfig((str(path),)), str(tmp_path / "sr" / "select.txt"), num_candidates=8),
-                     lambda _: None)
+    run_build_sr_set(SrSetConfig(CorpusConfig((str(path),)), str(tmp_path / "sr" / "select.txt"), num_candidates=8))
     elapsed = time.perf_counter() - start
     peak_growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
     print(f"SR set with a 10.8 MB utterance: {elapsed:.2f} s, peak RSS growth {peak_growth_mb:.0f} MB")
@@ -167,9 +164,9 @@ def test_sr_set_of_a_huge_utterance_costs_seconds_and_megabytes(tmp_path):
 def test_min_turns_and_missing_input(tmp_path, corpus):
     short = CorpusConfig(corpus.input_file, "jsonl", min_turns=6)
     with pytest.raises(ValueError, match="no dialogue left"):
-        run_build_vocab(VocabConfig(short, str(tmp_path / "v")), lambda _: None)
+        run_build_vocab(VocabConfig(short, str(tmp_path / "v")))
     with pytest.raises(FileNotFoundError, match="nothing-here"):
-        run_build_vocab(VocabConfig(CorpusConfig((str(tmp_path / "nothing-here*"),)), str(tmp_path / "v")), lambda _: None)
+        run_build_vocab(VocabConfig(CorpusConfig((str(tmp_path / "nothing-here*"),)), str(tmp_path / "v")))
 
 
 def test_settings_are_checked_before_the_corpus_is_read(tmp_path, corpus, tiny_vocab_file, monkeypatch):
@@ -183,11 +180,12 @@ def test_settings_are_checked_before_the_corpus_is_read(tmp_path, corpus, tiny_v
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     with pytest.raises(FileNotFoundError, match="BERT vocabulary file not found"):
-        run_create_records(MlmDataConfig(corpus, str(tmp_path / "mlm"), str(tmp_path / "missing.txt")))
+        run_create_records(RecordsConfig(corpus, str(tmp_path / "mlm"), str(tmp_path / "missing.txt"),
+                                         settings=MlmSettings()))
     with pytest.raises(ValueError, match="lacks the special tokens"):
-        run_create_records(ContrastiveDataConfig(corpus, str(tmp_path / "con"), str(a_file)))
+        run_create_records(RecordsConfig(corpus, str(tmp_path / "con"), str(a_file), settings=ContrastiveSettings()))
     with pytest.raises(NotADirectoryError, match=f"output_dir {a_file} is not a folder"):
-        run_create_records(ContrastiveDataConfig(corpus, str(a_file), tiny_vocab_file))
+        run_create_records(RecordsConfig(corpus, str(a_file), tiny_vocab_file, settings=ContrastiveSettings()))
     with pytest.raises(NotADirectoryError, match=f"output_dir {a_file / 'sub'}: {a_file} is not a folder"):
         run_build_vocab(VocabConfig(corpus, str(a_file / "sub")))
     with pytest.raises(IsADirectoryError, match=f"output_file {tmp_path} is a folder"):
@@ -200,10 +198,10 @@ def test_min_turns_drops_are_named_and_no_sample_leaves_no_folder(tmp_path, tiny
     one_turn.write_text("".join(json.dumps({"turns": [{"speaker": "u", "text": f"hello {i}"}]}) + "\n"
                                 for i in range(3)), encoding="utf-8")
     with pytest.raises(ValueError, match=r"min_turns=4 dropped all 3 dialogues read"):
-        run_build_vocab(VocabConfig(CorpusConfig((str(one_turn),)), str(tmp_path / "v")), lambda _: None)
+        run_build_vocab(VocabConfig(CorpusConfig((str(one_turn),)), str(tmp_path / "v")))
     with pytest.raises(ValueError, match="no contrastive sample could be built"):
-        run_create_records(ContrastiveDataConfig(CorpusConfig((str(one_turn),), min_turns=0),
-                                                 str(tmp_path / "con"), tiny_vocab_file), lambda _: None)
+        run_create_records(RecordsConfig(CorpusConfig((str(one_turn),), min_turns=0), str(tmp_path / "con"),
+                                         tiny_vocab_file, settings=ContrastiveSettings()))
     assert not (tmp_path / "con").exists()
 
 
@@ -212,9 +210,8 @@ def test_malformed_line_stops_or_is_counted(tmp_path, corpus):
     good = open(corpus.input_file[0], encoding="utf-8").read().splitlines()
     path.write_text("\n".join(good[:3] + ["{not json"] + good[3:]) + "\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"bad.jsonl:4"):
-        run_build_vocab(VocabConfig(CorpusConfig((str(path),)), str(tmp_path / "v")), lambda _: None)
-    run_build_vocab(VocabConfig(CorpusConfig((str(path),), skip_malformed=True), str(tmp_path / "v"), min_count=1),
-                    lambda _: None)
+        run_build_vocab(VocabConfig(CorpusConfig((str(path),)), str(tmp_path / "v")))
+    run_build_vocab(VocabConfig(CorpusConfig((str(path),), skip_malformed=True), str(tmp_path / "v"), min_count=1))
     stats = json.loads((tmp_path / "v" / "prep_stats.json").read_text())
     assert stats["malformed_lines"] == 1 and stats["dialogues_kept"] == 12
 
@@ -264,9 +261,11 @@ def test_unknown_word_pieces_are_counted_per_record_type_and_warned_about(tmp_pa
                                                   for j in range(4)]}) + "\n" for i in range(6)), encoding="utf-8")
     unknown, pieces = Tokenizer(tiny_vocab_file).count_unknown(texts)
     assert 0.05 < unknown / pieces < 1
-    for config in (PairDataConfig(CorpusConfig((str(path),)), str(tmp_path / "pairs"), tiny_vocab_file, min_words=0),
-                   MlmDataConfig(CorpusConfig((str(path),)), str(tmp_path / "mlm"), tiny_vocab_file)):
-        stats = run_create_records(config, lambda _: None)
+    for config in (RecordsConfig(CorpusConfig((str(path),)), str(tmp_path / "pairs"), tiny_vocab_file,
+                                 settings=PairSettings(min_words=0)),
+                   RecordsConfig(CorpusConfig((str(path),)), str(tmp_path / "mlm"), tiny_vocab_file,
+                                 settings=MlmSettings())):
+        stats = run_create_records(config)
         # Each distinct utterance once (pairs tokenize each distinct text; MLM every utterance of every dialogue).
         assert stats["word_pieces"] > 0 and 0.05 < stats["unknown_word_pieces"] / stats["word_pieces"] < 1
         written = json.loads((tmp_path / config.output_dir.split("/")[-1] / "prep_stats.json").read_text())

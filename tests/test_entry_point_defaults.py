@@ -1,6 +1,7 @@
-"""Every data-prep entry point's flag defaults equal its config dataclass's defaults, so a
-default is decided in one place (the training and evaluation flags are generated from their
-configs, `cli/flag_utils.define_config_flags`)."""
+"""The hand-written data-prep entry points' flag defaults equal their config dataclasses'
+defaults, so a default is decided in one place. The training, evaluation and record entry points
+generate their flags from their configs (`cli/flag_utils.define_config_flags`); the record ones
+are checked by tests/test_records_registry.py."""
 
 import json
 
@@ -12,9 +13,6 @@ from forked_entry_points import run_python
 # entry point -> (module, config class) whose fields its flags fill
 ENTRY_POINTS = {
     "build_vocab.py": ("dialoguecse_tf.prep", "VocabConfig"),
-    "create_pretraining_data.py": ("dialoguecse_tf.prep", "MlmDataConfig"),
-    "create_contrastive_data.py": ("dialoguecse_tf.prep", "ContrastiveDataConfig"),
-    "create_dialogue_data.py": ("dialoguecse_tf.prep", "DialogueDataConfig"),
     "build_sr_set.py": ("dialoguecse_tf.prep", "SrSetConfig"),
     "generate_demo_corpus.py": ("dialoguecse_tf.data.demo_corpus", "DemoCorpusConfig"),
 }

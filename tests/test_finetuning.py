@@ -47,7 +47,7 @@ def setup(tmp_path, tiny_vocab_file, tiny_bert_config):
         topic = TOPICS[i % 4]
         dialogues.append(Dialogue(str(i), tuple(Turn(str(j % 2), topic[rng.integers(4)]) for j in range(5))))
     spec = ContrastiveRecordSpec(max_seq_length=10, num_context_turns=4, num_negatives=5, context_layout="sides")
-    write_contrastive_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=1, log=lambda _: None)
+    write_contrastive_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=1)
     config = tiny_bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     # A seeded start: otherwise it depends on what ran before in the process (or on nothing).
     keras.utils.set_random_seed(0)

@@ -29,7 +29,7 @@ from dialoguecse_tf.evaluation.tables import results_table
 from dialoguecse_tf.io_utils import DataFormatError, read_strict_lines
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec
 from dialoguecse_tf.records.mlm import MlmRecordSpec
-from dialoguecse_tf.records.registry import read_records_info
+from dialoguecse_tf.records.reader import read_records_info
 from dialoguecse_tf.serving.embed import read_texts
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -15,12 +15,11 @@ from dialoguecse_tf.encoder.checkpoints import save_checkpoint
 from dialoguecse_tf.encoder.dialogue import DialogueEncoder, dialogue_settings
 from dialoguecse_tf.encoder.packing import pack_dialogues, ragged_dialogues
 from dialoguecse_tf.models.dial2vec import Dial2vecModel, cross_representations
-from dialoguecse_tf.records.common import read_dataset
 from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK, DIALOGUE_ROLE_IDS,
                                               DIALOGUE_TURN_IDS, RECORD_TYPE_DIALOGUES, DialogueRecordSpec,
                                               make_negatives, usable_dialogues, write_dialogue_records)
 from dialoguecse_tf.encoder.tokenization import Tokenizer, build_vocab, write_vocab
-from dialoguecse_tf.records.registry import resolve_records
+from dialoguecse_tf.records.reader import read_dataset, resolve_records
 
 
 def _numpy_forward(h, mask, roles, turns, window):
@@ -139,7 +138,7 @@ def test_dialogue_records_on_real_sgd(shared_data, tiny_vocab_file, tmp_path):
     tokenizer = Tokenizer(tiny_vocab_file)
     dialogues = _dialogues(shared_data, 12)
     stats = write_dialogue_records(dialogues, tokenizer, str(tmp_path), DialogueRecordSpec(48, 3),
-                                   log=lambda _: None, samples_per_dialogue=1)
+                                   samples_per_dialogue=1)
     usable = usable_dialogues(dialogues, 5, PrepStats())
     assert stats["samples_written"] == len(usable) > 5
     assert stats["dialogues_truncated"] > 0  # SGD dialogues are longer than 48 tokens
@@ -153,8 +152,7 @@ def test_dialogue_records_on_real_sgd(shared_data, tiny_vocab_file, tmp_path):
     # A negative shares the dialogue's roles and turn layout but not all of its tokens.
     assert not np.array_equal(record[DIALOGUE_INPUT_IDS][1], record[DIALOGUE_INPUT_IDS][0])
     with pytest.raises(ValueError, match="dial2vec needs at least 2"):
-        write_dialogue_records(dialogues[:1], tokenizer, str(tmp_path / "one"), DialogueRecordSpec(48, 3),
-                               log=lambda _: None)
+        write_dialogue_records(dialogues[:1], tokenizer, str(tmp_path / "one"), DialogueRecordSpec(48, 3))
 
 
 def _read_records(folder):
@@ -173,7 +171,7 @@ def test_each_dialogue_gives_ten_samples_with_fresh_negatives_as_the_release(sha
 
     def write(name, seed):
         write_dialogue_records(dialogues, tokenizer, str(tmp_path / name), DialogueRecordSpec(96, 3),
-                               random_seed=seed, log=lambda _: None)
+                               random_seed=seed)
         return _read_records(tmp_path / name)
 
     files, info, ids = write("a", 7)
@@ -195,4 +193,4 @@ def test_each_dialogue_gives_ten_samples_with_fresh_negatives_as_the_release(sha
     assert not np.array_equal(other, ids)
     with pytest.raises(ValueError, match="samples_per_dialogue must be a positive int"):
         write_dialogue_records(dialogues, tokenizer, str(tmp_path / "d"), DialogueRecordSpec(96, 3),
-                               samples_per_dialogue=0, log=lambda _: None)
+                               samples_per_dialogue=0)

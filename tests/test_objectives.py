@@ -1,8 +1,8 @@
 """The checks every registered objective must pass, parametrized over the registry.
 
-A new objective gets them the day it is registered: add a writer for its record type to
-`RECORD_WRITERS` if it reads a new kind of records. Records are written from the real ECD
-training sample by the project's own writers; the model is a tiny BERT.
+A new objective gets them the day it is registered: add its record type's harness settings to
+`RECORD_SETTINGS` if it reads a new kind of records. Records are written from the real ECD
+training sample by the record types' own writers; the model is a tiny BERT.
 """
 
 import dataclasses
@@ -24,10 +24,11 @@ from dialoguecse_tf.encoder.bert_config import BertConfig
 from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.encoder.tokenization import Tokenizer, build_vocab, write_vocab
 from dialoguecse_tf.objectives import get_objective_class, objective_names
-from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE, ContrastiveRecordSpec, write_contrastive_records
-from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES, DialogueRecordSpec, write_dialogue_records
-from dialoguecse_tf.records.mlm import RECORD_TYPE_MLM, MlmRecordSpec, write_mlm_records
-from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS, PairRecordSpec, write_pair_records
+from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE, ContrastiveSettings
+from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES, DialogueSettings
+from dialoguecse_tf.records.mlm import RECORD_TYPE_MLM, MlmSettings
+from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS, PairSettings
+from dialoguecse_tf.records.registry import RECORD_TYPES
 from dialoguecse_tf.training.strategy import create_strategy
 
 MAX_SEQ_LENGTH = 24
@@ -52,40 +53,24 @@ FAMILY_CASES = _one_case_per_family()
 CONTRASTIVE_METRICS = ("positive_ranked_first", "positive_cosine", "negative_cosine", "cosine_gap")
 
 
-def _write_mlm(dialogues, tokenizer, folder):
-    write_mlm_records(dialogues, tokenizer, folder, MlmRecordSpec(MAX_SEQ_LENGTH, 4), random_seed=1,
-                      log=lambda _: None)
-    return {"max_predictions_per_seq": 4}
-
-
-def _write_contrastive(dialogues, tokenizer, folder):
-    spec = ContrastiveRecordSpec(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3, num_negatives=4,
-                                 context_layout="sides")
-    write_contrastive_records(dialogues, tokenizer, folder, spec, random_seed=1, log=lambda _: None)
+# record type -> (its settings in the harness, the options that fit its records)
+RECORD_SETTINGS = {
+    RECORD_TYPE_MLM: (MlmSettings(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=4, random_seed=1),
+                      {"max_predictions_per_seq": 4}),
     # No frozen layer: a tiny random encoder gives near-parallel embeddings, and only its
     # embeddings and bottom layer can pull them apart within a few steps.
-    return {"num_context_turns": 3, "num_negatives": 4, "num_frozen_layers": 0}
-
-
-def _write_pairs(dialogues, tokenizer, folder):
-    write_pair_records(dialogues, tokenizer, folder, PairRecordSpec(MAX_SEQ_LENGTH), log=lambda _: None)
+    RECORD_TYPE_CONTRASTIVE: (ContrastiveSettings(max_seq_length=MAX_SEQ_LENGTH, num_context_turns=3,
+                                                  context_layout="sides", num_negatives=4, random_seed=1),
+                              {"num_context_turns": 3, "num_negatives": 4, "num_frozen_layers": 0}),
     # The harness's learning rate (5e-3) is already a head-sized rate; DSE's x100 on top of it
     # would throw the head around. test_objectives_dse.py checks the two rates.
-    return {"head_learning_rate_scale": 1.0}
-
-
-def _write_dialogues(dialogues, tokenizer, folder):
+    RECORD_TYPE_PAIRS: (PairSettings(max_seq_length=MAX_SEQ_LENGTH), {"head_learning_rate_scale": 1.0}),
     # The sample's lines hold 2-8 turns; 3 keeps enough of them.
-    write_dialogue_records(dialogues, tokenizer, folder, DialogueRecordSpec(MAX_SEQ_LENGTH, 4), min_dialogue_turns=3,
-                           random_seed=1, log=lambda _: None)
-    return {"num_negatives": 4, "num_frozen_layers": 0}
-
-
-# record type -> writer(dialogues, tokenizer, folder) -> options that fit the records
-RECORD_WRITERS = {RECORD_TYPE_MLM: _write_mlm, RECORD_TYPE_CONTRASTIVE: _write_contrastive,
-                  RECORD_TYPE_PAIRS: _write_pairs, RECORD_TYPE_DIALOGUES: _write_dialogues}
-RECORD_GLOBS = {RECORD_TYPE_MLM: "mlm-*", RECORD_TYPE_CONTRASTIVE: "contrastive-*",
-                RECORD_TYPE_PAIRS: "pairs-*", RECORD_TYPE_DIALOGUES: "dialogues-*"}
+    RECORD_TYPE_DIALOGUES: (DialogueSettings(max_seq_length=MAX_SEQ_LENGTH, num_negatives=4, min_dialogue_turns=3,
+                                             random_seed=1),
+                            {"num_negatives": 4, "num_frozen_layers": 0}),
+}
+RECORD_GLOBS = {name: record_type.file_pattern for name, record_type in RECORD_TYPES.items()}
 
 
 @pytest.fixture(scope="session")
@@ -106,8 +91,9 @@ def real_inputs(shared_data, tmp_path_factory):
     keras.utils.set_random_seed(int(os.environ.get("OBJECTIVE_HARNESS_SEED", "0")))
     save_checkpoint(str(folder / "init"), build_backbone(config), config, tokenizer)
     options = {}
-    for record_type, writer in RECORD_WRITERS.items():
-        options[record_type] = writer(dialogues, tokenizer, str(folder / record_type))
+    for name, (settings, options[name]) in RECORD_SETTINGS.items():
+        spec, arguments = RECORD_TYPES[name].split_settings(settings)
+        RECORD_TYPES[name].write(dialogues, tokenizer, str(folder / name), spec, **arguments)
     return folder, options
 
 
@@ -116,8 +102,8 @@ def _settings(real_inputs, case, output_dir, **overrides):
     name, variant = CASES[case]
     objective_class = get_objective_class(name)
     record_type = objective_class.record_type
-    if record_type not in RECORD_WRITERS:
-        pytest.fail(f"objective {name!r} reads {record_type!r} records: add a writer to RECORD_WRITERS")
+    if record_type not in RECORD_SETTINGS:
+        pytest.fail(f"objective {name!r} reads {record_type!r} records: add its settings to RECORD_SETTINGS")
     # A writer's options serve every objective of its record type that has them (SimCSE reads
     # DSE's pairs but has no head to give a rate).
     fields = {f.name for f in dataclasses.fields(objective_class.options_class)}
@@ -330,7 +316,7 @@ def test_resume_after_a_crash_equals_an_uninterrupted_run(real_inputs, reference
 def _wrong_records(name) -> str:
     """The records of another objective's type than case `name`'s."""
     record_type = get_objective_class(CASES[name][0]).record_type
-    return next(other for other in RECORD_WRITERS if other != record_type)
+    return next(other for other in RECORD_SETTINGS if other != record_type)
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,11 @@ import tensorflow as tf
 from dialoguecse_tf import stage
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.objectives.contrastive import candidate_metrics, select_context_turns, select_side_turns
-from dialoguecse_tf.records.common import read_dataset
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CONTEXT_INPUT_IDS, CONTEXT_INPUT_MASK,
                                                 CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET, RECORD_TYPE_CONTRASTIVE,
                                                 ContrastiveRecordSpec, context_slots, write_contrastive_records)
 from dialoguecse_tf.encoder.tokenization import Tokenizer
-from dialoguecse_tf.records.registry import resolve_records
+from dialoguecse_tf.records.reader import read_dataset, resolve_records
 
 WORDS = "where is my order refund please change address discount code thanks hello".split()
 
@@ -46,8 +45,7 @@ def test_nearest_turns_from_sides_records_equal_nearest_records(tmp_path, tiny_v
     batches = {}
     for layout in ("sides", "nearest"):
         spec = ContrastiveRecordSpec(8, 3, 2, layout)
-        write_contrastive_records(_dialogues(), tokenizer, str(tmp_path / layout), spec, random_seed=5,
-                                  log=lambda _: None)
+        write_contrastive_records(_dialogues(), tokenizer, str(tmp_path / layout), spec, random_seed=5)
         batches[layout] = _read(tmp_path / layout, spec)
     from_sides = select_context_turns(batches["sides"], turns)
     from_nearest = select_context_turns(batches["nearest"], turns)
@@ -76,7 +74,7 @@ def test_select_side_turns_keeps_the_nearest_on_each_side():
 def test_released_variant_refuses_nearest_records(tmp_path, tiny_vocab_file):
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=8)
     write_contrastive_records(_dialogues(), tokenizer, str(tmp_path / "records"),
-                              ContrastiveRecordSpec(8, 3, 2, "nearest"), random_seed=5, log=lambda _: None)
+                              ContrastiveRecordSpec(8, 3, 2, "nearest"), random_seed=5)
     objective, config = stage.configure("dialoguecse", train_file=[str(tmp_path / "records" / "contrastive-*")],
                                         output_dir=str(tmp_path / "run"), bert_config_file="unused",
                                         num_train_steps=1, num_negatives=2, max_seq_length=8)

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from dialoguecse_tf.models.dial2vec import Dial2vecModel
 from dialoguecse_tf.objectives.dial2vec import Dial2vecObjective, Dial2vecOptions
-from dialoguecse_tf.records.common import check_compatible
+from dialoguecse_tf.records.spec import check_compatible
 from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK, DIALOGUE_ROLE_IDS,
                                               DIALOGUE_TURN_IDS, DialogueRecordSpec)
 

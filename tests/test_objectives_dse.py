@@ -14,12 +14,11 @@ from dialoguecse_tf.data.readers import read_corpus
 from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.models import DSEModel
 from dialoguecse_tf.objectives.dse import DSEObjective, DSEOptions, TwoRateAdam, pair_metrics
-from dialoguecse_tf.records.common import read_dataset
 from dialoguecse_tf.records.pairs import (PAIR_INPUT_IDS, PAIR_INPUT_MASK, RECORD_TYPE_PAIRS, PairRecordSpec,
                                           has_more_words, iter_pairs, keyed_pairs, write_pair_records)
 from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.encoder.tokenization import Tokenizer
-from dialoguecse_tf.records.registry import read_records_info, resolve_records
+from dialoguecse_tf.records.reader import read_dataset, read_records_info, resolve_records
 from dialoguecse_tf.records.streaming import stable_hash
 
 
@@ -54,7 +53,7 @@ def test_pair_records_round_trip_on_real_sgd_dialogues(shared_data, tiny_vocab_f
     dialogues = list(itertools.islice(read_corpus(str(shared_data / "sgd" / "train"), "sgd"), 5))
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
     spec = PairRecordSpec(16)
-    stats = write_pair_records(dialogues, tokenizer, str(tmp_path), spec, log=lambda _: None)
+    stats = write_pair_records(dialogues, tokenizer, str(tmp_path), spec)
     expected = [pair for _, pair in keyed_pairs(enumerate(dialogues), "consecutive", 3, PrepStats(), 16)]
     assert stats["samples_written"] == len(expected) > 10 and stats["utterances_capped"] == 0
     info_spec, info_stats = read_records_info(str(tmp_path), RECORD_TYPE_PAIRS)
@@ -71,7 +70,7 @@ def test_pair_records_round_trip_on_real_sgd_dialogues(shared_data, tiny_vocab_f
     np.testing.assert_array_equal(np.stack([mask for _, mask in written]),
                                   np.reshape(packed["padding_mask"], (-1, 2, 16)))
     with pytest.raises(ValueError, match="no consecutive pair with more than 50 words"):
-        write_pair_records(dialogues, tokenizer, str(tmp_path / "none"), spec, min_words=50, log=lambda _: None)
+        write_pair_records(dialogues, tokenizer, str(tmp_path / "none"), spec, min_words=50)
 
 
 def test_model_embeds_with_the_evaluation_pooling_and_projects_without_bias(tiny_bert_config, tiny_vocab_file):
@@ -158,7 +157,7 @@ def test_records_smaller_than_one_batch_are_refused(tiny_vocab_file, tmp_path):
 
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
     dialogue = _dialogue("where is my order please", "i want a refund please", "track my package please")
-    write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), PairRecordSpec(16), log=lambda _: None)
+    write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), PairRecordSpec(16))
     objective, config = stage.configure("dse", train_file=(str(tmp_path / "pairs" / "pairs-*"),),
                                         output_dir=str(tmp_path / "run"), max_seq_length=16, train_batch_size=4,
                                         num_train_steps=1)

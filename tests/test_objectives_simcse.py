@@ -21,7 +21,7 @@ from dialoguecse_tf.records.pairs import (PAIR_INPUT_IDS, PAIR_INPUT_MASK, RECOR
                                           write_pair_records)
 from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.encoder.tokenization import Tokenizer
-from dialoguecse_tf.records.registry import read_records_info
+from dialoguecse_tf.records.reader import read_records_info
 
 TEXTS = ["where is my order", "i want a refund please", "hello", "track my package please", "change my address"]
 
@@ -164,8 +164,7 @@ def test_optimizer_is_the_trainers_adamw_with_linear_decay():
 def _self_pair_records(folder, tokenizer):
     texts = [text for topic in stage_runs.TOPICS for text in topic]
     dialogues = [Dialogue(str(i), (Turn("0", text),)) for i, text in enumerate(texts)]
-    write_pair_records(dialogues, tokenizer, str(folder), PairRecordSpec(10, pairing="self"), min_words=0,
-                       log=lambda _: None)
+    write_pair_records(dialogues, tokenizer, str(folder), PairRecordSpec(10, pairing="self"), min_words=0)
 
 
 @pytest.fixture(scope="module")
@@ -257,8 +256,7 @@ def test_exports_embed_by_cls(trained_run, tmp_path):
 def test_pair_records_of_two_texts_train_the_pair_mode_with_a_warning(tiny_vocab_file, tmp_path, caplog):
     tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
     dialogue = Dialogue("d", tuple(Turn(str(i % 2), text) for i, text in enumerate(TEXTS)))
-    write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), PairRecordSpec(10), min_words=0,
-                       log=lambda _: None)
+    write_pair_records([dialogue], tokenizer, str(tmp_path / "pairs"), PairRecordSpec(10), min_words=0)
     spec, _ = read_records_info(str(tmp_path / "pairs"), RECORD_TYPE_PAIRS)
     objective = SimCSEObjective()
     objective.check_records(spec, str(tmp_path / "pairs"))

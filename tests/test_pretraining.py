@@ -31,7 +31,7 @@ def mlm_setup(tmp_path, tiny_vocab_file, tiny_bert_config):
         for i in range(60)
     ]
     spec = MlmRecordSpec(max_seq_length=16, max_predictions_per_seq=3)
-    write_mlm_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=3, log=lambda _: None)
+    write_mlm_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=3)
     config_file = tmp_path / "bert_config.json"
     tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0).to_json_file(str(config_file))
     return configure(

@@ -18,18 +18,19 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.prep import (ContrastiveDataConfig, CorpusConfig, DialogueDataConfig, MlmDataConfig,
-                                          PairDataConfig, run_create_records)
+from dialoguecse_tf.prep import CorpusConfig, RecordsConfig, run_create_records
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
 from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.records import contrastive
-from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
-from dialoguecse_tf.records.registry import read_records_info
+from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, ContrastiveSettings, write_contrastive_records
+from dialoguecse_tf.records.dialogues import DialogueSettings
+from dialoguecse_tf.records.mlm import MlmSettings
+from dialoguecse_tf.records.pairs import PairSettings
+from dialoguecse_tf.records.reader import read_records_info
 from conftest import TINY_WORDS, write_tiny_vocab
 
 IN_PROCESS = ("--runner=DirectRunner", "--direct_num_workers=1")
 TWO_PROCESSES = ("--runner=DirectRunner", "--direct_num_workers=2", "--direct_running_mode=multi_processing")
-NOOP = lambda _: None  # noqa: E731
 
 
 def _dialogue_line(i):
@@ -55,14 +56,15 @@ def corpus(tmp_path_factory):
     return corpus, write_tiny_vocab(folder / "vocab.txt")
 
 
-def _build(corpus, folder, engine, pipeline_args=(), config_class=ContrastiveDataConfig, **settings):
+def _build(corpus, folder, engine, pipeline_args=(), settings_class=ContrastiveSettings, **settings):
     """The shards (each a list of its records, in file order), records info and prep stats."""
     corpus_config, vocab = corpus
     defaults = {"max_seq_length": 8, "num_shards": 3}
-    if config_class is ContrastiveDataConfig:
+    if settings_class is ContrastiveSettings:
         defaults["num_negatives"] = 3
-    config = config_class(corpus_config, str(folder), vocab, engine=engine, **{**defaults, **settings})
-    run_create_records(config, NOOP, pipeline_args)
+    config = RecordsConfig(corpus_config, str(folder), vocab, engine=engine,
+                           settings=settings_class(**{**defaults, **settings}))
+    run_create_records(config, pipeline_args)
     info = read_records_info(str(folder))
     with open(folder / "prep_stats.json", encoding="utf-8") as f:
         prep_stats = json.load(f)
@@ -120,7 +122,7 @@ def test_pair_beam_records_equal_the_single_process_records_in_order(corpus, pai
     """Pair shards are sorted by a seeded hash of their pairs, so both paths write the same files
     record for record; self pairs keep each text's first occurrence on both (the corpus repeats
     texts: its lines cycle through the same words)."""
-    settings = {"config_class": PairDataConfig, "pairing": pairing, "min_words": 2}
+    settings = {"settings_class": PairSettings, "pairing": pairing, "min_words": 2}
     single = _build(corpus, tmp_path / "single", "single", **settings)
     shards, info, prep_stats = single
     assert all(len(records) > 3 for records in shards.values())
@@ -135,7 +137,7 @@ def test_dialogue_beam_records_equal_the_single_process_records(corpus, max_dial
     """6 or all 24 usable dialogues, 2 samples each, negatives from role pools of 5 utterances
     sampled by hash or of all: the same records on both paths (each shard round by round on
     both, in corpus order within a round on the single-process path only)."""
-    settings = {"config_class": DialogueDataConfig, "max_seq_length": 24, "num_negatives": 2,
+    settings = {"settings_class": DialogueSettings, "max_seq_length": 24, "num_negatives": 2,
                 "min_dialogue_turns": 3, "max_dialogues": max_dialogues, "samples_per_dialogue": 2,
                 "negative_pool_size": pool_size}
     single = _as_multisets(_build(corpus, tmp_path / "single", "single", **settings))
@@ -182,7 +184,7 @@ def _in_rounds(built, one_round):
         prep_stats
 
 
-MLM_SETTINGS = {"config_class": MlmDataConfig, "max_seq_length": 12, "max_predictions_per_seq": 3}
+MLM_SETTINGS = {"settings_class": MlmSettings, "max_seq_length": 12, "max_predictions_per_seq": 3}
 
 
 @pytest.mark.parametrize("pool_size", [1000, 4])
@@ -245,13 +247,13 @@ def test_single_process_writer_streams_with_a_bounded_pool(tmp_path, monkeypatch
     tokenizer = Tokenizer(write_tiny_vocab(tmp_path / "vocab.txt"), max_seq_length=8)
     spec = ContrastiveRecordSpec(max_seq_length=8, num_context_turns=2, num_negatives=2)
     stats = write_contrastive_records(corpus, tokenizer, str(tmp_path / "out"), spec, stats=PrepStats(),
-                                      negative_pool_size=500, log=NOOP)
+                                      negative_pool_size=500)
     assert stats["samples_written"] == 12000 and corpus.passes == 2
     assert len(pools[0]) == 500
     # A chunk of samples holds texts, not dialogues: at most the dialogue being read is alive.
     assert corpus.most_alive <= 2
     with pytest.raises(TypeError, match="one-shot iterator"):
-        write_contrastive_records(iter([]), tokenizer, str(tmp_path / "x"), spec, log=NOOP)
+        write_contrastive_records(iter([]), tokenizer, str(tmp_path / "x"), spec)
 
 
 def test_a_shard_whose_parts_lost_records_is_refused(tmp_path):
@@ -267,8 +269,8 @@ def test_a_shard_whose_parts_lost_records_is_refused(tmp_path):
     assert list(writer.process((0, [(0, part, 2)]))) == [(0, 2)]
 
 
-@pytest.mark.parametrize("config_class", [ContrastiveDataConfig, DialogueDataConfig, MlmDataConfig])
-def test_a_runner_that_loses_reread_dialogues_fails_the_run(corpus, config_class, tmp_path, monkeypatch):
+@pytest.mark.parametrize("settings_class", [ContrastiveSettings, DialogueSettings, MlmSettings])
+def test_a_runner_that_loses_reread_dialogues_fails_the_run(corpus, settings_class, tmp_path, monkeypatch):
     """The per-dialogue step of a reread counts what reaches it: a runner that drops a dialogue
     between the read and that step (as the DirectRunner did with two workers, on a million
     dialogues) fails the run, although every read counted the whole corpus."""
@@ -285,4 +287,4 @@ def test_a_runner_that_loses_reread_dialogues_fails_the_run(corpus, config_class
     monkeypatch.setattr(beam_pipeline._Corpus, "read", lossy_read)
     with pytest.raises(RuntimeError,
                        match=r"kept 40 dialogues in each pass .* received 39 in the 1 reread\(s\): it lost dialogues"):
-        _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, config_class=config_class)
+        _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, settings_class=settings_class)

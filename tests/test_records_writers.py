@@ -12,7 +12,6 @@ import pytest
 from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import read_authors_contrastive
-from dialoguecse_tf.records.common import read_dataset
 from dialoguecse_tf.records.contrastive import (RECORD_TYPE_CONTRASTIVE, ContrastiveRecordSpec, nearest_context,
                                                 write_contrastive_records)
 from dialoguecse_tf.records.dialogues import DialogueRecordSpec, write_dialogue_records
@@ -20,7 +19,8 @@ from dialoguecse_tf.records.mlm import (CANDIDATES, RECORD_TYPE_MLM, TURNS, MlmR
                                         write_mlm_records)
 from dialoguecse_tf.encoder.tokenization import Tokenizer, build_vocab, write_vocab
 from dialoguecse_tf.records.pairs import PairRecordSpec, write_pair_records
-from dialoguecse_tf.records.registry import read_records_info
+from dialoguecse_tf.records.reader import read_dataset, read_records_info
+from dialoguecse_tf.records.spec import FLOAT32
 from dialoguecse_tf.records.streaming import shard_of
 
 
@@ -52,7 +52,7 @@ def test_contrastive_records_round_trip_real_ecd(ecd, tmp_path):
     dialogues, tokenizer = ecd
     spec = ContrastiveRecordSpec(max_seq_length=128, num_context_turns=3, num_negatives=9)
     start = time.perf_counter()
-    stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, num_shards=2, log=lambda _: None)
+    stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, num_shards=2)
     elapsed = time.perf_counter() - start
     print(f"contrastive writer: {len(dialogues) / elapsed:.0f} records/s")
     assert stats["samples_written"] == 1000
@@ -95,7 +95,7 @@ def test_contrastive_missing_turns_are_pure_padding(tiny_vocab_file, tmp_path):
         Dialogue("b", (Turn("u", "hello"), Turn("a", "thanks"), Turn("u", "change address"))),
     ]
     spec = ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
-    stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, random_seed=3, log=lambda _: None)
+    stats = write_contrastive_records(dialogues, tokenizer, str(tmp_path), spec, random_seed=3)
     records = list(read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
     assert len(records) == stats["samples_written"] == 5
     first = records[0]
@@ -106,7 +106,7 @@ def test_contrastive_missing_turns_are_pure_padding(tiny_vocab_file, tmp_path):
     negatives = tokenizer.detokenize(first["candidate_input_ids"][1:])
     assert set(negatives) <= {"hello", "thanks", "change address"}
     again = tmp_path / "again"
-    write_contrastive_records(dialogues, tokenizer, str(again), spec, random_seed=3, log=lambda _: None)
+    write_contrastive_records(dialogues, tokenizer, str(again), spec, random_seed=3)
     same = list(read_dataset(str(again / "contrastive-*"), spec).as_numpy_iterator())
     for x, y in zip(records, same):
         np.testing.assert_array_equal(x["candidate_input_ids"], y["candidate_input_ids"])
@@ -118,7 +118,7 @@ def test_contrastive_records_hold_exactly_the_tokenizer_ids(ecd, tmp_path):
     # characters first: neither may change a record of real text.
     dialogues, tokenizer = ecd
     spec = ContrastiveRecordSpec(max_seq_length=16, num_context_turns=3, num_negatives=9)
-    stats = write_contrastive_records(dialogues[:300], tokenizer, str(tmp_path), spec, log=lambda _: None)
+    stats = write_contrastive_records(dialogues[:300], tokenizer, str(tmp_path), spec)
     assert stats["utterances_capped"] == 0
     records = list(read_dataset(str(tmp_path / "contrastive-*"), spec).as_numpy_iterator())
     for dialogue, record in zip(dialogues[:300], records):
@@ -129,26 +129,26 @@ def test_contrastive_records_hold_exactly_the_tokenizer_ids(ecd, tmp_path):
 
 def _contrastive(dialogues, tokenizer, out):
     spec = ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)
-    return spec, write_contrastive_records(dialogues, tokenizer, out, spec, log=lambda _: None)
+    return spec, write_contrastive_records(dialogues, tokenizer, out, spec)
 
 
 def _pairs(pairing):
     def write(dialogues, tokenizer, out):
         spec = PairRecordSpec(8, pairing)
-        return spec, write_pair_records(dialogues, tokenizer, out, spec, log=lambda _: None)
+        return spec, write_pair_records(dialogues, tokenizer, out, spec)
     return write
 
 
 def _dialogues(truncation):
     def write(dialogues, tokenizer, out):
         spec = DialogueRecordSpec(16, 2, truncation)
-        return spec, write_dialogue_records(dialogues, tokenizer, out, spec, samples_per_dialogue=2, log=lambda _: None)
+        return spec, write_dialogue_records(dialogues, tokenizer, out, spec, samples_per_dialogue=2)
     return write
 
 
 def _mlm(dialogues, tokenizer, out):
     spec = MlmRecordSpec(max_seq_length=8, max_predictions_per_seq=2)
-    return spec, write_mlm_records(dialogues, tokenizer, out, spec, dupe_factor=2, log=lambda _: None)
+    return spec, write_mlm_records(dialogues, tokenizer, out, spec, dupe_factor=2)
 
 
 def _corpus_with(text):
@@ -199,7 +199,7 @@ def test_mlm_records_real_ecd(ecd, tmp_path):
     dialogues, tokenizer = ecd
     spec = MlmRecordSpec(max_seq_length=50, max_predictions_per_seq=10)
     start = time.perf_counter()
-    stats = write_mlm_records(dialogues, tokenizer, str(tmp_path), spec, random_seed=7, num_shards=2, log=lambda _: None)
+    stats = write_mlm_records(dialogues, tokenizer, str(tmp_path), spec, random_seed=7, num_shards=2)
     elapsed = time.perf_counter() - start
     count = stats["samples_written"]
     print(f"mlm writer: {count / elapsed:.0f} records/s ({count} records)")
@@ -263,24 +263,23 @@ def test_mlm_masking_is_deterministic_and_needs_two_dialogues(tiny_vocab_file, t
     spec = MlmRecordSpec(max_seq_length=16, max_predictions_per_seq=3)
     outputs = []
     for run in ("a", "b"):
-        write_mlm_records(dialogues, tokenizer, str(tmp_path / run), spec, random_seed=1, dupe_factor=2, log=lambda _: None)
+        write_mlm_records(dialogues, tokenizer, str(tmp_path / run), spec, random_seed=1, dupe_factor=2)
         outputs.append([r["input_ids"].tolist() for r in read_dataset(str(tmp_path / run / "mlm-*"), spec).as_numpy_iterator()])
     assert outputs[0] == outputs[1]
     stats = PrepStats()
     # A control character tokenizes to nothing: left out, and counted.
     with_empty = dialogues + [Dialogue("e", (Turn("0", "\x00"), Turn("1", "where is my order")))]
-    write_mlm_records(with_empty, tokenizer, str(tmp_path / "c"), spec, stats=stats, log=lambda _: None)
+    write_mlm_records(with_empty, tokenizer, str(tmp_path / "c"), spec, stats=stats)
     assert stats["tokens_truncated"] == 0 and stats["utterances_without_tokens"] == 1
     with pytest.raises(ValueError, match="at least 2"):
-        write_mlm_records(dialogues[:1], tokenizer, str(tmp_path / "d"), spec, log=lambda _: None)
+        write_mlm_records(dialogues[:1], tokenizer, str(tmp_path / "d"), spec)
 
 
 @pytest.mark.slow
 def test_given_candidates_can_be_replaced_by_sampled_ones(ecd, tmp_path):
     dialogues, tokenizer = ecd
     spec = ContrastiveRecordSpec(max_seq_length=32, num_context_turns=2, num_negatives=3)
-    stats = write_contrastive_records(dialogues[:50], tokenizer, str(tmp_path), spec, use_given_candidates=False,
-                                      log=lambda _: None)
+    stats = write_contrastive_records(dialogues[:50], tokenizer, str(tmp_path), spec, use_given_candidates=False)
     assert stats["samples_written"] == sum(len(d.turns) for d in dialogues[:50])
 
 
@@ -298,7 +297,7 @@ def test_serialize_batch_writes_the_bytes_of_serialize(spec):
     batch = {}
     for feature in spec._features():
         shape = (5, *feature.shape)
-        if feature.dtype.is_floating:
+        if feature.dtype == FLOAT32:
             batch[feature.name] = rng.normal(size=shape).astype(np.float32)
         else:
             values = rng.integers(-2**31, 2**31, size=shape, dtype=np.int64)

@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dialoguecse_tf.records.common import (RECORDS_INFO_FILE, ShardedRecordWriter, canonicalize_record_file,
-                                           check_compatible, read_dataset, write_records_info)
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
                                                 CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET,
                                                 ContrastiveRecordSpec)
 from dialoguecse_tf.records.mlm import (INPUT_IDS, INPUT_MASK, MASKED_LM_IDS, MASKED_LM_POSITIONS, MASKED_LM_WEIGHTS,
                                         MlmRecordSpec, RECORD_TYPE_MLM, SEGMENT_IDS)
 from dialoguecse_tf.records.pairs import PairRecordSpec
-from dialoguecse_tf.records.registry import read_records_info, resolve_records
+from dialoguecse_tf.records.reader import canonicalize_record_file, read_dataset, read_records_info, resolve_records
+from dialoguecse_tf.records.shards import ShardedRecordWriter
+from dialoguecse_tf.records.spec import RECORDS_INFO_FILE, check_compatible, write_records_info
 
 MLM_SPEC = MlmRecordSpec(max_seq_length=12, max_predictions_per_seq=3)
 CONTRASTIVE_SPEC = ContrastiveRecordSpec(max_seq_length=8, num_context_turns=3, num_negatives=2)

@@ -26,7 +26,7 @@ def contrastive_run(tmp_path, tiny_vocab_file, tiny_bert_config):
     spec = ContrastiveRecordSpec(max_seq_length=10, num_context_turns=2, num_negatives=3,
                                  context_layout="sides")
     write_contrastive_records(stage_runs._dialogues(24, 5), tokenizer, str(tmp_path / "records"), spec,
-                              random_seed=1, log=lambda _: None)
+                              random_seed=1)
     config = tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     # A seeded start: the scores' ranks change little on the small evaluation sets, and with an
     # unseeded start some draws scored every evaluation alike, which leaves the selection untested.

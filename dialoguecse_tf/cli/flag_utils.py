@@ -69,14 +69,22 @@ def define_flag(flags, name: str, kind: type, default, help_text: str, choices=N
 
 def define_config_flags(flags, config_class, exclude=()) -> None:
     """One flag per field of `config_class` (made with `config_fields.field`), with the field's
-    default, help and choices; tuple fields become repeatable flags."""
+    default, help and choices; tuple fields become repeatable flags, and a field without a
+    default a required flag."""
+    required = []
     for config_field in dataclasses.fields(config_class):
         if config_field.name in exclude:
             continue
         kind, repeated = field_kind(config_class, config_field.name)
-        define_flag(flags, config_field.name, kind, config_field.default,
+        default = config_field.default
+        if default is dataclasses.MISSING:
+            default = None
+            required.append(config_field.name)
+        define_flag(flags, config_field.name, kind, default,
                     config_field.metadata.get("help") or config_field.name, config_field.metadata.get("choices"),
                     repeated, config_field.metadata.get("flag") == "list")
+    if required:
+        flags.mark_flags_as_required(required)
 
 
 def flag_value_or_none(flag_values, name):
@@ -96,17 +104,6 @@ def run(main, pass_unknown=False):
 
     drop_known_noise()
     app.run(clear_errors(main), flags_parser=lambda argv: _parse_flags(argv, pass_unknown))
-
-
-def define_engine_flag(flags):
-    """`--engine` of the record entry points; their unknown flags go to Beam's PipelineOptions."""
-    from dialoguecse_tf.prep import ENGINES
-
-    flags.DEFINE_enum("engine", ENGINES[0], list(ENGINES),
-                      "single: this process, streaming the corpus; beam: the Apache Beam pipeline (pip extra "
-                      "`beam`), the same records for a seed; the flags this entry point does not define are its "
-                      "pipeline options, e.g. --runner=DirectRunner --direct_num_workers=2 "
-                      "--direct_running_mode=multi_processing (docs/records_on_beam.md).")
 
 
 def _parse_flags(argv, pass_unknown=False):

@@ -370,6 +370,80 @@ def unknown_share(unknown: int, pieces: int, vocab_file: str, what: str) -> str:
     return line
 
 
+def count_unknown_pieces(stats, pieces, unk_id: int) -> None:
+    """Counts word pieces and [UNK] pieces of a writer's tokenized texts.
+
+    Args:
+      stats: a `PrepStats`; its `word_pieces` and `unknown_word_pieces` grow.
+      pieces: word-piece ids, any shape.
+      unk_id: the vocabulary's [UNK] id.
+    """
+    pieces = np.asarray(pieces)
+    stats.increment("word_pieces", int(pieces.size))
+    stats.increment("unknown_word_pieces", int((pieces == unk_id).sum()))
+
+
+class PieceTable:
+    """The word pieces of a set of texts, tokenized once in large batches, packed into record
+    rows as `Tokenizer.pack` packs them (`pack`): a writer that uses an utterance many times (a
+    negative) tokenizes it once, and one tokenizer call covers thousands of texts.
+
+    Args:
+      texts: the texts, repeats allowed; each distinct one is tokenized once.
+      tokenizer: a `Tokenizer`.
+      stats: a `PrepStats` counting the distinct texts' pieces (`count_unknown_pieces`), or None.
+    """
+
+    _BATCH = 4096
+
+    def __init__(self, texts, tokenizer, stats=None):
+        # The empty text (a missing context turn) has no pieces: a chunk whose other texts are all
+        # known calls no tokenizer, which costs milliseconds a call however few its texts.
+        unique = [""] + [text for text in dict.fromkeys(texts) if text]
+        self._row_of = {text: row for row, text in enumerate(unique)}
+        pieces, counts = [np.zeros(0, np.int32)], [np.zeros(1, np.int64)]
+        for start in range(1, len(unique), self._BATCH):
+            ragged = tokenizer.tokenize(unique[start:start + self._BATCH])
+            pieces.append(ragged.flat_values.numpy().astype(np.int32))
+            counts.append(ragged.row_lengths().numpy())
+        self._pieces = np.concatenate(pieces)
+        self._counts = np.concatenate(counts)
+        if stats is not None:
+            count_unknown_pieces(stats, self._pieces, tokenizer.unk_id)
+        self._starts = np.cumsum(self._counts) - self._counts
+        self._cls_id, self._sep_id = tokenizer.cls_id, tokenizer.sep_id
+
+    def __contains__(self, text) -> bool:
+        return text in self._row_of
+
+    def __len__(self) -> int:
+        return len(self._row_of)
+
+    def pack(self, texts, length: int) -> tuple:
+        """Record rows of texts of the table: `[CLS]`, a text's first `length - 2` pieces, `[SEP]`,
+        padding.
+
+        Args:
+          texts: N texts, each one of the table's.
+          length: the row length (max_seq_length).
+
+        Returns:
+          (ids, mask, counts): ids and mask [N, length] int64, and counts [N], each text's
+          number of pieces before the cut.
+        """
+        rows = np.array([self._row_of[text] for text in texts], np.int64)
+        counts = self._counts[rows]
+        kept = np.minimum(counts, length - 2)
+        place = np.arange(length - 2)
+        inside = place < kept[:, None]
+        ids = np.zeros((len(rows), length), np.int64)
+        ids[:, 1:length - 1][inside] = self._pieces[(self._starts[rows][:, None] + place)[inside]]
+        ids[:, 0] = self._cls_id
+        ids[np.arange(len(rows)), kept + 1] = self._sep_id
+        mask = (np.arange(length) < kept[:, None] + 2).astype(np.int64)
+        return ids, mask, counts
+
+
 def _check_max_seq_length(max_seq_length) -> None:
     if not isinstance(max_seq_length, (int, np.integer)) or max_seq_length < 2:
         raise ValueError(f"max_seq_length must be an integer >= 2 to hold [CLS] and [SEP], got {max_seq_length!r}")

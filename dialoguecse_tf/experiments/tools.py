@@ -9,6 +9,7 @@ always runs.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import difflib
 import functools
@@ -23,6 +24,7 @@ import sys
 from absl import flags as absl_flags
 
 from dialoguecse_tf.io_utils import write_json
+from dialoguecse_tf.records.registry import RECORD_TYPES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,15 +142,39 @@ def _evaluation_settings(flags: dict) -> dict:
 
 _SETTINGS = {"training": _training_settings, "evaluation": _evaluation_settings}
 
-TOOLS = {
+class _Tools(collections.abc.MutableMapping):
+    """The tools by name: those given, and one per registered record type (`records.registry`:
+    `RecordType.tool` running its entry point, keyed by its flags alone), read when asked, so
+    that a record type is a tool once it is registered."""
+
+    def __init__(self, tools: dict):
+        self._tools = tools
+
+    def _all(self) -> dict:
+        records = {record_type.tool: Tool(record_type.entry_point, version=record_type.tool_version)
+                   for record_type in RECORD_TYPES.values()}
+        return {**records, **self._tools}
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._all()[name]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __setitem__(self, name: str, tool: Tool) -> None:
+        self._tools[name] = tool
+
+    def __delitem__(self, name: str) -> None:
+        del self._tools[name]
+
+
+TOOLS = _Tools({
     "demo_corpus": Tool("data_prep/generate_demo_corpus.py"),
     "vocab": Tool("data_prep/build_vocab.py"),
     "sr_set": Tool("data_prep/build_sr_set.py", output_flag="output_file", output_name="select.txt"),
-    # Version 2: the streaming writers draw other samples, masks and negatives from the same seeds.
-    "mlm_records": Tool("data_prep/create_pretraining_data.py", version=2),
-    "contrastive_records": Tool("data_prep/create_contrastive_data.py", version=2),
-    "pair_records": Tool("data_prep/create_pair_data.py", version=2),
-    "dialogue_records": Tool("data_prep/create_dialogue_data.py", version=2),
     "bert_config": Tool(),
     "train": Tool("train/run_training.py", seeded=True, resumes=True, settings="training"),
     "evaluate": Tool("evaluation/run_evaluation.py", needs_models=True, settings="evaluation"),
@@ -158,7 +184,7 @@ TOOLS = {
     "merge": Tool("evaluation/merge_results.py", cached=False, input_flag="results", writes_results=True),
     "plot_train_logs": Tool("evaluation/plot_train_logs.py", cached=False, input_flag="log", writes_results=True),
     "plot_sweep": Tool("evaluation/plot_sweep.py", cached=False, input_flag="point", writes_results=True),
-}
+})
 
 
 # Flags whose values are files or folders a step reads.

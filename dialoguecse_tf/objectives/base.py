@@ -56,7 +56,7 @@ class Objective:
         check_values(self.options)
 
     def record_requirements(self) -> dict:
-        """Keyword arguments of `records.common.check_compatible` beyond max_seq_length."""
+        """Keyword arguments of `records.spec.check_compatible` beyond max_seq_length."""
         return {}
 
     def check_records(self, spec, records_dir: str) -> None:

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.objectives.base import Objective
-from dialoguecse_tf.records.common import RECORDS_INFO_FILE
+from dialoguecse_tf.records.spec import RECORDS_INFO_FILE
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
                                                 CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET,
                                                 RECORD_TYPE_CONTRASTIVE)

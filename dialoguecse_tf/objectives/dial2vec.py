@@ -45,7 +45,7 @@ from dialoguecse_tf.encoder.packing import TRUNCATIONS
 from dialoguecse_tf.models.dial2vec import DEFAULT_WINDOW, Dial2vecModel
 from dialoguecse_tf.objectives.base import Objective, register
 from dialoguecse_tf.objectives.contrastive import candidate_metrics
-from dialoguecse_tf.records.common import RECORDS_INFO_FILE
+from dialoguecse_tf.records.spec import RECORDS_INFO_FILE
 from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES
 
 

@@ -1,7 +1,7 @@
 """The record builders as Apache Beam pipelines (the `beam` extra): the same records as the
 single-process writers for a seed, built on any Beam runner.
 
-A pipeline reads the corpus files with the single-process reader (`pipeline.read_file_dialogues`,
+A pipeline reads the corpus files with the single-process reader (`source.read_file_dialogues`,
 one file per element: the formats' parsers need line numbers and, for mdc, jddc and sgd, lines
 of one dialogue together, so a file is read by one worker; the file names are redistributed, so
 that the files are read in parallel: split a big corpus into several files per worker). The
@@ -30,6 +30,11 @@ malformed lines are those the single-process path lists) and per bundle (records
 launching process, which then renames the shards into place and writes `records_info.json` as
 the single-process writer does.
 
+A record type's pipeline is the function its `RecordType.beam_builder` names, `(corpus, config,
+spec, arguments) -> (records, counts)` (`contrastive_pipeline` documents it); this module's are
+those of the four types, and the engine around them (reading, part files, shards, counts) is
+the same for all.
+
 Runner options pass through `PipelineOptions`: `--runner=DirectRunner --direct_num_workers=2
 --direct_running_mode=multi_processing` locally; Dataflow, Flink and Spark as
 docs/records_on_beam.md shows. The output folder must be reachable from every worker (a
@@ -38,21 +43,24 @@ docs/records_on_beam.md shows. The output folder must be reachable from every wo
 
 from __future__ import annotations
 
+import importlib
 import os
 import pickle
 import uuid
 
 import apache_beam as beam
 import tensorflow as tf
+from absl import logging
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.window import GlobalWindows
 
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.records import contrastive, mlm, pairs
 from dialoguecse_tf.records import dialogues as dialogue_records
+from dialoguecse_tf.records.shards import (ordered_record, read_record_files, remove_stale_shards, shard_paths,
+                                           temporary_path, unordered_records)
 from dialoguecse_tf.records.source import no_dialogue_error, read_file_dialogues
-from dialoguecse_tf.records.common import (ordered_record, read_record_files, remove_stale_shards, shard_paths,
-                                           temporary_path, unordered_records, write_records_info)
+from dialoguecse_tf.records.spec import write_records_info
 from dialoguecse_tf.records.streaming import shard_of
 
 _STATS = "stats"
@@ -156,7 +164,8 @@ class _WithTokenizer:
     def setup(self):
         from dialoguecse_tf.encoder.tokenization import Tokenizer
 
-        self._tokenizer = Tokenizer(self._config.vocab_file, self._config.do_lower_case, self._config.max_seq_length)
+        self._tokenizer = Tokenizer(self._config.vocab_file, self._config.do_lower_case,
+                                    self._config.settings.max_seq_length)
 
 
 class _RecordDoFn(_CountingDoFn):
@@ -200,9 +209,20 @@ class _ContrastiveEncode(_EncodeDoFn):
                            self._arguments["num_shards"]), 0, record
 
 
-def _contrastive_records(corpus, config, spec, arguments):
-    """(shard, 0, serialized record) and the per-bundle counts of the contrastive records: one
-    pass over the corpus for the negative pool, one for the samples."""
+def contrastive_pipeline(corpus, config, spec, arguments):
+    """The contrastive records' pipeline (`CONTRASTIVE.beam_builder`): one pass over the corpus for
+    the negative pool, one for the samples.
+
+    Args:
+      corpus: the `_Corpus` to read.
+      config: the `prep.RecordsConfig`.
+      spec: the records' spec.
+      arguments: the writer's arguments by name (`RecordType.split_settings`).
+
+    Returns:
+      (records, counts): the PCollection of (shard, 0, serialized record), and the PCollections of
+      per-bundle counts.
+    """
     seed = arguments["random_seed"]
     pool = (corpus.read("Read")
             | "PoolItems" >> beam.FlatMap(lambda item: contrastive.pool_items(item[0], item[1], spec, seed))
@@ -279,10 +299,10 @@ class _PairEncode(_EncodeDoFn):
             yield shard, 0, ordered_record(order, record)
 
 
-def _pair_records(corpus, config, spec, arguments):
-    """(shard, 0, ordered record) and the per-bundle counts of the pair records, in one pass over
-    the corpus. Self pairs keep each text's first occurrence: the texts are grouped
-    (CombinePerKey), not held in a set."""
+def pair_pipeline(corpus, config, spec, arguments):
+    """The pair records' pipeline (`PAIRS.beam_builder`, arguments as `contrastive_pipeline`'), in
+    one pass over the corpus: (shard, 0, ordered record) and the per-bundle counts. Self pairs keep
+    each text's first occurrence: the texts are grouped (CombinePerKey), not held in a set."""
     dialogues = corpus.read("Read")
     if spec.pairing == "consecutive":
         found = dialogues | "Pairs" >> beam.ParDo(_ConsecutivePairs(spec, arguments)).with_outputs(_STATS, main="pairs")
@@ -342,8 +362,9 @@ class _DialogueEncode(_EncodeDoFn):
             yield shard, sample_round, record
 
 
-def _dialogue_records(corpus, config, spec, arguments):
-    """(shard, round, record) and the per-bundle counts of the dialogue records: one pass over the
+def dialogue_pipeline(corpus, config, spec, arguments):
+    """The dialogue records' pipeline (`DIALOGUES.beam_builder`, arguments as
+    `contrastive_pipeline`'): (shard, round, record) and the per-bundle counts. One pass over the
     corpus for the role pools, the sampled dialogues and their count, one for the samples (its
     usable dialogues found again; their counts are the first pass's)."""
     usable = corpus.read("Read") | "Usable" >> beam.ParDo(_UsableDialogues(spec, arguments)).with_outputs(
@@ -407,24 +428,25 @@ class _TurnDocuments(_CountingDoFn):
 class _RandomNextPool(_WithTokenizer, beam.DoFn):
     def process(self, items, candidate_documents):
         yield mlm.RandomNextPool(mlm.pool_documents(items, dict(candidate_documents)), self._tokenizer,
-                                 self._config.max_seq_length)
+                                 self._config.settings.max_seq_length)
 
 
 class _MlmEncode(_EncodeDoFn):
     """A batch of (document key, texts) -> (shard, round, record): shards are written round by round."""
 
     def process(self, batch, pool):
-        yield from mlm.serialize_documents(batch, self._tokenizer, pool, self._spec, mlm.MlmSettings(**self._arguments),
+        yield from mlm.serialize_documents(batch, self._tokenizer, pool, self._spec, self._config.settings,
                                            self.stats)
 
 
-def _mlm_records(corpus, config, spec, arguments):
-    """(shard, round, record) and the counts of the MLM records. The candidate documents come from
-    a CombinePerKey by text digest (is the text a turn, and which dialogue holds it first as a
-    candidate), grouped by their owner; the pool is a Top.Smallest of the dialogues and those of
-    their candidate documents, tokenized once and given to every worker. One pass over the corpus
-    for the texts and the pool, one for the documents."""
-    settings = mlm.MlmSettings(**arguments)
+def mlm_pipeline(corpus, config, spec, arguments):
+    """The MLM records' pipeline (`MLM.beam_builder`, arguments as `contrastive_pipeline`'):
+    (shard, round, record) and the counts. The candidate documents come from a CombinePerKey by
+    text digest (is the text a turn, and which dialogue holds it first as a candidate), grouped by
+    their owner; the pool is a Top.Smallest of the dialogues and those of their candidate
+    documents, tokenized once and given to every worker. One pass over the corpus for the texts
+    and the pool, one for the documents."""
+    settings = config.settings
     dialogues = corpus.read("Read")
     owners = (dialogues
               | "Utterances" >> beam.FlatMap(_utterance_entries)
@@ -460,14 +482,6 @@ def _mlm_records(corpus, config, spec, arguments):
                | "Encode" >> beam.ParDo(_MlmEncode(config, spec, arguments),
                                         beam.pvalue.AsSingleton(pool)).with_outputs(_STATS, main="records"))
     return encoded.records, (utterance_stats, _received("ReceivedCounts", turn_documents[_STATS]), encoded[_STATS])
-
-
-# record type -> (its pipeline, how its shards are ordered: None (as grouped), "sorted" (by the
-# records' order keys) or "rounds" (round by round))
-_BUILDERS = {contrastive.RECORD_TYPE_CONTRASTIVE: (_contrastive_records, None),
-             pairs.RECORD_TYPE_PAIRS: (_pair_records, "sorted"),
-             dialogue_records.RECORD_TYPE_DIALOGUES: (_dialogue_records, "rounds"),
-             mlm.RECORD_TYPE_MLM: (_mlm_records, "rounds")}
 
 
 class _WriteParts(beam.DoFn):
@@ -533,27 +547,30 @@ def _save_results(results, path):
         f.write(pickle.dumps(results))
 
 
-def _part_prefix(config, spec) -> str:
-    return os.path.join(config.output_dir, f".{spec.record_type}")
+def _part_prefix(config, record_type) -> str:
+    return os.path.join(config.output_dir, f".{record_type.name}")
 
 
-def build_pipeline(pipeline, config, spec, arguments, paths):
+def _builder(record_type):
+    """The record type's pipeline function (`RecordType.beam_builder`)."""
+    module, _, function = record_type.beam_builder.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def build_pipeline(pipeline, record_type, config, spec, arguments, paths):
     """Adds the record type's pipeline to `pipeline`; its results go to the output folder's
     `.beam_results.pickle` (shard counts and counts), which `run_beam_records` reads."""
-    builder, order = _BUILDERS.get(spec.record_type, (None, None))
-    if builder is None:
-        raise ValueError(f"engine=beam does not build {spec.record_type!r} records yet; it builds "
-                         f"{sorted(_BUILDERS)}")
-    shards = shard_paths(os.path.join(config.output_dir, spec.record_type), arguments["num_shards"])
+    builder = _builder(record_type)
+    shards = shard_paths(record_type.shard_prefix(config.output_dir), arguments["num_shards"])
     files = (pipeline
              | "Files" >> beam.Create(list(enumerate(paths)))
              | "SpreadFiles" >> beam.Reshuffle())
     corpus = _Corpus(files, config.corpus)
     records, record_stats = builder(corpus, config, spec, arguments)
     counts = (records
-              | "WriteParts" >> beam.ParDo(_WriteParts(_part_prefix(config, spec)))
+              | "WriteParts" >> beam.ParDo(_WriteParts(_part_prefix(config, record_type)))
               | "PartsByShard" >> beam.GroupByKey()
-              | "WriteShards" >> beam.ParDo(_WriteShard(shards, order))
+              | "WriteShards" >> beam.ParDo(_WriteShard(shards, record_type.beam_shard_order))
               | "Counts" >> beam.combiners.ToList())
     stats = ((*corpus.stats, *record_stats)
              | "AllStats" >> beam.Flatten()
@@ -568,25 +585,28 @@ def build_pipeline(pipeline, config, spec, arguments, paths):
     return shards, results_path
 
 
-def _records_info(spec, stats: PrepStats, arguments) -> dict:
-    """What the record type's single-process writer puts in records_info.json."""
-    if spec.record_type == pairs.RECORD_TYPE_PAIRS:
-        return pairs.pair_records_info(stats, arguments["min_words"], arguments["random_seed"])
-    if spec.record_type == dialogue_records.RECORD_TYPE_DIALOGUES:
-        return dialogue_records.dialogue_records_info(stats, arguments["keep_role"], arguments["min_dialogue_turns"],
-                                               arguments["samples_per_dialogue"], arguments["random_seed"])
-    return stats.to_dict()
+def run_beam_records(record_type, config, spec, arguments, paths, stats: PrepStats, pipeline_args) -> PrepStats:
+    """Runs the record type's pipeline, then renames its shards into place and writes
+    `records_info.json` as its single-process writer does.
 
+    Args:
+      record_type: the registered `RecordType`.
+      config: the `prep.RecordsConfig`.
+      spec: the records' spec.
+      arguments: the writer's arguments by name (`RecordType.split_settings`).
+      paths: the corpus files.
+      stats: the `PrepStats` to count into.
+      pipeline_args: Beam pipeline options, e.g. `--runner=DirectRunner`.
 
-def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_args, log=print) -> PrepStats:
-    """Runs the record type's pipeline with `pipeline_args` as Beam pipeline options, then
-    renames its shards into place and writes `records_info.json`; counts into `stats`."""
+    Returns:
+      `stats`, with the reading counts of one pass over the files and the records' counts.
+    """
     tf.io.gfile.makedirs(config.output_dir)
     options = PipelineOptions(list(pipeline_args))
     with beam.Pipeline(options=options) as pipeline:
-        shards, results_path = build_pipeline(pipeline, config, spec, arguments, paths)
+        shards, results_path = build_pipeline(pipeline, record_type, config, spec, arguments, paths)
     # Parts of bundles that a runner retried: their records were written again by the retry.
-    for path in tf.io.gfile.glob(f"{_part_prefix(config, spec)}-*{_PART_SUFFIX}"):
+    for path in tf.io.gfile.glob(f"{_part_prefix(config, record_type)}-*{_PART_SUFFIX}"):
         tf.io.gfile.remove(path)
     with tf.io.gfile.GFile(results_path, "rb") as f:
         results = pickle.loads(f.read())
@@ -611,7 +631,7 @@ def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_
         raise no_dialogue_error(config.corpus, stats)
     written = sum(counts.values())
     if written == 0:
-        raise ValueError(f"no {spec.record_type} sample could be built from the input dialogues")
+        raise ValueError(f"no {record_type.name} sample could be built from the input dialogues")
     for shard, path in enumerate(shards):
         if shard not in counts:  # no record hashed to it: an empty file, as the single-process writer leaves
             with tf.io.TFRecordWriter(temporary_path(path)):
@@ -619,6 +639,6 @@ def run_beam_records(config, spec, arguments, paths, stats: PrepStats, pipeline_
         tf.io.gfile.rename(temporary_path(path), path, overwrite=True)
     remove_stale_shards(shards)
     stats.increment("samples_written", written)
-    write_records_info(config.output_dir, spec, _records_info(spec, stats, arguments))
-    log(f"[{spec.record_type}] {written} records (Beam) -> {config.output_dir}")
+    write_records_info(config.output_dir, spec, record_type.records_info(stats, arguments))
+    logging.info("[%s] %d records (Beam) -> %s", record_type.name, written, config.output_dir)
     return stats

@@ -12,17 +12,21 @@ the first `num_negatives` of its negatives are used.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import tensorflow as tf
+from absl import logging
 
+from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_dialogue, cap_text
-from dialoguecse_tf.records.common import (FixedFeature, PieceTable, RecordSpec, ShardedRecordWriter,
-                                           check_positive_int, write_records_info)
-from dialoguecse_tf.records.streaming import DEFAULT_NEGATIVE_POOL_SIZE, BottomK, example_rng, keyed_dialogues, shard_of, stable_hash
+from dialoguecse_tf.records.record_type import RecordType
+from dialoguecse_tf.records.spec import INT64, FixedFeature, RecordSpec, check_positive_int, write_records_info
+from dialoguecse_tf.records.streaming import (DEFAULT_NEGATIVE_POOL_SIZE, BottomK, example_rng, keyed_dialogues,
+                                              shard_of, stable_hash)
+
+if TYPE_CHECKING:
+    from dialoguecse_tf.encoder.tokenization import PieceTable
 
 RECORD_TYPE_CONTRASTIVE = "contrastive"
 
@@ -33,7 +37,7 @@ CONTEXT_TURN_OFFSET = "context_turn_offset"
 CANDIDATE_INPUT_IDS = "candidate_input_ids"
 CANDIDATE_INPUT_MASK = "candidate_input_mask"
 
-CONTEXT_LAYOUTS = ("nearest", "sides")
+CONTEXT_LAYOUTS = ("sides", "nearest")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,13 +92,35 @@ class ContrastiveRecordSpec(RecordSpec):
         context = (self.num_context_slots, self.max_seq_length)
         candidates = (self.num_candidates, self.max_seq_length)
         return (
-            FixedFeature(CONTEXT_INPUT_IDS, tf.int64, context),
-            FixedFeature(CONTEXT_INPUT_MASK, tf.int64, context),
-            FixedFeature(CONTEXT_TURN_MASK, tf.int64, (self.num_context_slots,)),
-            FixedFeature(CONTEXT_TURN_OFFSET, tf.int64, (self.num_context_slots,)),
-            FixedFeature(CANDIDATE_INPUT_IDS, tf.int64, candidates),
-            FixedFeature(CANDIDATE_INPUT_MASK, tf.int64, candidates),
+            FixedFeature(CONTEXT_INPUT_IDS, INT64, context),
+            FixedFeature(CONTEXT_INPUT_MASK, INT64, context),
+            FixedFeature(CONTEXT_TURN_MASK, INT64, (self.num_context_slots,)),
+            FixedFeature(CONTEXT_TURN_OFFSET, INT64, (self.num_context_slots,)),
+            FixedFeature(CANDIDATE_INPUT_IDS, INT64, candidates),
+            FixedFeature(CANDIDATE_INPUT_MASK, INT64, candidates),
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class ContrastiveSettings:
+    """Every setting of the contrastive records' data prep (`create_contrastive_data.py`'s flags)."""
+
+    max_seq_length: int = field(50, "Tokens per utterance (paper: 50 for ECD/MDC, 100 for JDDC).")
+    num_context_turns: int = field(3, "Context utterances per side with context_layout=sides (the authors' code: 3 "
+                                   "before and 3 after the response), or nearest on either side with nearest "
+                                   "(paper: 3).")
+    context_layout: str = field("sides", "sides: left and right contexts kept apart, as the released code reads them "
+                                "(serves every setting); nearest: only the num_context_turns nearest turns (records "
+                                "of older versions).", choices=CONTEXT_LAYOUTS)
+    num_negatives: int = field(9, "Negative responses per sample (paper: 9; the authors' files carry 49).")
+    max_responses_per_dialogue: int = field(0, "Responses sampled per dialogue; 0 uses every turn once.")
+    use_given_candidates: bool = field(True, "Use the candidate lists the input carries (authors' format); false "
+                                       "makes every turn a response with sampled negatives.")
+    random_seed: int = field(12345, "Seed for negative and response sampling.")
+    num_shards: int = field(1, "Number of output files; a record goes to the one its seeded hash names.")
+    negative_pool_size: int = field(DEFAULT_NEGATIVE_POOL_SIZE, "Negatives are drawn from a uniform sample of this "
+                                    "many of the corpus' utterances (all of them in a smaller corpus), which bounds "
+                                    "the memory of a corpus of any size.")
 
 
 _CHUNK = 256
@@ -186,6 +212,8 @@ def collect_negative_pool(keyed, spec: ContrastiveRecordSpec, random_seed: int, 
 def pool_pieces(pool: NegativePool, tokenizer, stats: PrepStats | None = None) -> PieceTable:
     """The pool's texts tokenized once: a pool utterance is drawn as a negative about
     num_negatives times, and its dialogue's chunk tokenizes it once more at most."""
+    from dialoguecse_tf.encoder.tokenization import PieceTable
+
     return PieceTable(pool.texts, tokenizer, stats)
 
 
@@ -236,6 +264,8 @@ def encode_samples(samples, tokenizer, spec: ContrastiveRecordSpec, stats: PrepS
     """The features of a chunk of samples, each ``[len(samples), *shape]``. Texts in `known`
     (the negative pool's, `pool_pieces`) are taken from it, the others tokenized here, each
     distinct text once."""
+    from dialoguecse_tf.encoder.tokenization import PieceTable
+
     t, k, length = spec.num_context_slots, spec.num_candidates, spec.max_seq_length
     texts = []
     for context, _, candidates in samples:
@@ -283,48 +313,79 @@ def write_contrastive_records(
     max_responses_per_dialogue: int = 0,
     num_shards: int = 1,
     stats: PrepStats | None = None,
-    log=print,
     use_given_candidates: bool = True,
     negative_pool_size: int = DEFAULT_NEGATIVE_POOL_SIZE,
 ) -> PrepStats:
-    """Writes sharded contrastive records and `records_info.json` into `output_dir`.
+    """Writes sharded contrastive records (`contrastive-*.tfrecord`) and `records_info.json` into
+    `output_dir`.
 
     `dialogues` is read twice (`streaming.keyed_dialogues`): once for the negative pool
     (`NegativePool`, at most `negative_pool_size` utterances), once for the records, one
     dialogue at a time (`dialogue_samples`) and tokenized in chunks. A record goes to the shard
-    its seeded hash names (`streaming.shard_of`), in corpus order within its shard.
-    `max_responses_per_dialogue` > 0 samples that many responses per dialogue (seeded);
-    0 makes every turn a response once. `use_given_candidates=False` treats dialogues that
-    carry a candidate list like any other: every turn becomes a response with sampled
-    negatives, which multiplies the samples a small corpus yields. A record keeps the first
-    `max_seq_length - 2` pieces of each text, so utterances are cut by `cap_text` first (the
-    negative sampler then compares cut texts: two that agree in them give identical records).
+    its seeded hash names (`streaming.shard_of`), in corpus order within its shard. A record
+    keeps the first `max_seq_length - 2` pieces of each text, so utterances are cut by
+    `cap_text` first (the negative sampler then compares cut texts: two that agree in them give
+    identical records).
+
+    Args:
+      dialogues: the corpus, read twice: a `source.DialogueSource`, or a list of dialogues.
+      tokenizer: the `Tokenizer` of the encoder to train.
+      output_dir: the records' folder.
+      spec: the records' spec: context turns and layout, negatives, row length.
+      random_seed: the seed of the negative pool, the sampled responses and negatives, and the shards.
+      max_responses_per_dialogue: > 0 samples that many responses per dialogue (seeded); 0 makes
+        every turn a response once.
+      num_shards: the number of shard files.
+      stats: the `PrepStats` to count into; a new one if None.
+      use_given_candidates: whether dialogues that carry a candidate list keep it; False treats
+        them like any other (every turn a response with sampled negatives, which multiplies the
+        samples a small corpus yields).
+      negative_pool_size: the most utterances the negatives are drawn from.
+
+    Returns:
+      The stats: `samples_written`, the dialogues without a sample (`no_context`, in `dropped`),
+      the texts cut (`utterances_capped`, `tokens_truncated`) and the word pieces of the distinct
+      texts of each chunk and of the pool (`word_pieces`, `unknown_word_pieces`).
     """
+    from dialoguecse_tf.records.shards import ShardedRecordWriter
+
     stats = stats if stats is not None else PrepStats()
     pool = collect_negative_pool(keyed_dialogues(dialogues), spec, random_seed, negative_pool_size)
     known = pool_pieces(pool, tokenizer, stats)
-    with ShardedRecordWriter(os.path.join(output_dir, "contrastive"), num_shards) as writer:
+    with ShardedRecordWriter(CONTRASTIVE.shard_prefix(output_dir), num_shards) as writer:
         chunk = []
         for key, dialogue in keyed_dialogues(dialogues):
             chunk.extend(dialogue_samples(key, dialogue, spec, pool, random_seed, max_responses_per_dialogue,
                                           use_given_candidates, stats))
             if len(chunk) >= _CHUNK:
-                _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log)
+                _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats)
                 chunk = []
         if chunk:
-            _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log)
+            _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats)
         if writer.num_written == 0:
             raise ValueError("no contrastive sample could be built from the input dialogues")
     stats.increment("samples_written", writer.num_written)
-    write_records_info(output_dir, spec, stats.to_dict())
-    log(f"[contrastive] {writer.num_written} records -> {output_dir}")
+    write_records_info(output_dir, spec, CONTRASTIVE.records_info(stats, {}))
+    logging.info("[contrastive] %d records -> %s", writer.num_written, output_dir)
     return stats
 
 
-def _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats, log):
+def _write_chunk(writer, chunk, tokenizer, known, spec, random_seed, stats):
     before = writer.num_written
     serialized = serialize_samples([sample for _, sample in chunk], tokenizer, spec, stats, known)
     for (example_key, _), record in zip(chunk, serialized):
         writer.write(record, shard_of(random_seed, RECORD_TYPE_CONTRASTIVE, example_key, writer.num_shards))
     if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
-        log(f"[contrastive] {writer.num_written} records written")
+        logging.info("[contrastive] %d records written", writer.num_written)
+
+
+CONTRASTIVE = RecordType(
+    name=RECORD_TYPE_CONTRASTIVE,
+    spec_class=ContrastiveRecordSpec,
+    settings_class=ContrastiveSettings,
+    write=write_contrastive_records,
+    entry_point="data_prep/create_contrastive_data.py",
+    tool="contrastive_records",
+    tool_version=2,
+    beam_builder="dialoguecse_tf.records.beam_pipeline:contrastive_pipeline",
+)

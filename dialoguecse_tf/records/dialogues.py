@@ -32,21 +32,26 @@ release counts raw turns); on SGD, whose speakers alternate, the two agree.
 from __future__ import annotations
 
 import dataclasses
-import os
+import functools
 import random
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
-import tensorflow as tf
+from absl import logging
 
+from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_dialogue
-from dialoguecse_tf.encoder.packing import NUM_ROLES, TRUNCATIONS, pack_dialogues
-from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, RoundShardWriter, check_positive_int,
-                                           count_unknown_pieces, write_records_info)
+from dialoguecse_tf.records.record_type import RecordType
+from dialoguecse_tf.records.spec import INT64, FixedFeature, RecordSpec, check_positive_int, write_records_info
 from dialoguecse_tf.records.streaming import (DEFAULT_NEGATIVE_POOL_SIZE, BottomK, example_rng, keyed_dialogues,
                                               shard_of, stable_hash)
 
 RECORD_TYPE_DIALOGUES = "dialogues"
+
+# `encoder.packing`'s, repeated free of TensorFlow so that this module (and with it the entry
+# point's flags) loads without it; tests/test_records_registry.py keeps them equal.
+NUM_ROLES = 2
+TRUNCATIONS = ("head", "recent_turns")
 
 # Dialogue (dial2vec) features: [1 + num_negatives, max_seq_length], the dialogue itself in
 # row 0; `dialogue_packing` says what each holds.
@@ -88,13 +93,38 @@ class DialogueRecordSpec(RecordSpec):
 
     def _features(self) -> tuple[FixedFeature, ...]:
         shape = (self.num_samples, self.max_seq_length)
-        return tuple(FixedFeature(name, tf.int64, shape) for name in (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK,
+        return tuple(FixedFeature(name, INT64, shape) for name in (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK,
                                                                        DIALOGUE_ROLE_IDS, DIALOGUE_TURN_IDS))
 
 
 KEEP_ROLES = ("random", "released")
 DEFAULT_MIN_TURNS = 5
 DEFAULT_SAMPLES_PER_DIALOGUE = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class DialogueSettings:
+    """Every setting of the dialogue records' data prep (`create_dialogue_data.py`'s flags)."""
+
+    max_seq_length: int = field(512, "Tokens per dialogue (dial2vec: 512); see --truncation.")
+    truncation: str = field("head", "Too long a dialogue keeps its first max_seq_length tokens (head: the release's "
+                            "BERT path) or its most recent whole turns (recent_turns); train with the same "
+                            "--truncation.", choices=TRUNCATIONS)
+    num_negatives: int = field(9, "Negatives per dialogue (dial2vec: 9).")
+    keep_role: str = field("random", "Which interlocutor a negative keeps: random per negative (the paper) or always "
+                           "the second speaker (the released code's role 1).", choices=KEEP_ROLES)
+    min_dialogue_turns: int = field(DEFAULT_MIN_TURNS, "Drop dialogues with fewer turns (dial2vec: 5).")
+    max_dialogues: int = field(0, "Write a seeded sample of this many dialogues (0: all); negatives still draw from "
+                               "the whole corpus.")
+    samples_per_dialogue: int = field(DEFAULT_SAMPLES_PER_DIALOGUE, "Samples written per dialogue, each with freshly "
+                                      "drawn negatives (the release's samples_per_line: 10), so one pass over the "
+                                      "records is one release epoch.")
+    random_seed: int = field(12345, "Seed of the sample and of the negatives.")
+    num_shards: int = field(1, "Number of output files; a record goes to the one its seeded hash names.")
+    negative_pool_size: int = field(DEFAULT_NEGATIVE_POOL_SIZE, "Each role's replacement utterances are drawn from a "
+                                    "uniform sample of this many of the corpus' utterances of that role (all of them "
+                                    "in a smaller corpus), which bounds the memory.")
+
 _CHUNK = 64
 _PROGRESS_EVERY = 2000
 
@@ -160,13 +190,23 @@ def dialogue_samples(key: int, texts, roles, pools, spec: "DialogueRecordSpec", 
              roles) for sample_round in range(samples_per_dialogue)]
 
 
-# One graph per writer instead of hundreds of eager ops per chunk.
-_pack = tf.function(pack_dialogues, reduce_retracing=True)
+@functools.cache
+def _pack():
+    """`packing.pack_dialogues` as one graph per process instead of hundreds of eager ops per chunk."""
+    import tensorflow as tf
+
+    from dialoguecse_tf.encoder.packing import pack_dialogues
+
+    return tf.function(pack_dialogues, reduce_retracing=True)
 
 
 def serialize_samples(keyed, tokenizer, spec: "DialogueRecordSpec", random_seed: int, num_shards: int,
                       stats: PrepStats) -> list:
     """(shard, round, serialized record) of a chunk of (dialogue key, sample)."""
+    import tensorflow as tf
+
+    from dialoguecse_tf.encoder.tokenization import count_unknown_pieces
+
     texts, roles, turn_counts = [], [], []
     for _, (_, turn_lists, dialogue_roles) in keyed:
         for turns in turn_lists:
@@ -174,7 +214,7 @@ def serialize_samples(keyed, tokenizer, spec: "DialogueRecordSpec", random_seed:
             roles.extend(dialogue_roles)
             turn_counts.append(len(turns))
     packed = {name: value.numpy().reshape(len(keyed), spec.num_samples, -1)
-              for name, value in _pack(tokenizer, tf.RaggedTensor.from_row_lengths(texts, turn_counts),
+              for name, value in _pack()(tokenizer, tf.RaggedTensor.from_row_lengths(texts, turn_counts),
                                        tf.RaggedTensor.from_row_lengths(tf.constant(roles, tf.int32), turn_counts),
                                        spec.max_seq_length, spec.truncation).items()}
     first_round = np.array([sample_round == 0 for _, (sample_round, _, _) in keyed])
@@ -206,7 +246,7 @@ def check_enough_dialogues(usable: int, min_turns: int) -> None:
 
 def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: DialogueRecordSpec,
                            keep_role: str = "random", min_dialogue_turns: int = DEFAULT_MIN_TURNS,
-                           random_seed: int = 12345, num_shards: int = 1, stats: PrepStats | None = None, log=print,
+                           random_seed: int = 12345, num_shards: int = 1, stats: PrepStats | None = None,
                            max_dialogues: int = 0,
                            samples_per_dialogue: int = DEFAULT_SAMPLES_PER_DIALOGUE,
                            negative_pool_size: int = DEFAULT_NEGATIVE_POOL_SIZE) -> PrepStats:
@@ -214,13 +254,34 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: Dialogue
 
     `dialogues` is read twice (`streaming.keyed_dialogues`): once for each role's utterance pool
     (a uniform sample of at most `negative_pool_size` utterances, all of them in a smaller
-    corpus) and for the `max_dialogues` sample, once for the records. `max_dialogues` > 0 writes
-    that many dialogues, those of smallest seeded hash (a CPU run reads only a few thousand);
-    the negatives still draw from the whole corpus's utterances. Every dialogue is written
-    `samples_per_dialogue` times, each time with new negatives; a record goes to the shard its
-    seeded hash names, and each shard holds its records round by round (`RoundShardWriter`),
-    in corpus order within a round.
+    corpus) and for the `max_dialogues` sample, once for the records. The negatives still draw
+    from the whole corpus's utterances when only a sample of dialogues is written. A record goes
+    to the shard its seeded hash names, and each shard holds its records round by round
+    (`RoundShardWriter`), in corpus order within a round.
+
+    Args:
+      dialogues: the corpus, read twice: a `source.DialogueSource`, or a list of dialogues.
+      tokenizer: the `Tokenizer` of the encoder to train.
+      output_dir: the records' folder.
+      spec: the records' spec: negatives, sequence length and truncation.
+      keep_role: which interlocutor a negative keeps (`KEEP_ROLES`).
+      min_dialogue_turns: dialogues with fewer turns are dropped.
+      random_seed: the seed of the sample, the negatives and the shards.
+      num_shards: the number of shard files.
+      stats: the `PrepStats` to count into; a new one if None.
+      max_dialogues: > 0 writes that many dialogues, those of smallest seeded hash (a CPU run
+        reads only a few thousand); 0 writes all.
+      samples_per_dialogue: how many times every dialogue is written, each time with new negatives.
+      negative_pool_size: the most utterances of each role the negatives draw from.
+
+    Returns:
+      The stats: `samples_written`, `dialogues_written`, `dialogues_not_sampled`, the dialogues
+      dropped by reason (`not_two_interlocutors`, `fewer_than_N_turns`), `dialogues_truncated`,
+      `utterances_capped` and the word pieces of each written dialogue (`word_pieces`,
+      `unknown_word_pieces`).
     """
+    from dialoguecse_tf.records.shards import RoundShardWriter
+
     check_samples_per_dialogue(samples_per_dialogue)
     stats = stats if stats is not None else PrepStats()
     pools = [BottomK(negative_pool_size) for _ in range(NUM_ROLES)]
@@ -239,7 +300,7 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: Dialogue
     pools = role_pools({role: pool.items() for role, pool in enumerate(pools)})
     chosen = None if chosen is None else {key for _, key in chosen.items()}
     scratch = PrepStats()  # the first pass counted the cuts and drops
-    with RoundShardWriter(os.path.join(output_dir, "dialogues"), num_shards, samples_per_dialogue) as writer:
+    with RoundShardWriter(DIALOGUES.shard_prefix(output_dir), num_shards, samples_per_dialogue) as writer:
         chunk = []
         for key, dialogue in keyed_dialogues(dialogues):
             items = dialogue_items(key, dialogue, spec, min_dialogue_turns, random_seed, scratch)
@@ -252,28 +313,38 @@ def write_dialogue_records(dialogues, tokenizer, output_dir: str, spec: Dialogue
             chunk.extend((key, sample) for sample in dialogue_samples(key, *items[0], pools, spec, keep_role,
                                                                       samples_per_dialogue, random_seed))
             if len(chunk) >= _CHUNK:
-                _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log)
+                _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats)
                 chunk = []
         if chunk:
-            _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log)
+            _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats)
     stats.increment("samples_written", writer.num_written)
-    write_records_info(output_dir, spec, dialogue_records_info(stats, keep_role, min_dialogue_turns,
-                                                               samples_per_dialogue, random_seed))
-    log(f"[dialogues] {stats['dialogues_written']} dialogues x {samples_per_dialogue} samples, each with "
-        f"{spec.num_negatives} negatives: {writer.num_written} records -> {output_dir}")
+    arguments = {"keep_role": keep_role, "min_dialogue_turns": min_dialogue_turns,
+                 "samples_per_dialogue": samples_per_dialogue, "random_seed": random_seed}
+    write_records_info(output_dir, spec, DIALOGUES.records_info(stats, arguments))
+    logging.info("[dialogues] %d dialogues x %d samples, each with %d negatives: %d records -> %s",
+                 stats["dialogues_written"], samples_per_dialogue, spec.num_negatives, writer.num_written, output_dir)
     return stats
 
 
-def dialogue_records_info(stats: PrepStats, keep_role: str, min_turns: int, samples_per_dialogue: int,
-                          random_seed: int) -> dict:
-    return {**stats.to_dict(), "keep_role": keep_role, "min_turns": min_turns,
-            "samples_per_dialogue": samples_per_dialogue, "random_seed": random_seed}
-
-
-def _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log):
+def _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats):
     before = writer.num_written
     for shard, sample_round, record in serialize_samples(chunk, tokenizer, spec, random_seed, writer.num_shards,
                                                          stats):
         writer.write(record, shard, sample_round)
     if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
-        log(f"[dialogues] {writer.num_written} records written")
+        logging.info("[dialogues] %d records written", writer.num_written)
+
+
+DIALOGUES = RecordType(
+    name=RECORD_TYPE_DIALOGUES,
+    spec_class=DialogueRecordSpec,
+    settings_class=DialogueSettings,
+    write=write_dialogue_records,
+    entry_point="data_prep/create_dialogue_data.py",
+    tool="dialogue_records",
+    tool_version=2,
+    info_arguments=(("keep_role", "keep_role"), ("min_turns", "min_dialogue_turns"),
+                    ("samples_per_dialogue", "samples_per_dialogue"), ("random_seed", "random_seed")),
+    beam_builder="dialoguecse_tf.records.beam_pipeline:dialogue_pipeline",
+    beam_shard_order="rounds",
+)

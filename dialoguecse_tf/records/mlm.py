@@ -29,17 +29,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-import os
 import sys
 from typing import ClassVar
 
 import numpy as np
-import tensorflow as tf
-from absl import flags
+from absl import flags, logging
 
+from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_text
-from dialoguecse_tf.records.common import (FixedFeature, RecordSpec, RoundShardWriter, check_positive_int,
-                                           count_unknown_pieces, write_records_info)
+from dialoguecse_tf.records.record_type import RecordType
+from dialoguecse_tf.records.spec import FLOAT32, INT64, FixedFeature, RecordSpec, check_positive_int, write_records_info
 from dialoguecse_tf.records.streaming import (DEFAULT_RANDOM_NEXT_POOL_SIZE, BottomK, example_rng, keyed_dialogues,
                                               shard_of, stable_hash, text_digest)
 
@@ -77,16 +76,16 @@ class MlmRecordSpec(RecordSpec):
         seq = (self.max_seq_length,)
         preds = (self.max_predictions_per_seq,)
         return (
-            FixedFeature(INPUT_IDS, tf.int64, seq),
-            FixedFeature(INPUT_MASK, tf.int64, seq),
-            FixedFeature(SEGMENT_IDS, tf.int64, seq),
-            FixedFeature(MASKED_LM_POSITIONS, tf.int64, preds),
-            FixedFeature(MASKED_LM_IDS, tf.int64, preds),
-            FixedFeature(MASKED_LM_WEIGHTS, tf.float32, preds),
+            FixedFeature(INPUT_IDS, INT64, seq),
+            FixedFeature(INPUT_MASK, INT64, seq),
+            FixedFeature(SEGMENT_IDS, INT64, seq),
+            FixedFeature(MASKED_LM_POSITIONS, INT64, preds),
+            FixedFeature(MASKED_LM_IDS, INT64, preds),
+            FixedFeature(MASKED_LM_WEIGHTS, FLOAT32, preds),
         )
 
-    def _constant_features(self) -> dict[str, tf.train.Feature]:
-        return {NEXT_SENTENCE_LABELS: tf.train.Feature(int64_list=tf.train.Int64List(value=[0]))}
+    def _constant_features(self) -> dict[str, int]:
+        return {NEXT_SENTENCE_LABELS: 0}
 
 
 TURNS, CANDIDATES = 0, 1  # a document key is (dialogue key, one of these)
@@ -97,14 +96,19 @@ _PROGRESS_EVERY = 10000
 
 @dataclasses.dataclass(frozen=True)
 class MlmSettings:
-    """The MLM writer's arguments besides the spec (the Beam pipeline gets them by name)."""
+    """Every setting of the MLM records' data prep (`create_pretraining_data.py`'s flags): the
+    spec's and the writer's."""
 
-    masked_lm_prob: float
-    dupe_factor: int
-    short_seq_prob: float
-    random_seed: int
-    num_shards: int
-    random_next_pool_size: int
+    max_seq_length: int = field(50, "Tokens per record (paper: 50 for ECD/MDC, 100 for JDDC).")
+    max_predictions_per_seq: int = field(10, "Most masked positions per record (paper: 10).")
+    masked_lm_prob: float = field(0.15, "Fraction of tokens masked (paper: 0.15).")
+    dupe_factor: int = field(1, "How many times the corpus is masked, with different masks.")
+    short_seq_prob: float = field(0.1, "Probability of a shorter-than-maximum record (BERT's default).")
+    random_seed: int = field(12345, "Seed of the packing, the masking, the random next segments and the shards.")
+    num_shards: int = field(1, "Number of output files; a record goes to the one its seeded hash names.")
+    random_next_pool_size: int = field(DEFAULT_RANDOM_NEXT_POOL_SIZE, "Random next segments come from the documents "
+                                       "of a seeded sample of this many dialogues (all of them in a smaller corpus), "
+                                       "which bounds the memory of a corpus of any size.")
 
     def __post_init__(self):
         if not 0.0 < self.masked_lm_prob < 1.0:
@@ -261,6 +265,8 @@ def document_pieces(documents, tokenizer, max_seq_length: int, stats: PrepStats)
     `cap_text` (after the texts were compared whole), which leaves every record unchanged.
     An utterance with no piece left (counted as "utterances_without_tokens") is left out.
     """
+    from dialoguecse_tf.encoder.tokenization import count_unknown_pieces
+
     texts = [cap_text(text, max_seq_length, stats) for document in documents for text in document]
     flat, lengths = [np.zeros(0, np.int32)], [np.zeros(0, np.int64)]
     for start in range(0, len(texts), _TOKENIZE_BATCH):
@@ -433,44 +439,77 @@ def write_mlm_records(
     random_seed: int = 12345,
     num_shards: int = 1,
     stats: PrepStats | None = None,
-    log=print,
     random_next_pool_size: int = DEFAULT_RANDOM_NEXT_POOL_SIZE,
 ) -> PrepStats:
-    """Writes sharded MLM records and `records_info.json` into `output_dir`, streaming the corpus.
+    """Writes sharded MLM records (`mlm-*.tfrecord`) and `records_info.json` into `output_dir`,
+    streaming the corpus.
 
     `dialogues` is read twice (`streaming.keyed_dialogues`): once for `scan_corpus` (the
-    distinct texts' digests and the random-next pool of `random_next_pool_size` dialogues),
-    once for the records, a chunk of documents at a time. Each document is packed and masked
-    `dupe_factor` times, each round from its own RNG; a record goes to the shard its seeded hash
-    names, and each shard holds its records round by round (`RoundShardWriter`), in corpus order
-    within a round.
+    distinct texts' digests and the random-next pool), once for the records, a chunk of
+    documents at a time. Each document is packed and masked `dupe_factor` times, each round from
+    its own RNG; a record goes to the shard its seeded hash names, and each shard holds its
+    records round by round (`RoundShardWriter`), in corpus order within a round.
+
+    Args:
+      dialogues: the corpus, read twice: a `source.DialogueSource`, or a list of dialogues.
+      tokenizer: the `Tokenizer` of the model to pretrain.
+      output_dir: the records' folder.
+      spec: the records' spec: sequence length and masked positions.
+      masked_lm_prob: the share of tokens masked, in (0, 1).
+      dupe_factor: how many times each document is packed and masked.
+      short_seq_prob: the probability of a shorter-than-maximum record (Google's).
+      random_seed: the seed of the packing, the masking, the random next segments and the shards.
+      num_shards: the number of shard files.
+      stats: the `PrepStats` to count into; a new one if None.
+      random_next_pool_size: how many dialogues the random next segments are drawn from.
+
+    Returns:
+      The stats: `samples_written`, `masked_tokens`, the distinct utterances
+      (`mlm_distinct_utterances`, `mlm_turn_utterances`, `mlm_candidate_only_utterances`),
+      `mlm_candidate_documents`, the texts cut (`utterances_capped`, `tokens_truncated`,
+      `utterances_without_tokens`) and the word pieces (`word_pieces`, `unknown_word_pieces`).
     """
-    settings = MlmSettings(masked_lm_prob, dupe_factor, short_seq_prob, random_seed, num_shards,
-                           random_next_pool_size)
+    from dialoguecse_tf.records.shards import RoundShardWriter
+
+    settings = MlmSettings(spec.max_seq_length, spec.max_predictions_per_seq, masked_lm_prob, dupe_factor,
+                           short_seq_prob, random_seed, num_shards, random_next_pool_size)
     stats = stats if stats is not None else PrepStats()
     scan = scan_corpus(keyed_dialogues(dialogues), random_seed, random_next_pool_size)
     pool = RandomNextPool(scan.pool_documents, tokenizer, spec.max_seq_length)
     candidate_documents = 0
-    with RoundShardWriter(os.path.join(output_dir, "mlm"), num_shards, dupe_factor) as writer:
+    with RoundShardWriter(MLM.shard_prefix(output_dir), num_shards, dupe_factor) as writer:
         chunk = []
         for document in keyed_documents(keyed_dialogues(dialogues), scan.turns):
             candidate_documents += document[0][1] == CANDIDATES
             chunk.append(document)
             if len(chunk) == _CHUNK:
-                _write_chunk(writer, chunk, tokenizer, pool, spec, settings, stats, log)
+                _write_chunk(writer, chunk, tokenizer, pool, spec, settings, stats)
                 chunk = []
         if chunk:
-            _write_chunk(writer, chunk, tokenizer, pool, spec, settings, stats, log)
+            _write_chunk(writer, chunk, tokenizer, pool, spec, settings, stats)
     stats.merge(utterance_stats(len(scan.turns), scan.candidate_only, candidate_documents))
     stats.increment("samples_written", writer.num_written)
-    write_records_info(output_dir, spec, stats.to_dict())
-    log(f"[mlm] {writer.num_written} records, {stats['masked_tokens']} masked tokens -> {output_dir}")
+    write_records_info(output_dir, spec, MLM.records_info(stats, {}))
+    logging.info("[mlm] %d records, %d masked tokens -> %s", writer.num_written, stats["masked_tokens"], output_dir)
     return stats
 
 
-def _write_chunk(writer, chunk, tokenizer, pool, spec, settings, stats, log):
+def _write_chunk(writer, chunk, tokenizer, pool, spec, settings, stats):
     before = writer.num_written
     for shard, sample_round, record in serialize_documents(chunk, tokenizer, pool, spec, settings, stats):
         writer.write(record, shard, sample_round)
     if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
-        log(f"[mlm] {writer.num_written} records written")
+        logging.info("[mlm] %d records written", writer.num_written)
+
+
+MLM = RecordType(
+    name=RECORD_TYPE_MLM,
+    spec_class=MlmRecordSpec,
+    settings_class=MlmSettings,
+    write=write_mlm_records,
+    entry_point="data_prep/create_pretraining_data.py",
+    tool="mlm_records",
+    tool_version=2,
+    beam_builder="dialoguecse_tf.records.beam_pipeline:mlm_pipeline",
+    beam_shard_order="rounds",
+)

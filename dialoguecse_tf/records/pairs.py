@@ -29,17 +29,17 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
 import re
 from typing import ClassVar
 
 import numpy as np
-import tensorflow as tf
+from absl import logging
 
+from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_text
 from dialoguecse_tf.encoder.cjk import BERT_CJK_RANGES, KANA_RANGE, regex_class
-from dialoguecse_tf.records.common import (FixedFeature, OrderedShardWriter, PieceTable, RecordSpec,
-                                           check_positive_int, write_records_info)
+from dialoguecse_tf.records.record_type import RecordType
+from dialoguecse_tf.records.spec import INT64, FixedFeature, RecordSpec, check_positive_int, write_records_info
 from dialoguecse_tf.records.streaming import shard_of, stable_hash
 
 RECORD_TYPE_PAIRS = "pairs"
@@ -75,11 +75,27 @@ class PairRecordSpec(RecordSpec):
 
     def _features(self) -> tuple[FixedFeature, ...]:
         pair = (2, self.max_seq_length)
-        return (FixedFeature(PAIR_INPUT_IDS, tf.int64, pair), FixedFeature(PAIR_INPUT_MASK, tf.int64, pair))
+        return (FixedFeature(PAIR_INPUT_IDS, INT64, pair), FixedFeature(PAIR_INPUT_MASK, INT64, pair))
 
 
 DEFAULT_MIN_WORDS = 3
 DEFAULT_SHUFFLE_SEED = 24  # the release's
+
+
+@dataclasses.dataclass(frozen=True)
+class PairSettings:
+    """Every setting of the pair records' data prep (`create_pair_data.py`'s flags)."""
+
+    max_seq_length: int = field(32, "Tokens per utterance (DSE's released code: 32).")
+    pairing: str = field("consecutive", "consecutive: adjacent turns (DSE); self: each distinct utterance with itself "
+                         "(DSE-dropout, unsupervised SimCSE).", choices=PAIRINGS)
+    min_words: int = field(DEFAULT_MIN_WORDS, "Keep only utterances with more words than this (DSE: 3; a CJK "
+                           "character counts as a word).")
+    random_seed: int = field(DEFAULT_SHUFFLE_SEED, "Seed of the shuffle of all pairs: shards and their order (DSE's "
+                             "release: 24).")
+    num_shards: int = field(1, "Number of output files; a pair goes to the one its seeded hash names, and sorting a "
+                            "shard holds it in memory.")
+
 _CHUNK = 512
 _PROGRESS_EVERY = 50000
 _CJK = regex_class(BERT_CJK_RANGES + (KANA_RANGE,))
@@ -163,6 +179,8 @@ def pair_order(random_seed: int, example_key: tuple) -> int:
 def encode_pairs(pairs, tokenizer, spec: PairRecordSpec, stats: PrepStats) -> dict:
     """The features of a chunk of pairs, each ``[len(pairs), 2, max_seq_length]``; each distinct
     text tokenized once."""
+    from dialoguecse_tf.encoder.tokenization import PieceTable
+
     texts = [text for pair in pairs for text in pair]
     length = spec.max_seq_length
     ids, mask, word_pieces = PieceTable(texts, tokenizer, stats).pack(texts, length)
@@ -180,7 +198,7 @@ def serialize_pairs(keyed, tokenizer, spec: PairRecordSpec, random_seed: int, nu
 
 def write_pair_records(dialogues, tokenizer, output_dir: str, spec: PairRecordSpec,
                        min_words: int = DEFAULT_MIN_WORDS, num_shards: int = 1, stats: PrepStats | None = None,
-                       log=print, random_seed: int = DEFAULT_SHUFFLE_SEED) -> PrepStats:
+                       random_seed: int = DEFAULT_SHUFFLE_SEED) -> PrepStats:
     """Writes the pairs as sharded records (`pairs-*.tfrecord`) and `records_info.json` into
     `output_dir`, streaming the corpus.
 
@@ -188,35 +206,63 @@ def write_pair_records(dialogues, tokenizer, output_dir: str, spec: PairRecordSp
     sorted by another seeded hash of the pair (`pair_order`): a shuffle of the pairs with
     `random_seed`, as the release shuffles them (with `random.shuffle`, another order), that the
     Beam pipeline writes identically. Sorting holds one shard's records in memory
-    (`common.OrderedShardWriter`): a big corpus wants enough shards.
+    (`shards.OrderedShardWriter`): a big corpus wants enough shards.
+
+    Args:
+      dialogues: the corpus: a `source.DialogueSource` (read once), or dialogues.
+      tokenizer: the `Tokenizer` of the encoder to train.
+      output_dir: the records' folder.
+      spec: the records' spec: the pairing and the row length.
+      min_words: a pair's sides (a self pair's utterance) need more words than this.
+      num_shards: the number of shard files.
+      stats: the `PrepStats` to count into; a new one if None.
+      random_seed: the seed of the shards and of their order.
+
+    Returns:
+      The stats: `samples_written`, the pairs dropped by reason (`pair_with_short_utterance`,
+      `short_utterance`, `repeated_utterance`), the texts cut (`utterances_capped`,
+      `tokens_truncated`) and the word pieces (`word_pieces`, `unknown_word_pieces`).
     """
+    from dialoguecse_tf.records.shards import OrderedShardWriter
+
     stats = stats if stats is not None else PrepStats()
     keyed = dialogues.keyed() if hasattr(dialogues, "keyed") else enumerate(dialogues)
-    with OrderedShardWriter(os.path.join(output_dir, "pairs"), num_shards) as writer:
+    with OrderedShardWriter(PAIRS.shard_prefix(output_dir), num_shards) as writer:
         chunk = []
         for item in keyed_pairs(keyed, spec.pairing, min_words, stats, spec.max_seq_length):
             chunk.append(item)
             if len(chunk) == _CHUNK:
-                _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log)
+                _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats)
                 chunk = []
         if chunk:
-            _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log)
+            _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats)
         if writer.num_written == 0:
             raise ValueError(f"no {spec.pairing} pair with more than {min_words} words per side in the input "
                              "dialogues")
     stats.increment("samples_written", writer.num_written)
-    write_records_info(output_dir, spec, pair_records_info(stats, min_words, random_seed))
-    log(f"[pairs] {writer.num_written} {spec.pairing} pairs -> {output_dir}")
+    write_records_info(output_dir, spec, PAIRS.records_info(stats, {"min_words": min_words,
+                                                                    "random_seed": random_seed}))
+    logging.info("[pairs] %d %s pairs -> %s", writer.num_written, spec.pairing, output_dir)
     return stats
 
 
-def pair_records_info(stats: PrepStats, min_words: int, random_seed: int) -> dict:
-    return {**stats.to_dict(), "min_words": min_words, "shuffle_seed": random_seed}
-
-
-def _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats, log):
+def _write_chunk(writer, chunk, tokenizer, spec, random_seed, stats):
     before = writer.num_written
     for shard, order, record in serialize_pairs(chunk, tokenizer, spec, random_seed, writer.num_shards, stats):
         writer.write(record, shard, order)
     if writer.num_written // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
-        log(f"[pairs] {writer.num_written} pairs written")
+        logging.info("[pairs] %d pairs written", writer.num_written)
+
+
+PAIRS = RecordType(
+    name=RECORD_TYPE_PAIRS,
+    spec_class=PairRecordSpec,
+    settings_class=PairSettings,
+    write=write_pair_records,
+    entry_point="data_prep/create_pair_data.py",
+    tool="pair_records",
+    tool_version=2,
+    info_arguments=(("min_words", "min_words"), ("shuffle_seed", "random_seed")),
+    beam_builder="dialoguecse_tf.records.beam_pipeline:pair_pipeline",
+    beam_shard_order="sorted",
+)

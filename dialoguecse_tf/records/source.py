@@ -6,6 +6,8 @@ Pure Python: nothing here imports TensorFlow.
 import dataclasses
 import glob
 
+from absl import logging
+
 from dialoguecse_tf.data.preprocessing import PrepStats, preprocess
 from dialoguecse_tf.data.readers import default_min_turns, read_corpus
 from dialoguecse_tf.records.streaming import dialogue_key
@@ -57,11 +59,10 @@ class DialogueSource:
     A pass that yields no dialogue raises ValueError saying why.
     """
 
-    def __init__(self, corpus: CorpusConfig, stats: PrepStats, log=print):
+    def __init__(self, corpus: CorpusConfig, stats: PrepStats):
         self.corpus = corpus
         self.paths = expand_input_files(corpus.input_file)
         self._stats = stats
-        self._log = log
         self._counted = False
 
     def keyed(self):
@@ -72,7 +73,7 @@ class DialogueSource:
                 kept += 1
                 yield item
             if not self._counted:
-                self._log(f"[read] {path}: {kept} dialogues kept so far")
+                logging.info("[read] %s: %d dialogues kept so far", path, kept)
         if not kept:
             raise no_dialogue_error(self.corpus, stats)
         self._counted = True
@@ -89,10 +90,10 @@ def no_dialogue_error(corpus: CorpusConfig, stats: PrepStats) -> ValueError:
     return ValueError(f"no dialogue left after reading and preprocessing {list(corpus.input_file)}: {why}")
 
 
-def load_dialogues(corpus: CorpusConfig, stats: PrepStats, log=print) -> list:
+def load_dialogues(corpus: CorpusConfig, stats: PrepStats) -> list:
     """Every preprocessed dialogue as a list (the vocabulary and SR-set stages, which need all
     texts anyway); counts into `stats`."""
-    return list(DialogueSource(corpus, stats, log))
+    return list(DialogueSource(corpus, stats))
 
 
 def corpus_texts(dialogues) -> list:
