@@ -161,7 +161,7 @@ def _check_dialogue(dialogue: Dialogue, path, data: bytes) -> None:
 def _fuzz_reader(input_format, scratch, data):
     data = _as_bytes(data)
     path = _write(scratch, data, f"corpus.{input_format}")
-    reader = READERS[input_format]
+    reader = READERS[input_format].read
     try:
         dialogues = list(reader(path))
     except DataFormatError as error:
@@ -249,7 +249,7 @@ def test_fuzz_sgd_reader(scratch, data):
     except (UnicodeDecodeError, ValueError, RecursionError):
         items = None
     try:
-        dialogues = list(READERS["sgd"](path))
+        dialogues = list(READERS["sgd"].read(path))
     except DataFormatError as error:
         _check_located(error, path, data)
     else:
@@ -258,7 +258,7 @@ def test_fuzz_sgd_reader(scratch, data):
             _check_dialogue(dialogue, path, data)
     stats = PrepStats()
     try:
-        dialogues = list(READERS["sgd"](path, skip_malformed=True, stats=stats))
+        dialogues = list(READERS["sgd"].read(path, skip_malformed=True, stats=stats))
     except DataFormatError as error:
         # Only a file that is no JSON list stops a run that skips malformed dialogues.
         assert error.reason in ("bad_json", "invalid_utf8") and not isinstance(items, list)

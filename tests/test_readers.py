@@ -1,16 +1,19 @@
 """Corpus readers: the authors' real sample, every malformed-line case, MDC, ECD, JDDC, SGD and JSONL."""
 
+import functools
 import json
 import pickle
 import re
 
 import pytest
+from absl import flags
 
+from dialoguecse_tf.cli.flag_utils import define_corpus_flags
 from dialoguecse_tf.data.dialogue import Dialogue, Turn, turn_intent
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import (
-    MIN_TURNS_BY_FORMAT,
     READERS,
+    Reader,
     default_min_turns,
     read_authors_contrastive,
     read_corpus,
@@ -336,7 +339,7 @@ def test_ecd_release_malformed(tmp_path, line, reason):
 
 # ---------------------------------------------------------------- JDDC chat.txt
 
-# session_id, user_id, waiter_send, is_transfer, is_repeat, sku, content (readers.py cites the source).
+# session_id, user_id, waiter_send, is_transfer, is_repeat, sku, content (readers/jddc.py cites the source).
 JDDC_ROWS = [
     "a1f3\tUSERID_101\t0\t0\t1\tnan\t你好 在吗",
     "a1f3\tUSERID_101\t1\t0\t1\tnan\t在的亲，请问有什么可以帮您?",
@@ -664,6 +667,65 @@ def test_read_corpus_unknown_format(tmp_path):
 
 def test_min_turns_default_per_format():
     # Paper 5.1.1: fewer than 4 turns are dropped in JDDC and ECD; MDC is kept whole.
-    assert set(MIN_TURNS_BY_FORMAT) == set(READERS)
+    assert all(reader.name == name for name, reader in READERS.items())
     assert [default_min_turns(name) for name in ("authors", "ecd", "jddc", "jsonl")] == [4, 4, 4, 4]
     assert [default_min_turns(name) for name in ("mdc", "sgd")] == [0, 0]
+
+
+class _PrivateFlags:
+    """absl's flags module with every DEFINE and mark bound to one private FlagValues."""
+
+    def __init__(self):
+        self.FLAGS = flags.FlagValues()
+
+    def __getattr__(self, name):
+        value = getattr(flags, name)
+        if name.startswith(("DEFINE", "mark_")):
+            return functools.partial(value, flag_values=self.FLAGS)
+        return value
+
+
+def _corpus_flags(argv):
+    """The entry points' corpus flags, parsed from `argv`."""
+    private = _PrivateFlags()
+    define_corpus_flags(private)
+    private.FLAGS(["prog", "--input_file=corpus.txt", *argv])
+    return private.FLAGS
+
+
+def test_corpus_flags_help_comes_from_the_registry():
+    flag_values = _corpus_flags([])
+    for name, reader in READERS.items():
+        assert f"{name}: {reader.help}" in flag_values["input_format"].help
+        assert f"{name} {reader.min_turns}" in flag_values["min_turns"].help
+    assert sorted(flag_values["input_format"].parser.enum_values) == sorted(READERS)
+
+
+def read_toy(path, skip_malformed=False, stats=None):
+    """A toy format: one dialogue per line, its turns separated by " | ", speakers alternating."""
+    stats = stats if stats is not None else PrepStats()
+    with open(path, encoding="utf-8") as f:
+        for line_number, line in enumerate(f, start=1):
+            texts = line.rstrip("\n").split(" | ")
+            stats.increment("dialogues_read")
+            yield Dialogue(dialogue_id=f"toy-{line_number}", source=str(path), line_number=line_number,
+                           turns=tuple(Turn(speaker=str(i % 2), text=text) for i, text in enumerate(texts)))
+
+
+def test_a_registered_toy_reader_is_a_format_everywhere(tmp_path, monkeypatch):
+    with pytest.raises(flags.IllegalFlagValueError):
+        _corpus_flags(["--input_format=toy"])
+    monkeypatch.setitem(READERS, "toy", Reader(name="toy", read=read_toy, min_turns=2, help="turns split at ' | '"))
+
+    flag_values = _corpus_flags(["--input_format=toy"])
+    assert flag_values.input_format == "toy"
+    assert "toy: turns split at ' | '." in flag_values["input_format"].help
+    assert "toy 2" in flag_values["min_turns"].help
+    assert default_min_turns("toy") == 2
+    path = write_lines(tmp_path / "toy.txt", ["hi | hello there", "bye"])
+    stats = PrepStats()
+    dialogues = list(read_corpus(path, "toy", stats=stats))
+    assert [d.dialogue_id for d in dialogues] == ["toy-1", "toy-2"]
+    assert [[(t.speaker, t.text) for t in d.turns] for d in dialogues] == [[("0", "hi"), ("1", "hello there")],
+                                                                           [("0", "bye")]]
+    assert stats["dialogues_read"] == 2

@@ -8,7 +8,7 @@ from absl import app
 from absl import flags as absl_flags
 
 from dialoguecse_tf.config_fields import field_kind
-from dialoguecse_tf.data.readers import MIN_TURNS_BY_FORMAT, READERS
+from dialoguecse_tf.data.readers import READERS
 
 # Flags defined here belong to the entry point that asks for them (its --helpshort lists them).
 absl_flags.disclaim_key_flags()
@@ -38,12 +38,10 @@ def define_corpus_flags(flags):
     flags.DEFINE_multi_string("input_file", None, "Corpus file or glob (sgd: also a folder); repeat the flag "
                               "for several.")
     flags.DEFINE_enum("input_format", "jsonl", sorted(READERS),
-                      "authors: DialogueCSE training format; mdc: Microsoft Dialogue Challenge TSV; "
-                      "ecd: ECD response-selection release; jddc: JDDC release's chat.txt; sgd: Schema-Guided "
-                      "Dialogue dialogues_*.json; jsonl: this project's format (README).")
+                      "; ".join(f"{reader.name}: {reader.help}" for reader in READERS.values()) + ".")
     flags.DEFINE_bool("skip_malformed", False, "Skip malformed lines and count them instead of stopping.")
     flags.DEFINE_bool("merge_speakers", True, "Merge consecutive utterances of the same speaker (paper 5.1.1).")
-    defaults = ", ".join(f"{name} {n}" for name, n in sorted(MIN_TURNS_BY_FORMAT.items()))
+    defaults = ", ".join(f"{name} {READERS[name].min_turns}" for name in sorted(READERS))
     flags.DEFINE_integer("min_turns", None, f"Drop dialogues with fewer turns; 0 keeps all. Unset: the format's "
                          f"default ({defaults}; paper 5.1.1 drops short JDDC and ECD dialogues, keeps MDC whole).")
     flags.mark_flag_as_required("input_file")

@@ -17,7 +17,7 @@ from dialoguecse_tf.records.streaming import dialogue_key
 class CorpusConfig:
     """Which files to read and how to preprocess them (paper, section 5.1.1).
 
-    `min_turns=None` takes the format's default (`readers.MIN_TURNS_BY_FORMAT`); it is
+    `min_turns=None` takes the format's default (`readers.default_min_turns`); it is
     resolved here, so the config written beside a stage's output holds the number used.
     """
 
