@@ -179,10 +179,10 @@ def prepare(ctx: Context) -> dict:
                     "--num_negatives=9"),
         ctx.train("base", "--aggregation=mean", "--num_frozen_layers=3", "--temperature=0.1",
                   "--learning_rate=5e-5", "--num_context_turns=3", "--num_negatives=9"),
-        ["finetune/export_savedmodel.py", f"--checkpoint={ctx.path('tr', 'base', 'encoder')}",
+        ["export/export_savedmodel.py", f"--checkpoint={ctx.path('tr', 'base', 'encoder')}",
          f"--export_dir={ctx.path('export', 'savedmodel')}", f"--max_seq_length={SENTENCE_LENGTH}",
          "--pooling=mean", "--dialogue_max_seq_length=128"],
-        ["finetune/export_encoder.py", f"--checkpoint={ctx.path('tr', 'base', 'encoder')}",
+        ["export/export_encoder.py", f"--checkpoint={ctx.path('tr', 'base', 'encoder')}",
          f"--output_dir={ctx.path('export', 'huggingface')}", "--format=huggingface",
          f"--max_seq_length={SENTENCE_LENGTH}"],
     ]

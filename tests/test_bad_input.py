@@ -55,7 +55,7 @@ DEMO = "data_prep/generate_demo_corpus.py"
 PRETRAIN = "pretrain/run_pretraining.py"
 FINETUNE = "finetune/run_finetuning.py"
 TRAIN = "train/run_training.py"
-EXPORT = "finetune/export_savedmodel.py"
+EXPORT = "export/export_savedmodel.py"
 EVALUATE = "evaluation/run_evaluation.py"
 MERGE = "evaluation/merge_results.py"
 SWEEP = "evaluation/plot_sweep.py"
@@ -63,9 +63,9 @@ PAIR_DATA = "data_prep/create_pair_data.py"
 DIALOGUE_DATA = "data_prep/create_dialogue_data.py"
 CANONICALIZE = "data_prep/canonicalize_records.py"
 PLOT_LOGS = "evaluation/plot_train_logs.py"
-EXPORT_ENCODER = "finetune/export_encoder.py"
+EXPORT_ENCODER = "export/export_encoder.py"
 # The stage folders' scripts are the entry points: every .py there with an absl main.
-ENTRY_POINT_FOLDERS = ("data_prep", "pretrain", "finetune", "train", "evaluation")
+ENTRY_POINT_FOLDERS = ("data_prep", "pretrain", "finetune", "train", "evaluation", "export")
 
 
 def discover_entry_points() -> set:

@@ -1,4 +1,5 @@
-"""Exports a checkpoint as a versioned SavedModel for TF Serving (raw strings in, vectors out)."""
+"""Exports a checkpoint as a versioned SavedModel for TF Serving (raw strings in, vectors out), with a
+README.md model card (dialoguecse_tf/serving/savedmodel.py)."""
 
 from absl import flags
 

@@ -1,5 +1,6 @@
 """Exports a checkpoint as a HuggingFace BERT folder (transformers, sentence-transformers) or a
-keras-hub preset, for stacks other than TF Serving (dialoguecse_tf/serving/interop.py)."""
+keras-hub preset, for stacks other than TF Serving, with a README.md model card
+(dialoguecse_tf/serving/interop.py)."""
 
 from absl import flags
 
