@@ -11,7 +11,7 @@ setuptools.setup(
     ),
     packages=setuptools.find_packages(include=["dialoguecse_tf", "dialoguecse_tf.*"]),
     # The demo corpus generator reads its templates from these at import.
-    package_data={"dialoguecse_tf.data": ["demo_templates/*.json"]},
+    package_data={"dialoguecse_tf.data.demo": ["template_files/*.json"]},
     python_requires=">=3.10,<3.13",
     install_requires=[
         "tensorflow==2.20.0",

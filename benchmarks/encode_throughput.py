@@ -43,7 +43,7 @@ def load_texts(texts_file, num_sentences):
         with open(texts_file, encoding="utf-8") as reader:
             texts = [line.strip() for line in reader if line.strip()]
     else:
-        from dialoguecse_tf.data.demo_corpus import generate_dialogues
+        from dialoguecse_tf.data.demo import generate_dialogues
 
         texts = list(dict.fromkeys(turn.text for d in generate_dialogues(2000, seed=7) for turn in d.turns))
     if len(texts) < num_sentences:

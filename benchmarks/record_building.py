@@ -68,7 +68,7 @@ VOCAB_DIALOGUES = 20_000
 
 def make_corpus(folder: str, num_dialogues: int, per_file: int) -> list:
     """The corpus files (reused when `folder` holds them for these settings) and the vocabulary."""
-    from dialoguecse_tf.data.demo_corpus import generate_dialogues
+    from dialoguecse_tf.data.demo import generate_dialogues
     from dialoguecse_tf.data.readers import write_jsonl
     from dialoguecse_tf.encoder.tokenization import build_vocab, write_vocab
 

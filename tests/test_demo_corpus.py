@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from dialoguecse_tf.data import demo_corpus as dc
+from dialoguecse_tf.data.demo import corpus, held_out, templates
+from dialoguecse_tf.data.demo import dialogues as generation
 from dialoguecse_tf.data.preprocessing import PrepStats, preprocess
 from dialoguecse_tf.data.readers import read_jsonl
 from dialoguecse_tf.data.sr_builder import read_select_file
@@ -17,28 +18,27 @@ from forked_entry_points import run_python
 OUTPUT_FILES = ("train.jsonl", "train_sentences.txt", "sr/select.txt", "sts/sts.txt", "sts/sts_metadata.jsonl",
                 "intent/intent.json", "dialogues/eval_dialogues.jsonl", "config.json", "demo_stats.json")
 SMALL = dict(num_dialogues=200, num_eval_dialogues=200, num_sts_pairs=100)
-QUIET = lambda _: None  # noqa: E731
 
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
     """The default config, generated once for the checks on the evaluation sets."""
     output_dir = tmp_path_factory.mktemp("demo")
-    stats = dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(output_dir)), QUIET)
+    stats = corpus.run_generate_demo_corpus(corpus.DemoCorpusConfig(str(output_dir)))
     return output_dir, stats
 
 
 def _slot_types(template):
-    return [dc._PLACEHOLDERS[name][0] for name in dc.template_fields(template)]
+    return [templates.PLACEHOLDERS[name][0] for name in templates.template_fields(template)]
 
 
 def test_templates_are_well_formed():
-    assert len(dc.MAIN_INTENTS) >= 24 and len(dc.INTENTS) == len(set(dc.INTENTS))
+    assert len(templates.MAIN_INTENTS) >= 24 and len(templates.INTENTS) == len(set(templates.INTENTS))
     every_template = []
-    for spec in dc.INTENT_SPECS.values():
+    for spec in templates.INTENT_SPECS.values():
         assert len(spec.user) >= 8 and len(spec.held_out) >= 4, spec.name
         assert len(spec.acknowledge) >= 3 and len(spec.answer) >= 3, spec.name
-        assert spec.ask is None or dc._PLACEHOLDERS[spec.ask][0] in dc._ASK, spec.name
+        assert spec.ask is None or templates.PLACEHOLDERS[spec.ask][0] in templates.ASK, spec.name
         for template in spec.user + spec.held_out + spec.acknowledge + spec.answer:
             types = _slot_types(template)  # KeyError on an unknown placeholder
             assert len(types) == len(set(types)), f"two placeholders of one slot type: {template!r}"
@@ -48,63 +48,64 @@ def test_templates_are_well_formed():
         signatures = [tuple(sorted(_slot_types(t))) for t in spec.held_out]
         assert len(set(signatures)) < len(signatures), spec.name
     assert len(every_template) == len(set(every_template)), "a request template is reused"
-    for group in dc.INTENT_GROUPS:
-        assert group in dc.__doc__ and group in dc.DSTS_RULE
+    for group in templates.INTENT_GROUPS:
+        assert group in held_out.__doc__ and group in held_out.DSTS_RULE
 
 
 def test_template_files_hold_every_wording_the_generator_draws():
-    for group, names in dc.INTENT_GROUPS.items():
-        assert names and all(dc.INTENT_SPECS[name].user and dc.INTENT_SPECS[name].held_out for name in names), group
-    slot_types = {slot_type for slot_type, _ in dc._PLACEHOLDERS.values()}
-    assert set(dc._ASK) <= set(dc._INFORM) <= slot_types
-    for slot_type, replies in dc._INFORM.items():
-        assert all(dc.template_fields(reply) == (slot_type,) for reply in replies), slot_type
-    for act, turns in dc._DIALOGUE_ACTS.items():
-        assert set(turns) == {dc.USER, dc.AGENT} and all(turns.values()), act
-    for pool in (dc._AFTER_INFORM, dc._GREETING_OPENERS, dc._SWITCH_OPENERS, dc._CLOSERS):
+    for group, names in templates.INTENT_GROUPS.items():
+        specs = [templates.INTENT_SPECS[name] for name in names]
+        assert specs and all(spec.user and spec.held_out for spec in specs), group
+    slot_types = {slot_type for slot_type, _ in templates.PLACEHOLDERS.values()}
+    assert set(templates.ASK) <= set(templates.INFORM) <= slot_types
+    for slot_type, replies in templates.INFORM.items():
+        assert all(templates.template_fields(reply) == (slot_type,) for reply in replies), slot_type
+    for act, turns in templates.DIALOGUE_ACTS.items():
+        assert set(turns) == {generation.USER, generation.AGENT} and all(turns.values()), act
+    for pool in (templates.AFTER_INFORM, templates.GREETING_OPENERS, templates.SWITCH_OPENERS, templates.CLOSERS):
         assert pool and all(isinstance(text, str) for text in pool)
 
 
 def test_a_malformed_template_file_is_named_in_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(dc, "_TEMPLATES", tmp_path)
+    monkeypatch.setattr(templates, "_TEMPLATES", tmp_path)
     intent = {"name": "order_status", "group": "delivery", "ask": "order_number", "user": ["Where is it?"],
               "held_out": ["Any news?"], "acknowledge": ["Sure."], "answer": ["On its way."]}
     (tmp_path / "intents.json").write_text(json.dumps([intent]), encoding="utf-8")
-    assert dc._read_intents("intents.json")[0].user == ("Where is it?",)
+    assert templates._read_intents("intents.json")[0].user == ("Where is it?",)
     for broken, message in (({**intent, "answer": []}, r"intent 0 \('order_status'\)\.answer must be a non-empty list"),
                             ({**intent, "ask": "shoe_size"}, "ask 'shoe_size' is no placeholder"),
                             ({**intent, "tone": "polite"}, "intent 0 must have the fields")):
         (tmp_path / "intents.json").write_text(json.dumps([broken]), encoding="utf-8")
         with pytest.raises(ValueError, match=f"^{re.escape(str(tmp_path / 'intents.json'))}: .*{message}"):
-            dc._read_intents("intents.json")
+            templates._read_intents("intents.json")
     (tmp_path / "slot_values.json").write_text(json.dumps({"city": ["Leeds"]}), encoding="utf-8")
     with pytest.raises(ValueError, match="slot_values.json: expected an object with the keys"):
-        dc._read_slot_values("slot_values.json")
+        templates._read_slot_values("slot_values.json")
 
 
 def test_dialogues_are_fast_well_formed_and_labelled():
     start = time.perf_counter()
-    dialogues = dc.generate_dialogues(3000, seed=0)
+    dialogues = generation.generate_dialogues(3000, seed=0)
     assert time.perf_counter() - start < 3.0
     assert len(dialogues) == 3000 and len({d.dialogue_id for d in dialogues}) == 3000
     used = set()
     for dialogue in dialogues:
-        assert dc.MIN_TURNS <= len(dialogue.turns) <= dc.MAX_TURNS
-        assert [t.speaker for t in dialogue.turns] == [dc.USER, dc.AGENT] * (len(dialogue.turns) // 2)
+        assert generation.MIN_TURNS <= len(dialogue.turns) <= generation.MAX_TURNS
+        assert [t.speaker for t in dialogue.turns] == [generation.USER, generation.AGENT] * (len(dialogue.turns) // 2)
         for turn in dialogue.turns:
-            assert turn.intent in dc.INTENTS and turn.text.strip()
+            assert turn.intent in templates.INTENTS and turn.text.strip()
             used.add(turn.intent)
-    assert used == set(dc.INTENTS)
+    assert used == set(templates.INTENTS)
 
 
 def test_generation_is_deterministic_per_seed():
-    assert dc.generate_dialogues(300, seed=7) == dc.generate_dialogues(300, seed=7)
-    assert dc.generate_dialogues(300, seed=7) != dc.generate_dialogues(300, seed=8)
+    assert generation.generate_dialogues(300, seed=7) == generation.generate_dialogues(300, seed=7)
+    assert generation.generate_dialogues(300, seed=7) != generation.generate_dialogues(300, seed=8)
 
 
 def test_training_text_never_uses_held_out_templates():
-    held_out_only = {t for spec in dc.INTENT_SPECS.values() for t in spec.held_out}
-    for utterances in dc.generate_utterance_dialogues(2000, seed=0):
+    held_out_only = {t for spec in templates.INTENT_SPECS.values() for t in spec.held_out}
+    for utterances in generation.generate_utterance_dialogues(2000, seed=0):
         assert not any(u.template in held_out_only for u in utterances)
 
 
@@ -119,9 +120,9 @@ def test_training_text_never_uses_held_out_templates():
     (("refund", ()), ("password_reset", ()), 1),
 ])
 def test_dsts_rule(a, b, score):
-    ua = dc.DemoUtterance(dc.USER, "a", a[0], a[1])
-    ub = dc.DemoUtterance(dc.USER, "b", b[0], b[1])
-    assert dc.dsts_score(ua, ub) == dc.dsts_score(ub, ua) == score
+    ua = generation.DemoUtterance(generation.USER, "a", a[0], a[1])
+    ub = generation.DemoUtterance(generation.USER, "b", b[0], b[1])
+    assert held_out.dsts_score(ua, ub) == held_out.dsts_score(ub, ua) == score
 
 
 def _outputs(directory):
@@ -136,7 +137,7 @@ def _untimed_stats(directory):
 
 def test_same_seed_same_files_other_seed_differs(tmp_path):
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
-        dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(tmp_path / name), random_seed=seed, **SMALL), QUIET)
+        corpus.run_generate_demo_corpus(corpus.DemoCorpusConfig(str(tmp_path / name), random_seed=seed, **SMALL))
     assert _outputs(tmp_path / "a") == _outputs(tmp_path / "b")
     assert _untimed_stats(tmp_path / "a") == _untimed_stats(tmp_path / "b")
     configs = [json.loads((tmp_path / name / "config.json").read_text()) for name in ("a", "b")]
@@ -154,10 +155,10 @@ def test_corpus_reads_back_and_survives_preprocessing(default_run):
     assert stats_read["turns_merged"] == 0 and not stats_read.dropped
     assert sum(len(d.turns) for d in kept) == stats["turns"]
     assert [(d.dialogue_id, d.turns) for d in kept] == [(d.dialogue_id, d.turns)
-                                                        for d in dc.generate_dialogues(3000, seed=0)]
+                                                        for d in generation.generate_dialogues(3000, seed=0)]
     sentences = (output_dir / "train_sentences.txt").read_text(encoding="utf-8").splitlines()
-    assert sentences == dc.distinct_texts(kept) and len(sentences) == stats["utterances_distinct"]
-    assert stats["intents"] == len(dc.INTENTS)
+    assert sentences == generation.distinct_texts(kept) and len(sentences) == stats["utterances_distinct"]
+    assert stats["intents"] == len(templates.INTENTS)
 
 
 def test_sr_set_is_held_out_and_positives_share_the_intent(default_run):
@@ -165,13 +166,13 @@ def test_sr_set_is_held_out_and_positives_share_the_intent(default_run):
     rows = read_select_file(output_dir / "sr" / "select.txt")
     assert 1000 <= len(rows) <= 2000 and len(rows) == stats["sr_queries"]
     train = set((output_dir / "train_sentences.txt").read_text(encoding="utf-8").splitlines())
-    labels = {u.text: u.intent for u in dc.generate_eval_utterances(1000, seed=0)[0]}
+    labels = {u.text: u.intent for u in held_out.generate_eval_utterances(1000, seed=0)[0]}
     for row in rows:
-        assert row.intent in dc.MAIN_INTENTS and labels[row.sentence] == row.intent
+        assert row.intent in templates.MAIN_INTENTS and labels[row.sentence] == row.intent
         assert row.sentence not in train
         assert all(rows[i].intent == row.intent for i in row.positive_ids)
         assert all(rows[i].intent != row.intent for i in row.negative_ids)
-    assert {row.intent for row in rows} == set(dc.MAIN_INTENTS)
+    assert {row.intent for row in rows} == set(templates.MAIN_INTENTS)
     assert stats["eval_overlap_removed"] == 0
 
 
@@ -180,16 +181,16 @@ def test_intent_set_is_held_out_split_per_intent_with_one_group_out_of_scope(def
 
     output_dir, stats = default_run
     dataset = read_intent_dataset(str(output_dir / "intent" / "intent.json"))
-    labels = {u.text: u.intent for u in dc.generate_eval_utterances(1000, seed=0)[0]}
+    labels = {u.text: u.intent for u in held_out.generate_eval_utterances(1000, seed=0)[0]}
     train = set((output_dir / "train_sentences.txt").read_text(encoding="utf-8").splitlines())
     support, test = dataset.train, dataset.test
-    oos_intents = set(dc.INTENT_GROUPS[dc.OOS_GROUP])
-    assert {label for _, label in support} == {label for _, label in test} == set(dc.MAIN_INTENTS) - oos_intents
+    oos_intents = set(templates.INTENT_GROUPS[held_out.OOS_GROUP])
+    assert {label for _, label in support} == {label for _, label in test} == set(templates.MAIN_INTENTS) - oos_intents
     assert all(labels[text] == label for text, label in support + test)
     assert all(labels[text] in oos_intents and label == OOS_LABEL for text, label in dataset.oos_train + dataset.oos_test)
     texts = [text for text, _ in support + test + dataset.oos_train + dataset.oos_test]
     assert len(texts) == len(set(texts)) == len(labels) and not set(texts) & train
-    for intent in set(dc.MAIN_INTENTS) - oos_intents:
+    for intent in set(templates.MAIN_INTENTS) - oos_intents:
         in_support = sum(1 for _, label in support if label == intent)
         in_test = sum(1 for _, label in test if label == intent)
         assert in_support >= 5 and 0 <= in_support - in_test <= 1
@@ -204,12 +205,12 @@ def test_eval_dialogues_are_labelled_by_their_one_intent_group(default_run):
     path = str(output_dir / "dialogues" / "eval_dialogues.jsonl")
     labelled = read_labelled_dialogues(path, "service")
     assert len(labelled.dialogues) == stats["eval_dialogues_single_group"] == 1000 - labelled.stats["dropped"]["multi_service"]
-    assert set(labelled.labels) == set(dc.INTENT_GROUPS)
+    assert set(labelled.labels) == set(templates.INTENT_GROUPS)
     train = set((output_dir / "train_sentences.txt").read_text(encoding="utf-8").splitlines())
     for dialogue, label in zip(labelled.dialogues, labelled.labels):
-        requests = [t for t in dialogue.turns if t.intent in dc.INTENT_SPECS]
-        assert requests and all(dc.INTENT_SPECS[t.intent].group == label for t in requests)
-        assert not any(t.text in train for t in requests if t.speaker == dc.USER)
+        requests = [t for t in dialogue.turns if t.intent in templates.INTENT_SPECS]
+        assert requests and all(templates.INTENT_SPECS[t.intent].group == label for t in requests)
+        assert not any(t.text in train for t in requests if t.speaker == generation.USER)
 
 
 def test_sts_set_is_stratified_held_out_and_follows_the_rule(default_run):
@@ -227,21 +228,21 @@ def test_sts_set_is_stratified_held_out_and_follows_the_rule(default_run):
         assert (meta["score"], meta["sentence_a"], meta["sentence_b"]) == tuple(pair)
         assert pair.sentence_a != pair.sentence_b
         assert pair.sentence_a not in train and pair.sentence_b not in train
-        a, b = (dc.DemoUtterance(dc.USER, meta[f"sentence_{side}"], meta[side]["intent"],
+        a, b = (generation.DemoUtterance(generation.USER, meta[f"sentence_{side}"], meta[side]["intent"],
                                  tuple(sorted(meta[side]["slots"].items()))) for side in ("a", "b"))
         assert meta["a"]["group"] == a.group and meta["b"]["group"] == b.group
-        assert dc.dsts_score(a, b) == pair.score
+        assert held_out.dsts_score(a, b) == pair.score
         if pair.score == 5:
             assert a.slots == b.slots and a.intent == b.intent
 
 
 def test_config_is_validated(tmp_path):
     with pytest.raises(ValueError, match="num_dialogues"):
-        dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(tmp_path), num_dialogues=0), QUIET)
+        corpus.run_generate_demo_corpus(corpus.DemoCorpusConfig(str(tmp_path), num_dialogues=0))
     with pytest.raises(ValueError, match="num_sts_pairs"):
-        dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(tmp_path), num_sts_pairs=4), QUIET)
+        corpus.run_generate_demo_corpus(corpus.DemoCorpusConfig(str(tmp_path), num_sts_pairs=4))
     with pytest.raises(ValueError, match="intent_support_fraction"):
-        dc.run_generate_demo_corpus(dc.DemoCorpusConfig(str(tmp_path), intent_support_fraction=1.0), QUIET)
+        corpus.run_generate_demo_corpus(corpus.DemoCorpusConfig(str(tmp_path), intent_support_fraction=1.0))
 
 
 def _run(*args):

@@ -14,7 +14,7 @@ from forked_entry_points import run_python
 ENTRY_POINTS = {
     "build_vocab.py": ("dialoguecse_tf.prep", "VocabConfig"),
     "build_sr_set.py": ("dialoguecse_tf.prep", "SrSetConfig"),
-    "generate_demo_corpus.py": ("dialoguecse_tf.data.demo_corpus", "DemoCorpusConfig"),
+    "generate_demo_corpus.py": ("dialoguecse_tf.data.demo", "DemoCorpusConfig"),
 }
 
 PROBE = """
