@@ -1,10 +1,11 @@
 """The one training stage: any registered objective, from records to a written encoder.
 
-`run_stage(objective, config)` does what every training run needs: the distribution
-strategy, the records check, the backbone (from a checkpoint or from scratch) and the
-objective's model around it, the optimizer, the resumable loop (`training.loop`), optional
-periodic evaluation with the best encoder kept, the final encoder, and `config.json`.
-Everything objective-specific sits behind `objectives.Objective`.
+`run_stage(objective, config)` does what every training run needs, in this order: resolve the
+config (the objective's defaults), check it (before anything is built), build the distribution
+strategy, the training data and the model (the backbone from a checkpoint or from scratch, the
+objective's model around it, the optimizer), train (`training.loop`: resumable, with optional
+periodic evaluation keeping the best encoder), and write the final encoder beside the run's
+`config.json`. Everything objective-specific sits behind `objectives.Objective`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import glob
 import json
 import os
 import shutil
+from typing import NamedTuple
 
 import keras
 from absl import logging
 
-from dialoguecse_tf import run_cache
 from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.encoder.checkpoints import load_or_initialize, save_checkpoint
 from dialoguecse_tf.encoder.sentence import SentenceEncoder
@@ -27,8 +28,11 @@ from dialoguecse_tf.io_utils import check_output_dir, write_json
 from dialoguecse_tf.presets import PRESETS
 from dialoguecse_tf.records.reader import read_dataset, resolve_records
 from dialoguecse_tf.records.spec import check_compatible
-# The settings live apart so run_cache can key runs without the stage; callers take them here too.
-from dialoguecse_tf.stage_config import CONFIG_FILE, TrainConfig, configure, load_stage_config, stage_record  # noqa: F401
+# The settings live apart so that the command-line code, the runner and the exports read runs
+# without the stage; callers take them here too.
+from dialoguecse_tf.stage_config import (  # noqa: F401
+    CONFIG_FILE, SETTINGS_DIGEST_KEY, TrainConfig, configure, differing_settings, load_stage_config,
+    settings_digest, stage_record)
 from dialoguecse_tf.training import loop
 from dialoguecse_tf.training.accumulation import accumulated_gradients
 from dialoguecse_tf.training.grad_cache import chunked_gradients
@@ -39,19 +43,22 @@ from dialoguecse_tf.training.train_log import TENSORBOARD_DIR, TRAIN_LOG_FILE
 
 ENCODER_DIR = "encoder"
 BEST_ENCODER_DIR = "best_encoder"
+# Left beside links to another run's encoders by versions that reused a finished run instead of
+# training it; deleted with the run.
+_FORMER_REUSE_RECORD = "reused_from.json"
 # Everything a run writes into its folder, which overwrite_output_dir deletes (worker scratch
 # folders too, `training.strategy.worker_scratch_dir`).
 _RUN_OUTPUTS = (loop.CHECKPOINT_DIR, TENSORBOARD_DIR, TRAIN_LOG_FILE, ENCODER_DIR, BEST_ENCODER_DIR, CONFIG_FILE,
-                run_cache.REUSED_FROM_FILE)
+                _FORMER_REUSE_RECORD)
 
 
 def encoder_metadata(objective, config: TrainConfig, num_train_steps: int) -> dict:
     """What every encoder a stage writes records: how it was trained, the pooling of its
     sentence embedding, which the inference path reads, and the digest of the settings it was
-    trained under, which the run cache checks against the run's config.json."""
+    trained under, which tells whether the run's config.json describes it (an export's model card)."""
     return {"stage": objective.stage_name, "objective": objective.name, **objective.metadata(),
             "pooling": objective.sentence_pooling(), "num_train_steps": num_train_steps,
-            run_cache.SETTINGS_DIGEST_KEY: run_cache.settings_digest(stage_record(objective, config))}
+            SETTINGS_DIGEST_KEY: settings_digest(stage_record(objective, config))}
 
 
 def _holds_run(output_dir: str) -> bool:
@@ -62,7 +69,7 @@ def _holds_run(output_dir: str) -> bool:
 def check_resumable(objective, config: TrainConfig) -> None:
     """Raises ValueError when `config.output_dir` holds a run (checkpoints or an encoder) whose
     config.json records other settings than `config`'s: resuming it would train one model under
-    two configurations. Settings that do not change the weights may differ (`run_cache`)."""
+    two configurations. Settings that do not change the weights may differ (`differing_settings`)."""
     if not _holds_run(config.output_dir):
         return
     start_over = ("pass the settings it was started with to resume it, --overwrite_output_dir to delete it and "
@@ -73,8 +80,8 @@ def check_resumable(objective, config: TrainConfig) -> None:
     except (ValueError, TypeError, OSError) as error:
         raise ValueError(f"{config.output_dir} holds a trained run without a readable record of its settings "
                          f"({error}); {start_over}") from None
-    differences = run_cache.differing_settings(stage_record(old_objective, old_config.resolved(old_objective)),
-                                               stage_record(objective, config))
+    differences = differing_settings(stage_record(old_objective, old_config.resolved(old_objective)),
+                                     stage_record(objective, config))
     if differences:
         changes = ", ".join(f"{name} {json.dumps(old)} -> {json.dumps(new)}" for name, old, new in differences)
         raise ValueError(f"{config.output_dir} holds a run trained with other settings ({changes}); resuming "
@@ -173,34 +180,73 @@ def _replica_gradients(objective, config: TrainConfig):
                              max_examples=config.max_examples_per_pass)
 
 
-def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = True, on_log=None) -> dict:
-    """Runs (or resumes) `objective`; writes the trained encoder to `output_dir/encoder`.
+class _TrainingData(NamedTuple):
+    files: list  # the record files `train_file` matches
+    spec: object  # their `RecordSpec`
+    num_train_steps: int
 
-    Returns the last step's logs ({} when a finished run is restarted, or when `reuse_runs_under`
-    found a finished run with the same key and linked it into `output_dir`).
+
+class _Parts(NamedTuple):
+    start: object  # the `load_or_initialize` start: config, tokenizer
+    backbone: object
+    model: object
+    optimizer: object
+
+
+def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = True, on_log=None) -> dict:
+    """Runs (or resumes) `objective` under `config`; writes the trained encoder.
+
+    Resolves the objective's defaults into `config`, checks it before anything is built (the
+    output folder, the evaluation suite, a run already in the folder), builds the strategy, the
+    training data and the model, trains to `num_train_steps` from the folder's latest checkpoint,
+    and writes `output_dir/encoder` (a project checkpoint recording its pooling, steps and the
+    digest of its settings) next to `output_dir/config.json`.
+
+    Args:
+      objective: a registered `objectives.Objective` with its options.
+      config: the shared settings; `output_dir` is required.
+      strategy: a `tf.distribute.Strategy`; None creates `config.distribution_strategy`'s.
+      verbose: show progress on stderr (`progress`): a bar on a terminal, else a line per logging step.
+      on_log: optional callback `(step, logs)` at every logging step.
+
+    Returns:
+      The last step's logs (loss, the objective's metrics, learning_rate, steps_per_second, and
+      `eval_*` with an evaluation suite); {} when the run was already finished.
+
+    Example:
+      objective, config = configure("dse", train_file=("records/pairs-*",), output_dir="runs/dse",
+                                    init_checkpoint="checkpoints/all-MiniLM-L6-v2", num_train_steps=100)
+      logs = run_stage(objective, config)  # writes runs/dse/encoder/ and runs/dse/config.json
+      logs["loss"]  # the loss of step 100
     """
     config = config.resolved(objective)
+    _check_config(objective, config)
+    # First: MultiWorkerMirroredStrategy has to exist before any op runs, and checking
+    # the records runs some.
+    strategy = strategy or create_strategy(config.distribution_strategy, config.tpu_address)
+    data = _training_data(objective, config)
+    config = _with_warmup_steps(config, data.num_train_steps)
+    parts = _build(objective, config, strategy, data.num_train_steps)
+    _start_run_folder(objective, config, strategy)
+    logs = _train(objective, config, strategy, data, parts, verbose, on_log)
+    _write_encoder(objective, config, strategy, parts, logs, data.num_train_steps)
+    return logs or {}
+
+
+def _check_config(objective, config: TrainConfig) -> None:
+    """Raises on a config that would fail later, once the model is built or the run trained."""
     if not config.output_dir:
         raise ValueError("output_dir is required")
     warn_unusual_learning_rate(config.learning_rate)
     check_output_dir(config.output_dir)
-    config.eval_entries()  # a bad evaluation suite fails now, not once the model is built
-    replica_gradients = _replica_gradients(objective, config)
+    config.eval_entries()
+    _replica_gradients(objective, config)
     if not config.overwrite_output_dir:
         check_resumable(objective, config)
-    if config.reuse_runs_under:
-        found = run_cache.find_finished_run(objective, config, config.reuse_runs_under, exclude=config.output_dir)
-        if found:
-            if config.overwrite_output_dir:
-                clear_run(config.output_dir)
-            key = run_cache.run_key(objective, config)
-            run_cache.link_run(found, config.output_dir, stage_record(objective, config), key)
-            if verbose:
-                logging.info("%s trained this configuration (key %s): its encoder is reused", found, key)
-            return {}
-    # First: MultiWorkerMirroredStrategy has to exist before any op runs, and checking
-    # the records runs some.
-    strategy = strategy or create_strategy(config.distribution_strategy, config.tpu_address)
+
+
+def _training_data(objective, config: TrainConfig) -> _TrainingData:
+    """The records checked against the objective and the config, and the steps they give."""
     files, spec, stats = resolve_records(config.train_file, objective.record_type)
     check_compatible(spec, max_seq_length=config.max_seq_length, **objective.record_requirements())
     objective.check_records(spec, os.path.dirname(files[0]))
@@ -212,10 +258,20 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     num_train_steps = resolve_num_train_steps(
         config.num_train_steps, config.num_train_epochs, num_used, config.train_batch_size,
     )
-    if config.warmup_proportion:
-        if not 0 < config.warmup_proportion < 1:
-            raise ValueError(f"warmup_proportion must be in (0, 1), got {config.warmup_proportion}")
-        config = dataclasses.replace(config, num_warmup_steps=round(config.warmup_proportion * num_train_steps))
+    return _TrainingData(files, spec, num_train_steps)
+
+
+def _with_warmup_steps(config: TrainConfig, num_train_steps: int) -> TrainConfig:
+    """`config` with `num_warmup_steps` from `warmup_proportion`, when that is set."""
+    if not config.warmup_proportion:
+        return config
+    if not 0 < config.warmup_proportion < 1:
+        raise ValueError(f"warmup_proportion must be in (0, 1), got {config.warmup_proportion}")
+    return dataclasses.replace(config, num_warmup_steps=round(config.warmup_proportion * num_train_steps))
+
+
+def _build(objective, config: TrainConfig, strategy, num_train_steps: int) -> _Parts:
+    """The seeded start, the objective's model around a backbone, and the optimizer."""
     keras.utils.set_random_seed(config.random_seed)
     if config.mixed_precision:
         enable_mixed_precision()
@@ -231,6 +287,11 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
         objective.initialize_from(model, start)
         optimizer = objective.create_optimizer(config, num_train_steps, model)
     check_something_to_train(objective, backbone, start.config.num_hidden_layers)
+    return _Parts(start, backbone, model, optimizer)
+
+
+def _start_run_folder(objective, config: TrainConfig, strategy) -> None:
+    """Makes `output_dir` (emptied with `overwrite_output_dir`) and writes the run's config.json."""
     os.makedirs(config.output_dir, exist_ok=True)
     # Under MultiWorkerMirroredStrategy only the chief writes the run's outputs.
     if strategy.extended.should_checkpoint:
@@ -238,8 +299,13 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
             clear_run(config.output_dir)
         write_json(os.path.join(config.output_dir, CONFIG_FILE), stage_record(objective, config), sort_keys=True)
 
+
+def _train(objective, config: TrainConfig, strategy, data: _TrainingData, parts: _Parts, verbose: bool,
+           on_log) -> dict | None:
+    """`loop.run_training_loop` on the records: the last step's logs, None if already finished."""
+
     def dataset_fn(skip_batches):
-        dataset = read_dataset(files, spec, shuffle_files=True, seed=config.random_seed)
+        dataset = read_dataset(data.files, data.spec, shuffle_files=True, seed=config.random_seed)
         if config.max_train_examples:
             # A fixed subset for the training-data-scale study (Figure 3): cached, so every
             # epoch sees the same examples.
@@ -251,17 +317,22 @@ def run_stage(objective, config: TrainConfig, strategy=None, verbose: bool = Tru
     def step_fn(model, batch, is_training):
         return objective.compute_loss(model, batch, is_training, config.train_batch_size)
 
-    loop_config = loop.LoopConfig(config.output_dir, num_train_steps, config.save_checkpoints_steps, config.log_steps,
-                                  eval_steps=config.eval_steps, jit_compile=config.jit_compile)
-    evaluate = _evaluation_hook(config, backbone, start.tokenizer, start.config, objective, num_train_steps)
-    health = EncoderHealth(backbone, start.tokenizer)
-    logs = loop.run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, loop_config, verbose, on_log,
-                                  evaluate, replica_gradients, check_encoder=health.check)
+    loop_config = loop.LoopConfig(config.output_dir, data.num_train_steps, config.save_checkpoints_steps,
+                                  config.log_steps, eval_steps=config.eval_steps, jit_compile=config.jit_compile)
+    evaluate = _evaluation_hook(config, parts.backbone, parts.start.tokenizer, parts.start.config, objective,
+                                data.num_train_steps)
+    health = EncoderHealth(parts.backbone, parts.start.tokenizer)
+    return loop.run_training_loop(strategy, parts.model, parts.optimizer, dataset_fn, step_fn, loop_config, verbose,
+                                  on_log, evaluate, _replica_gradients(objective, config), check_encoder=health.check)
+
+
+def _write_encoder(objective, config: TrainConfig, strategy, parts: _Parts, logs: dict | None,
+                   num_train_steps: int) -> None:
+    """Writes `output_dir/encoder` with its metadata, unless a finished run was restarted."""
     encoder_dir = os.path.join(config.output_dir, ENCODER_DIR)
     if loop.writes_final_encoder(strategy, logs, encoder_dir):
         save_checkpoint(
-            encoder_dir, backbone, start.config, start.tokenizer,
+            encoder_dir, parts.backbone, parts.start.config, parts.start.tokenizer,
             metadata={**encoder_metadata(objective, config, num_train_steps), "final_logs": logs or {}},
-            **objective.encoder_extras(model),
+            **objective.encoder_extras(parts.model),
         )
-    return logs or {}

@@ -1,13 +1,21 @@
 """A training run's settings: `TrainConfig` (what every objective shares), the `config.json`
 record of a run (`stage_record`) and the way back from it (`load_stage_config`, `configure`).
 
-Apart from `stage`, which runs them, so that `run_cache` and the command-line code can read
-and key runs without importing the stage.
+Two records are compared on the settings that change the trained weights: a run folder resumes
+only under the settings it was started with (`differing_settings`), and an encoder records the
+digest of the settings it was trained under (`settings_digest`), so its run's config.json is
+known to describe it. Where the run is written, how often it logs and checkpoints, and
+`num_warmup_steps` when `warmup_proportion` decides it, do not count.
+
+Apart from `stage`, which runs them, so that the command-line code, the experiment runner and
+the exports can read runs without importing the stage.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 
 from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.evaluation.suite import SuiteEntry, parse_entry, suite_entries, suite_from_legacy
@@ -16,9 +24,22 @@ from dialoguecse_tf.objectives.registry import get_objective_class
 from dialoguecse_tf.training.strategy import STRATEGIES
 
 CONFIG_FILE = "config.json"
+# The key of `settings_digest` in a written encoder's metadata.
+SETTINGS_DIGEST_KEY = "settings_digest"
+# Settings runs had and have no longer, at the value every run had: config.json files written
+# before still hold them, and run keys keep them (`experiments.tools`) so that runs keep their keys.
+REMOVED_SETTINGS = {"reuse_runs_under": ()}
 # The evaluation file settings training had before suites, and the evaluation flags they stand for.
 _LEGACY_EVAL_FILES = {"eval_select_file": "select_file", "eval_sts_file": "sts_file",
                       "eval_dialogue_file": "dialogue_file"}
+_NOT_TRAINING = ("output_dir", "log_steps", "save_checkpoints_steps", "tpu_address", *REMOVED_SETTINGS,
+                 "overwrite_output_dir")
+_SUITE_SETTINGS = ("eval_suite", "eval_task")
+_EVAL_SETTINGS = (*_LEGACY_EVAL_FILES, *_SUITE_SETTINGS)
+# Settings added after encoders recorded their digest, with the value at which a run trains as
+# before: left out there, so that the encoders written before keep their digest.
+_ADDED_SETTINGS = {"max_examples_per_pass": 0}
+_DIGEST_LENGTH = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,8 +52,8 @@ class TrainConfig:
     overwrite_output_dir: bool = field(
         False, "Delete the run output_dir holds (checkpoints/, tensorboard/, train_log.jsonl, encoder/, "
         "best_encoder/, config.json) and train from scratch. Without it a folder holding a run resumes it, and only "
-        "with the settings it was started with: output_dir, log_steps, save_checkpoints_steps, tpu_address and "
-        "reuse_runs_under may change, nothing else (num_train_steps neither: the learning rate decays to it, so "
+        "with the settings it was started with: output_dir, log_steps, save_checkpoints_steps and tpu_address "
+        "may change, nothing else (num_train_steps neither: the learning rate decays to it, so "
         "a longer run is another run); other settings are refused, naming them.")
     init_checkpoint: str | None = field(None, "Checkpoint to start from: Google TF1, HuggingFace or this project's.")
     bert_config_file: str | None = field(None, "bert_config.json, only to train from a random initialisation.")
@@ -86,10 +107,6 @@ class TrainConfig:
     eval_steps: int = field(0, "Evaluate every this many steps (0: only at the end); the encoder best by the "
                             "first dataset's first task's primary metric in table order (D-STS Corr., else SR MAP, "
                             "else dialogue purity) is kept in best_encoder/.", minimum=0)
-    reuse_runs_under: tuple[str, ...] = field(
-        (), "Folders searched for a finished run with the same configuration (run_cache: the same settings on "
-        "the same record, checkpoint and evaluation bytes); if one is found its encoder is linked into "
-        "output_dir instead of training. Repeat for several.")
 
     def __post_init__(self):
         check_values(self)
@@ -125,7 +142,7 @@ def load_stage_config(path: str):
     record = read_json_object(path, "a training config.json")
     if "objective" not in record or not isinstance(record.get("options"), dict):
         raise ValueError(f"{path}: not a training config.json (needs 'objective' and 'options')")
-    values = {k: v for k, v in record.items() if k not in ("objective", "options")}
+    values = {k: v for k, v in record.items() if k not in ("objective", "options", *REMOVED_SETTINGS)}
     return configure(record["objective"], **record["options"], **values)
 
 
@@ -141,3 +158,64 @@ def configure(objective_name: str, **values):
     options = objective_class.options_class(**{k: v for k, v in values.items() if k in option_names})
     config = TrainConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in config_names})
     return objective_class(options), config
+
+
+def _weight_settings(record: dict) -> dict:
+    """The record without what does not change the weights (see the module docstring)."""
+    values = {key: value for key, value in record.items() if key not in _NOT_TRAINING}
+    if values.get("warmup_proportion"):
+        values.pop("num_warmup_steps", None)
+    if not any(values.get(key) for key in _EVAL_SETTINGS):
+        values.pop("eval_steps", None)
+    for key in _SUITE_SETTINGS:
+        if not values.get(key):
+            values.pop(key, None)
+    for key, default in _ADDED_SETTINGS.items():
+        if values.get(key, default) == default:
+            values.pop(key, None)
+    return values
+
+
+def settings_digest(record: dict) -> str:
+    """The digest of a config.json record's settings that change the weights, inputs as their
+    paths: the encoder a run writes records it under `SETTINGS_DIGEST_KEY`.
+
+    Args:
+      record: a `stage_record`, or a config.json as read (lists for tuples), of this version or
+        an earlier one.
+
+    Returns:
+      16 hex digits, equal for a record and its config.json as written.
+    """
+    values = _weight_settings(json.loads(json.dumps(record)))
+    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:_DIGEST_LENGTH]
+
+
+def differing_settings(old: dict, new: dict) -> list:
+    """The settings that change the weights and differ between two config.json records.
+
+    Args:
+      old: the `stage_record` a run folder holds.
+      new: the `stage_record` asked for.
+
+    Returns:
+      [(name, old value, new value)] sorted by name; the objective's options are named like the
+      other settings, as their flags are.
+    """
+
+    def flat(record):
+        values = {key: value for key, value in json.loads(json.dumps(record)).items() if key not in _NOT_TRAINING}
+        return {**values.pop("options", {}), **values}
+
+    old_values, new_values = flat(old), flat(new)
+    both = (old_values, new_values)
+    # As in `_weight_settings`, but judged on both records, so that a change shows as itself.
+    if any(values.get("warmup_proportion") for values in both):
+        for values in both:
+            values.pop("num_warmup_steps", None)
+    if not any(values.get(key) for values in both for key in _EVAL_SETTINGS):
+        for values in both:
+            values.pop("eval_steps", None)
+    return [(name, old_values.get(name), new_values.get(name)) for name in sorted(set(old_values) | set(new_values))
+            if old_values.get(name) != new_values.get(name)]

@@ -371,32 +371,3 @@ def test_dial2vec_keeps_the_encoder_best_by_dev_purity_and_derives_its_warmup(re
     assert best["selected_by"] == "purity"
     assert_best_is_the_first_argmax(tmp_path / "run", "purity", best, (2, 4))
     assert set(best["eval"]) == {"purity", "nmi", "ari", "spearman", "spearman_pairs", "dialogue_map", "dialogue_mrr"}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_same_configuration_elsewhere_reuses_the_finished_run(real_inputs, reference_runs, tmp_path, case):
-    import shutil
-
-    from dialoguecse_tf import run_cache
-
-    reference_dir, _ = reference_runs[case]
-    folder, _ = real_inputs
-    record_type = get_objective_class(CASES[case][0]).record_type
-    copied = shutil.copytree(os.path.join(folder, record_type), tmp_path / "copied_records")
-    settings = _settings(real_inputs, case, tmp_path / "benchmark_run", log_steps=5, save_checkpoints_steps=100,
-                         train_file=(os.path.join(copied, RECORD_GLOBS[record_type]),),
-                         reuse_runs_under=(str(reference_dir),))
-    objective, config = stage.configure(CASES[case][0], **settings)
-    assert stage.run_stage(objective, config, strategy=create_strategy("one_device"), verbose=False) == {}
-    linked = tmp_path / "benchmark_run"
-    assert os.path.realpath(linked / stage.ENCODER_DIR) == os.path.realpath(reference_dir / stage.ENCODER_DIR)
-    assert json.loads((linked / run_cache.REUSED_FROM_FILE).read_text())["key"] == run_cache.run_key(objective, config)
-    assert json.loads((linked / "config.json").read_text())["train_file"] == list(config.train_file)
-
-    # Another seed, or one changed record byte, is another configuration.
-    other_seed = stage.configure(CASES[case][0], **{**settings, "random_seed": 4})
-    assert run_cache.find_finished_run(*other_seed, [str(reference_dir)]) is None
-    shard = sorted(copied.glob(RECORD_GLOBS[record_type]))[0]
-    shard.write_bytes(shard.read_bytes() + b"\0")
-    assert run_cache.find_finished_run(objective, config, [str(reference_dir)]) is None

@@ -247,7 +247,7 @@ print(hashlib.sha256(spec.serialize(example)).hexdigest())
 @pytest.mark.slow
 def test_equal_records_serialize_to_equal_bytes_in_every_process():
     """Example features are a protobuf map, whose wire order otherwise changes from process to
-    process; run_cache compares record files by their bytes."""
+    process; run keys hash record files by their bytes."""
     import subprocess
     import sys
 

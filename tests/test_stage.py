@@ -9,7 +9,7 @@ import pytest
 
 import stage_runs
 from stage_runs import assert_best_is_the_first_argmax
-from dialoguecse_tf import run_cache, stage
+from dialoguecse_tf import stage
 from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
@@ -123,18 +123,13 @@ def test_overwrite_output_dir_trains_the_changed_settings_from_scratch(contrasti
     assert load_checkpoint(os.path.join(run_dir, stage.ENCODER_DIR), 10).metadata["num_train_steps"] == 2
 
 
-def test_the_run_cache_does_not_reuse_a_run_whose_config_is_not_its_encoders(contrastive_run, tmp_path):
-    runs = tmp_path / "runs"
-    trained = {**contrastive_run, "output_dir": str(runs / "trained")}
-    stage.run_stage(*stage.configure("dialoguecse", **trained), verbose=False)
-    wanted = {**contrastive_run, "output_dir": str(tmp_path / "new"), "reuse_runs_under": (str(runs),)}
-    assert run_cache.find_finished_run(*stage.configure("dialoguecse", **wanted), [str(runs)]) == str(runs / "trained")
+def test_the_encoder_records_the_digest_of_its_config_json(contrastive_run):
+    stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
+    record = json.load(open(os.path.join(contrastive_run["output_dir"], stage.CONFIG_FILE)))
+    metadata = load_checkpoint(os.path.join(contrastive_run["output_dir"], stage.ENCODER_DIR), 10).metadata
+    assert metadata[stage.SETTINGS_DIGEST_KEY] == stage.settings_digest(record)
     # What an earlier version left: config.json rewritten with other settings over the old encoder.
-    record = json.load(open(runs / "trained" / stage.CONFIG_FILE))
-    record["learning_rate"] = 1e-3
-    (runs / "trained" / stage.CONFIG_FILE).write_text(json.dumps(record))
-    mixed = {**wanted, "learning_rate": 1e-3}
-    assert run_cache.find_finished_run(*stage.configure("dialoguecse", **mixed), [str(runs)]) is None
+    assert stage.settings_digest({**record, "learning_rate": 1e-3}) != metadata[stage.SETTINGS_DIGEST_KEY]
 
 
 @pytest.mark.parametrize("objective_name, options", [

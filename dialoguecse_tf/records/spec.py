@@ -120,7 +120,7 @@ class RecordSpec:
                 tf_features[name] = _to_tf_feature(FixedFeature(name, INT64, (1,)), array)
         proto = tf.train.Example(features=tf.train.Features(feature=tf_features))
         # Features are a protobuf map, whose wire order otherwise varies between processes:
-        # deterministic output makes equal records equal files (run_cache hashes them).
+        # deterministic output makes equal records equal files (run keys hash them).
         return proto.SerializeToString(deterministic=True)
 
     def serialize_batch(self, arrays: Mapping[str, np.ndarray]) -> list[bytes]:

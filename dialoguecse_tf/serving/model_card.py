@@ -30,8 +30,7 @@ import yaml
 from dialoguecse_tf.encoder.checkpoints import CHECKPOINT_MARKER_FILE
 from dialoguecse_tf.io_utils import atomic_open, read_json_object
 from dialoguecse_tf.records.spec import RECORDS_INFO_FILE
-from dialoguecse_tf.run_cache import SETTINGS_DIGEST_KEY, settings_digest
-from dialoguecse_tf.stage_config import CONFIG_FILE
+from dialoguecse_tf.stage_config import CONFIG_FILE, SETTINGS_DIGEST_KEY, settings_digest
 
 CARD_FILE = "README.md"
 
