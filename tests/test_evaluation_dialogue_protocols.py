@@ -132,7 +132,7 @@ def test_a_run_scores_each_row_by_its_protocol_and_the_table_says_which(tmp_path
                                   dialogue_protocol=("plain_mean", "utterance_mean"), output_dir=str(tmp_path / "eval"),
                                   dataset_name=("toy",), dialogue_file=(str(tmp_path / "dialogues.jsonl"),),
                                   max_seq_length=16, dialogue_max_seq_length=32)
-    results = run_evaluation(evaluation, log=lambda _: None)
+    results = run_evaluation(evaluation)
     assert [m["dialogue_protocol"] for m in results["models"]] == ["plain_mean", "utterance_mean"]
     data = read_labelled_dialogues(str(tmp_path / "dialogues.jsonl"))
     sentences = SentenceEncoder(backbone, tokenizer, pooling="mean")

@@ -110,7 +110,7 @@ def test_a_whole_run_on_a_tiny_checkpoint(tmp_path, tiny_bert_config, tiny_vocab
     evaluation = EvaluationConfig(checkpoint=(checkpoint,), model_name=("Tiny",), output_dir=str(tmp_path / "eval"),
                                   dataset_name=("toy",), dialogue_file=(str(tmp_path / "dialogues.jsonl"),),
                                   max_seq_length=32, dialogue_max_seq_length=48)
-    results = run_evaluation(evaluation, log=lambda _: None)
+    results = run_evaluation(evaluation)
     metrics = results["models"][0]["metrics"]["toy"]
     assert set(metrics) == {"purity", "nmi", "ari", "spearman", "spearman_pairs", "dialogue_map", "dialogue_mrr"}
     encoder = DialogueEncoder.from_checkpoint(checkpoint, max_seq_length=48)

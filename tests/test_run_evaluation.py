@@ -239,9 +239,11 @@ def test_config_rejects_inconsistent_settings(overrides, message):
         EvaluationConfig(**settings)
 
 
-def test_a_suite_gives_the_results_of_the_flags_it_replaces(tiny_setup):
+def test_a_suite_gives_the_results_of_the_flags_it_replaces(tiny_setup, caplog):
     """The same datasets as per-dataset flags and as a suite file (entries in another order):
-    equal metrics, dataset records and tables."""
+    equal metrics, dataset records and tables; each row's metrics logged."""
+    import logging as std_logging
+
     from dialoguecse_tf.evaluation.runner import run_evaluation
 
     tmp_path, checkpoint = tiny_setup
@@ -255,7 +257,10 @@ def test_a_suite_gives_the_results_of_the_flags_it_replaces(tiny_setup):
     suite = EvaluationConfig(**settings, output_dir=str(tmp_path / "suite"), eval_suite=suite_file)
     assert suite.entries() == [SuiteEntry("ECD", "sr", select), SuiteEntry("JDDC", "dsts", sts),
                                SuiteEntry("ECD", "dsts", sts)]
-    by_flags, by_suite = (run_evaluation(config, log=lambda _: None) for config in (legacy, suite))
+    with caplog.at_level(std_logging.INFO, logger="absl"):
+        by_flags, by_suite = (run_evaluation(config) for config in (legacy, suite))
+    rows = [record.getMessage() for record in caplog.records if record.getMessage().startswith("Tiny (")]
+    assert len(rows) == 2 and "ECD: corr " in rows[0] and "JDDC: corr " in rows[0]
     assert by_suite["datasets"] == by_flags["datasets"]
     assert [row["metrics"] for row in by_suite["models"]] == [row["metrics"] for row in by_flags["models"]]
     assert list(by_suite["models"][0]["metrics"]["ECD"]) == ["corr", "map", "mrr"]

@@ -8,6 +8,8 @@ come from TensorFlow's C++ logging, which writes to file descriptor 2 directly, 
 every line on but those matching `KNOWN_HARMLESS`. A process of its own, not a thread: it drains
 the pipe to its end whatever happens to the entry point, so a crash's last lines still arrive.
 Child processes write into the same filter. `DIALOGUECSE_KEEP_TF_NOISE=1` keeps every line.
+Progress bars, redrawn in place without ending their line, go to the terminal behind the filter
+(`progress.draw_on`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ def drop_known_noise() -> None:
         return  # no pipe or process to spare: the lines stay, nothing else changes
     _filter = (process, terminal)
     os.environ[_INSTALLED] = "1"
+    if os.isatty(terminal):
+        # Here, not at the top: progress imports Keras, which the filter alone does not need.
+        from dialoguecse_tf.progress import draw_on
+
+        draw_on(os.fdopen(os.dup(terminal), "w"))
     atexit.register(finish)
 
 

@@ -4,16 +4,14 @@ Evaluation, export and every baseline embed sentences through `SentenceEncoder`,
 number in a results table and a vector served from a SavedModel come from the same code.
 """
 
-import contextlib
 import math
-import sys
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.encoder.backbone import run_backbone, trim_padding
 from dialoguecse_tf.encoder.pooling import POOLING_MODES, SentencePooling
+from dialoguecse_tf.progress import Progress
 
 
 def encode_in_batches(texts, embed_batch, dimension: int, batch_size: int = 64,
@@ -30,10 +28,7 @@ def encode_in_batches(texts, embed_batch, dimension: int, batch_size: int = 64,
         return np.zeros((0, dimension), dtype=np.float32)
     order = np.argsort([-len(text) for text in texts], kind="stable") if sort_by_length else np.arange(len(texts))
     num_batches = math.ceil(len(texts) / batch_size)
-    # Keras draws its progress bar on stdout; stdout is the caller's output (the embed CLI's
-    # neighbours), so the bar goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
-        progress = keras.utils.Progbar(num_batches, unit_name="batch") if verbose else None
+    progress = Progress(num_batches, "batch") if verbose else None
     vectors = None
     for start in range(0, len(texts), batch_size):
         indices = order[start:start + batch_size]
@@ -42,8 +37,7 @@ def encode_in_batches(texts, embed_batch, dimension: int, batch_size: int = 64,
             vectors = np.zeros((len(texts), chunk.shape[1]), dtype=chunk.dtype)
         vectors[indices] = chunk
         if progress is not None:
-            with contextlib.redirect_stdout(sys.stderr):
-                progress.add(1)
+            progress.update(start // batch_size + 1)
     return vectors
 
 

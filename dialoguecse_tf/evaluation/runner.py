@@ -85,19 +85,25 @@ class _UnknownCounter:
             self.reported = True
 
 
-def run_evaluation(config: EvaluationConfig, log=print) -> dict:
-    """Evaluates every (checkpoint, baseline) row on every dataset; returns the results dict.
+def run_evaluation(config: EvaluationConfig) -> dict:
+    """Evaluates every (checkpoint, baseline) row on every dataset.
 
     All inputs are read and checked before the first model loads, so a bad file fails in
     seconds. `results.json` / `results.md` in `config.output_dir` are rewritten after each row,
-    so a long run shows its progress and keeps what it finished.
+    so a long run shows its progress and keeps what it finished; each row's metrics are logged.
+
+    Args:
+      config: the models, baselines, evaluation suite and output folder.
+
+    Returns:
+      The results dict written to `results.json` (`results_io.new_results`, one record per row).
     """
     config.check_files()
     suite = build_suite(config)
     train_texts = None
     if config.needs_train_texts:
         train_texts = read_train_texts(config.train_text_file, config.train_text_format)
-        log(f"[eval] {len(train_texts)} distinct training sentences from {config.train_text_file}")
+        logging.info("%d distinct training sentences from %s", len(train_texts), config.train_text_file)
     # Imported only now: TensorFlow takes seconds to load, and a bad input file should not wait.
     from dialoguecse_tf.evaluation.baselines import CheckpointEmbedders, build_baseline, build_checkpoint_model
 
@@ -126,7 +132,7 @@ def run_evaluation(config: EvaluationConfig, log=print) -> dict:
                 f"{dataset}: " + ", ".join(f"{key} {value:.2f}" for key, value in values.items())
                 for dataset, values in metrics.items()
             )
-            log(f"[eval] {name} ({time.perf_counter() - start:.1f}s): {summary}")
+            logging.info("%s (%.1fs): %s", name, time.perf_counter() - start, summary)
             unknown.report(name)
-    log(f"[eval] results in {os.path.join(config.output_dir, 'results.json')}")
+    logging.info("results in %s", os.path.join(config.output_dir, "results.json"))
     return results

@@ -8,7 +8,6 @@ pipeline is deterministic for a seed, so a restarted run skips the batches alrea
 
 import dataclasses
 import os
-import sys
 import time
 
 import keras
@@ -16,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from dialoguecse_tf.progress import Progress
 from dialoguecse_tf.training.grad_cache import random_state_variables
 from dialoguecse_tf.training.strategy import distribute_global_batches, worker_scratch_dir
 from dialoguecse_tf.training.train_log import append_log, open_logs
@@ -108,11 +108,6 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
     partial.restore(path).assert_existing_objects_matched()
 
 
-def _interactive() -> bool:
-    """Whether the progress bar has a terminal to redraw itself on (it writes to stdout)."""
-    return hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
-
-
 def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: LoopConfig,
                       verbose: bool = True, on_log=None, evaluate=None, replica_gradients=None,
                       check_encoder=None) -> dict:
@@ -123,6 +118,8 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
       step_fn: `(model, batch, training) -> (scaled_loss, metrics)` run per replica, where
         `scaled_loss` is this replica's share of the global-batch mean (its gradients are
         summed across replicas) and `metrics` maps names to replica-local means.
+      verbose: show progress on stderr (`progress.Progress`): a bar on a terminal, else a plain
+        line per logging step.
       on_log: optional callback `(step, logs)` at every logging step.
       evaluate: optional `step -> dict` of metrics, run every `config.eval_steps` and at
         the end; its values go to TensorBoard under `eval/` and into the returned logs.
@@ -172,7 +169,7 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
     train_step = build_train_step(strategy, model, optimizer, step_fn, step, config.jit_compile, replica_gradients)
 
     writer = text_log = None
-    progbar = None
+    progress = Progress(config.num_train_steps, "step") if verbose else None
     logs = {}
     started = time.perf_counter()
     try:
@@ -203,16 +200,8 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
                 append_log(text_log, current, logs)
                 if on_log is not None:
                     on_log(current, logs)
-            if verbose and progbar is None and _interactive():
-                # Stateful: show each step's values, not Progbar's running averages.
-                progbar = keras.utils.Progbar(config.num_train_steps, unit_name="step",
-                                              stateful_metrics=list(logs) + ["learning_rate"])
-            if progbar is not None:
-                progbar.update(current, [(k, v) for k, v in logs.items() if k != "steps_per_second"])
-            elif verbose and "learning_rate" in logs:
-                # Redirected output: one plain line per logging step on stderr, no bar redrawn in place.
-                logging.info("step %d/%d: %s", current, config.num_train_steps,
-                             ", ".join(f"{k} {v:.4g}" for k, v in logs.items()))
+            if progress is not None:
+                progress.update(current, logs, log="learning_rate" in logs)
             if current % config.save_checkpoints_steps == 0 or current == config.num_train_steps:
                 manager.save(checkpoint_number=current)
             if evaluate is not None and strategy.extended.should_save_summary and (
