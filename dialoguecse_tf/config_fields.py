@@ -11,8 +11,8 @@ import dataclasses
 import math
 import typing
 
-# The sentence poolings (`pooling.POOLING_MODES`, repeated free of TensorFlow so that command
-# lines are checked at once; a test keeps them equal) and the help of every flag choosing one.
+# The sentence poolings `encoder.pooling` computes, here free of TensorFlow so that command lines
+# are checked at once, and the help of every flag choosing one.
 POOLING_MODES = ("mean", "cls", "pooler")
 POOLING_HELP = ("mean (masked token mean, the papers'), cls (the [CLS] vector) or pooler (BERT's pooler output); "
                 "unset: the pooling the checkpoint records (its training objective's), else mean.")

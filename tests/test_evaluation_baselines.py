@@ -40,7 +40,17 @@ def test_registry_names_and_display_names():
     assert display_name("avg_token_embeddings", "BERT") == "Avg. BERT token embeddings"
     with pytest.raises(ValueError, match="unknown baseline 'glove'"):
         display_name("glove", "BERT")
-    assert POOLING_MODES == pooling.POOLING_MODES
+
+
+def test_every_pooling_the_flags_accept_pools_as_its_numpy_definition():
+    rng = np.random.default_rng(0)
+    sequence = rng.normal(size=(2, 5, 3)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    pooled = rng.normal(size=(2, 3)).astype(np.float32)
+    expected = {"mean": (sequence * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True),
+                "cls": sequence[:, 0], "pooler": pooled}
+    for mode in POOLING_MODES:
+        np.testing.assert_allclose(pooling.SentencePooling(mode)(sequence, mask, pooled), expected[mode], rtol=1e-5)
 
 
 def test_cls_and_avg_are_the_sentence_encoder(embedders):

@@ -13,7 +13,9 @@ so the inference path embeds with the pooling the encoder was trained for.
 import keras
 from keras import ops
 
-POOLING_MODES = ("mean", "cls", "pooler")
+# The names live free of TensorFlow, where command lines are checked.
+from dialoguecse_tf.config_fields import POOLING_MODES
+
 DEFAULT_POOLING = "mean"
 
 
