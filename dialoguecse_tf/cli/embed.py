@@ -62,7 +62,7 @@ def main(argv):
     config = EmbedConfig(FLAGS.input_file, FLAGS.output_file, FLAGS.checkpoint, FLAGS.export_dir,
                          batch_size=FLAGS.batch_size, dialogue_format=FLAGS.dialogue_format,
                          **{name: FLAGS[name].value if FLAGS[name].present else None for name in _IF_GIVEN})
-    result = embed(config, log=logging.info)
+    result = embed(config)
     write_embeddings(FLAGS.output_file, result.keys, result.vectors, result.key_field)
     logging.info("wrote %d embeddings of dimension %d to %s", *result.vectors.shape, FLAGS.output_file)
     if FLAGS.nearest_neighbors > 0:

@@ -24,6 +24,7 @@ import sys
 import tempfile
 
 import numpy as np
+from absl import logging
 
 from dialoguecse_tf.io_utils import atomic_open
 from dialoguecse_tf.serving.layout import export_settings, export_version_dir
@@ -133,7 +134,7 @@ def check_export_request(config: EmbedConfig, settings: dict, version_dir: str) 
         raise ValueError(f"normalize=False: the export {version_dir} normalizes its vectors and cannot undo it")
 
 
-def embed(config: EmbedConfig, log=print) -> Embeddings:
+def embed(config: EmbedConfig) -> Embeddings:
     """Reads `config.input_file` and embeds it as `config` says (the output file is checked first)."""
     check_output_file(config.output_file)
     version_dir = None
@@ -153,7 +154,7 @@ def embed(config: EmbedConfig, log=print) -> Embeddings:
         key_field = "text"
     if config.normalize:
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    log(f"embedded {len(keys)} rows of dimension {vectors.shape[1]}")
+    logging.info("embedded %d rows of dimension %d", len(keys), vectors.shape[1])
     return Embeddings(keys, vectors, key_field, searchable)
 
 
@@ -175,8 +176,6 @@ def _embed_texts(config: EmbedConfig, texts: list, version_dir: str | None) -> n
 def _report_unknown(counter, texts, what: str, vocabulary: str | None = None) -> None:
     """Logs the [UNK] share of `texts` (a warning above 5 %); `counter` is a `Tokenizer` or an
     `ExportedEncoder`, each with `count_unknown`."""
-    from absl import logging
-
     from dialoguecse_tf.encoder.tokenization import unknown_share
 
     logging.info("%s", unknown_share(*counter.count_unknown(texts), vocabulary or counter.vocab_file, what))
