@@ -7,6 +7,7 @@ from dialoguecse_tf.encoder.backbone import build_backbone, freeze_bottom_layers
 from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.models import DialogueCSEModel, MatchingGuidedEmbedding, TurnAggregation
 from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
+from harness import run_serialization_test
 
 B, T, K, L = 3, 3, 4, 8
 
@@ -170,12 +171,7 @@ def test_config_round_trip_gives_the_same_embeddings(tiny_bert_config, numerics)
     assert {key: config[key] for key in ("aggregation", "attention_hidden_size", "num_length_buckets")} == {
         "aggregation": "attention", "attention_hidden_size": 6, "num_length_buckets": 2,
     }
-    clone = DialogueCSEModel.from_config(config)
-    clone.set_weights(model.get_weights())
-    batch = _batch(bert_config.vocab_size)
-    expected, got = model(batch), clone(batch)
-    for name in ("context_free", "context_aware"):
-        np.testing.assert_allclose(got[name], expected[name], atol=1e-6, err_msg=name)
+    clone = run_serialization_test(model, (_batch(bert_config.vocab_size),))
     assert clone.backbone.get_config() == model.backbone.get_config()
     assert len(clone.weights) == len(model.weights)
     # Freezing is not part of the model's config: the objective applies it to what it builds.

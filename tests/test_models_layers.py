@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from dialoguecse_tf.models.layers import MatchingGuidedEmbedding, TurnAggregation
+from harness import run_serialization_test
 
 B, T, K, L, D = 2, 3, 3, 6, 8
 
@@ -49,7 +50,7 @@ def test_matching_guided_embedding_has_no_weights_and_round_trips_config():
     layer = MatchingGuidedEmbedding(name="mge")
     layer(np.ones((1, 1, 2, 4), np.float32), np.ones((1, 1, 2)), np.ones((1, 2, 2, 4), np.float32), np.ones((1, 2, 2)))
     assert layer.weights == []
-    assert MatchingGuidedEmbedding.from_config(layer.get_config()).name == "mge"
+    assert run_serialization_test(layer).name == "mge"
 
 
 def _aggregation_inputs(seed=1):
@@ -113,7 +114,7 @@ def test_attention_aggregation_weights_and_config():
     layer = TurnAggregation("attention", attention_hidden_size=7, name="agg")
     layer.build((None, None, None, None, D))
     assert [tuple(w.shape) for w in layer.trainable_weights] == [(D, 7), (7,), (7, 1), (1,)]
-    clone = TurnAggregation.from_config(layer.get_config())
+    clone = run_serialization_test(layer)
     assert (clone.aggregation, clone.attention_hidden_size, clone.name) == ("attention", 7, "agg")
     mean_layer = TurnAggregation("mean")
     mean_layer.build((None, None, None, None, D))

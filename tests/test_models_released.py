@@ -11,6 +11,7 @@ from dialoguecse_tf.encoder.backbone import build_backbone, encode_sequences
 from dialoguecse_tf.models.dialoguecse import ReleasedDialogueCSEModel
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
                                                 CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET)
+from harness import run_serialization_test
 
 B, N, K, L = 3, 2, 3, 7
 
@@ -151,7 +152,7 @@ def test_study_readings_match_their_matrix_form(tiny_bert_config, matching_side,
     default = ReleasedDialogueCSEModel(backbone, aggregation="attention", attention_size=16)
     default.round_attention.set_weights(attention.get_weights())
     assert not np.allclose(default(batch)["context_aware"], outputs["context_aware"], rtol=1e-3)
-    restored = ReleasedDialogueCSEModel.from_config(model.get_config())
+    restored = run_serialization_test(model, (batch,))
     assert (restored.matching_side, restored.normalize_matching_tokens, restored.fuse_turns_before_pooling) == (
         matching_side, normalize, fuse)
 
@@ -217,7 +218,7 @@ def test_empty_text_rounds_follow_the_released_arithmetic(tiny_bert_config, aggr
     zero_out = zero(batch)["context_aware"].numpy()
     np.testing.assert_allclose(zero_out[0], outputs["context_aware"][0], rtol=1e-4, atol=1e-5)
     assert not np.allclose(zero_out[1:], outputs["context_aware"][1:], rtol=1e-3)
-    restored = ReleasedDialogueCSEModel.from_config(model.get_config())
+    restored = run_serialization_test(model, (batch,))
     assert restored.empty_round_token_ids == (cls_id, sep_id)
 
 

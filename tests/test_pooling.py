@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from dialoguecse_tf.encoder.pooling import MaskedMeanPooling, SentencePooling
+from harness import run_serialization_test
 
 
 def numpy_masked_mean(embeddings, mask):
@@ -38,7 +39,7 @@ def test_cls_pooling_and_validation():
     np.testing.assert_array_equal(np.asarray(SentencePooling("cls")(embeddings, mask)), embeddings[:, 0])
     with pytest.raises(ValueError, match="pooling"):
         SentencePooling("max")
-    assert SentencePooling.from_config(SentencePooling("cls").get_config()).pooling == "cls"
+    assert run_serialization_test(SentencePooling("cls"), (embeddings, mask)).pooling == "cls"
 
 
 def test_pooler_pooling_is_berts_pooled_output():

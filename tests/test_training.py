@@ -12,13 +12,14 @@ from dialoguecse_tf.training.optimizers import (
 )
 from dialoguecse_tf.training.strategy import create_strategy, enable_mixed_precision
 from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, read_train_log
+from harness import run_serialization_test
 
 
 def test_warmup_then_linear_decay():
     schedule = WarmupLinearDecay(1e-3, num_warmup_steps=10, num_train_steps=110)
     values = [float(schedule(step)) for step in (0, 4, 9, 10, 60, 110, 200)]
     np.testing.assert_allclose(values, [1e-4, 5e-4, 1e-3, 1e-3, 5e-4, 0.0, 0.0], atol=1e-9)
-    assert WarmupLinearDecay(**schedule.get_config()).get_config() == schedule.get_config()
+    run_serialization_test(schedule, (60,))
 
 
 def test_resolve_num_train_steps():
