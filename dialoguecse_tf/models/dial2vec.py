@@ -37,8 +37,19 @@ DEFAULT_WINDOW = 10
 
 
 def cross_representations(sequence_output, padding_mask, roles, turn_ids, window: int):
-    """[N, L, d] outputs, [N, L] mask, roles and turn ids -> (self_0, cross_0, self_1, cross_1),
-    each [N, d] (module docstring)."""
+    """The four pooled representations of the module docstring.
+
+    Args:
+      sequence_output: float Tensor of shape [N, L, d], the backbone's last layer.
+      padding_mask: Tensor of shape [N, L], 1 for a real token.
+      roles: int Tensor of shape [N, L], each token's speaker, 0 or 1.
+      turn_ids: int Tensor of shape [N, L], each token's turn index.
+      window: int, the largest turn distance whose correlations count.
+
+    Returns:
+      (self_0, cross_0, self_1, cross_1), each a Tensor of shape [N, d] in the
+      `sequence_output` dtype.
+    """
     mask = tf.cast(padding_mask, sequence_output.dtype)
     role_1 = tf.cast(tf.equal(roles, 1), sequence_output.dtype) * mask
     role_0 = mask - role_1
@@ -59,6 +70,17 @@ class Dial2vecModel(keras.Model):
     [B, S, d], and `embedding` [B, d] (self_0 + self_1 of sequence 0, the dialogue itself)."""
 
     def __init__(self, backbone, window: int = DEFAULT_WINDOW, role_segment_ids: bool = False, **kwargs):
+        """Constructor for Dial2vecModel.
+
+        Args:
+          backbone: a keras-hub `BertBackbone` from `build_backbone`.
+          window: non-negative int, the turn distance beyond which correlations are zeroed.
+          role_segment_ids: bool, feed each token's role as its token type (module docstring).
+          **kwargs: keras.Model's (name, dtype).
+
+        Raises:
+          ValueError: if `window` is not a non-negative int.
+        """
         super().__init__(**kwargs)
         if isinstance(window, bool) or not isinstance(window, int) or window < 0:
             raise ValueError(f"window must be a non-negative int, got {window!r}")
@@ -67,6 +89,19 @@ class Dial2vecModel(keras.Model):
         self.role_segment_ids = bool(role_segment_ids)
 
     def call(self, inputs, training=False):
+        """The self- and cross-representations of every sequence, and the dialogue embedding.
+
+        Args:
+          inputs: the batched dialogue records' dict: `dialogue_input_ids`,
+            `dialogue_input_mask`, `dialogue_role_ids` and `dialogue_turn_ids`, int Tensors of
+            shape [B, S, L] (sequence 0 the dialogue, then its negatives); other keys are
+            ignored.
+          training: bool, whether dropout is on.
+
+        Returns:
+          A dict of float32 Tensors: `self_0`, `cross_0`, `self_1`, `cross_1`, each of shape
+          [B, S, D], and `embedding` of shape [B, D] (self_0 + self_1 of sequence 0).
+        """
         ids = tf.cast(inputs[DIALOGUE_INPUT_IDS], tf.int32)
         samples, length = ids.shape[1], ids.shape[2]
 

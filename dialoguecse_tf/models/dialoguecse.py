@@ -25,8 +25,20 @@ def encode_contexts_and_candidates(backbone, inputs, training, num_length_bucket
     """Encodes a batch's context turns and candidates in one backbone call (a context is
     encoded once, whatever the number of its candidates).
 
-    Returns float32 (context tokens [B, T, L, D], context mask [B, T, L], turn mask [B, T],
-    candidate tokens [B, K, L, D], candidate mask [B, K, L]); masks are int32.
+    Args:
+      backbone: a keras-hub `BertBackbone`.
+      inputs: the batched `ContrastiveRecordSpec` dict (`context_input_ids`,
+        `context_input_mask` [B, T, L], `context_turn_mask` [B, T], `candidate_input_ids`,
+        `candidate_input_mask` [B, K, L]).
+      training: bool, whether dropout is on.
+      num_length_buckets: positive int, see `backbone.encode_sequences`.
+
+    Returns:
+      (context tokens [B, T, L, D], context mask [B, T, L], turn mask [B, T], candidate
+      tokens [B, K, L, D], candidate mask [B, K, L]): the tokens float32, the masks int32.
+
+    Raises:
+      ValueError: if context and candidate sequences differ in length L.
     """
     context_ids = ops.cast(inputs[CONTEXT_INPUT_IDS], "int32")
     context_mask = ops.cast(inputs[CONTEXT_INPUT_MASK], "int32")
@@ -59,26 +71,19 @@ def encode_contexts_and_candidates(backbone, inputs, training, num_length_bucket
 class DialogueCSEModel(keras.Model):
     """The contrastive-stage model around a BERT backbone it is given.
 
-    Constructor: `backbone` (a keras-hub `BertBackbone`; freezing is the objective's
-    business), `aggregation` ("mean" = I2, "attention" = I1), `attention_hidden_size`
-    (the I1 scoring FFN; unused with "mean"), `num_length_buckets` (see
-    `backbone.encode_sequences`).
-
-    `call(inputs, training=False)` takes the batched `ContrastiveRecordSpec` dict
-    (`context_input_ids`/`context_input_mask` [B, T, L], `context_turn_mask` [B, T],
-    `candidate_input_ids`/`candidate_input_mask` [B, K, L], candidate 0 the true
-    response) and returns the embeddings the loss compares, each [B, K, D]:
-      * `context_free`: each candidate's mean-pooled BERT output;
-      * `context_aware`: its MGE + turn-aggregation embedding given the context.
-    The loss (`losses.nt_xent_per_example_loss` of their cosines) is the objective's.
-
-    One backbone encodes context utterances and candidates alike (the paper's shared
-    BERT), in one call per forward pass over the B*T utterances and B*K candidates: a
-    context is encoded once and matched against all of its candidates. The frozen layers'
-    Keras variables are non-trainable but their tf.Variables are not, so an eager default
-    GradientTape still records them; a loop that wants to skip that work opens
+    The loss (`losses.nt_xent_per_example_loss` of the cosines of `call`'s two embeddings)
+    is the objective's. One backbone encodes context utterances and candidates alike (the
+    paper's shared BERT), in one call per forward pass over the B*T utterances and B*K
+    candidates: a context is encoded once and matched against all of its candidates. The
+    frozen layers' Keras variables are non-trainable but their tf.Variables are not, so an
+    eager default GradientTape still records them; a loop that wants to skip that work opens
     `tf.GradientTape(watch_accessed_variables=False)` and watches
     `[v.value for v in model.trainable_variables]`.
+
+    Example:
+      >>> model = DialogueCSEModel(build_backbone(bert_config), aggregation="attention")
+      >>> outputs = model(batch)  # a batched ContrastiveRecordSpec dict
+      >>> similarities = losses.pair_similarities(outputs["context_free"], outputs["context_aware"])
     """
 
     def __init__(
@@ -89,6 +94,20 @@ class DialogueCSEModel(keras.Model):
         num_length_buckets: int = 1,
         **kwargs,
     ):
+        """Constructor for DialogueCSEModel.
+
+        Args:
+          backbone: a keras-hub `BertBackbone` from `build_backbone` (freezing is the
+            objective's business).
+          aggregation: "mean" (I2, eq. 7) or "attention" (I1, eq. 5-6); `AGGREGATIONS`.
+          attention_hidden_size: int, the units of I1's scoring FFN; unused with "mean".
+          num_length_buckets: positive int, see `backbone.encode_sequences`.
+          **kwargs: keras.Model's (name, dtype).
+
+        Raises:
+          ValueError: for an unknown `aggregation`, a non-positive `attention_hidden_size`
+            or `num_length_buckets`.
+        """
         super().__init__(**kwargs)
         self.backbone = backbone
         self.aggregation = aggregation
@@ -107,10 +126,36 @@ class DialogueCSEModel(keras.Model):
         self.turn_aggregation.build((None, None, None, None, backbone.hidden_dim))
 
     def encode_sequences(self, token_ids, padding_mask, training=False):
-        """[N, L] token ids and mask -> BERT's float32 sequence output [N, L, D]."""
+        """`backbone.encode_sequences` with this model's backbone and length buckets.
+
+        Args:
+          token_ids: int Tensor of shape [N, L].
+          padding_mask: int Tensor of shape [N, L], 1 for a real token.
+          training: bool, whether dropout is on.
+
+        Returns:
+          float32 Tensor of shape [N, L, D], BERT's last layer.
+        """
         return encode_sequences(self.backbone, token_ids, padding_mask, training, self.num_length_buckets)
 
     def call(self, inputs, training=False):
+        """Embeds each candidate without and with its context.
+
+        Args:
+          inputs: the batched `ContrastiveRecordSpec` dict: `context_input_ids` and
+            `context_input_mask` int Tensors of shape [B, T, L], `context_turn_mask` of shape
+            [B, T] (0 = a padding turn), `candidate_input_ids` and `candidate_input_mask` of
+            shape [B, K, L] (candidate 0 the true response); other keys are ignored.
+          training: bool, whether dropout is on.
+
+        Returns:
+          A dict of the two float32 Tensors the loss compares, each of shape [B, K, D]:
+            * `context_free`: each candidate's mean-pooled BERT output;
+            * `context_aware`: its MGE + turn-aggregation embedding given the context.
+
+        Raises:
+          ValueError: if context and candidate sequences differ in length L.
+        """
         context_tokens, context_mask, turn_mask, candidate_tokens, candidate_mask = encode_contexts_and_candidates(
             self.backbone, inputs, training, self.num_length_buckets)
         refined = self.matching(context_tokens, context_mask, candidate_tokens, candidate_mask)
@@ -188,7 +233,7 @@ class ReleasedDialogueCSEModel(keras.Model):
         when its whole side is empty and the masked softmax is uniform; with
         `aggregation="mean"` every slot weighs 1.
 
-    Returns {"context_free": r_bar [B, K, D], "context_aware": R_tilde [B, K, D]}; the
+    `call` returns {"context_free": r_bar [B, K, D], "context_aware": R_tilde [B, K, D]}; the
     objective compares them by cosine / tau (`losses.released_nt_xent_per_example_loss`).
 
     Three readings the paper's text leaves open, for ablation studies only (the defaults are
@@ -209,6 +254,25 @@ class ReleasedDialogueCSEModel(keras.Model):
                  attention_size: int = RELEASED_ATTENTION_SIZE, matching_side: str = "context",
                  normalize_matching_tokens: bool = False, fuse_turns_before_pooling: bool = False,
                  empty_round_token_ids=None, **kwargs):
+        """Constructor for ReleasedDialogueCSEModel.
+
+        Args:
+          backbone: a keras-hub `BertBackbone` from `build_backbone`.
+          aggregation: "attention" (the release: weights 1 + alpha) or "mean" (weight 1).
+          num_length_buckets: positive int, see `backbone.encode_sequences`.
+          attention_size: int, the round attention's units (256 in the release, l.23).
+          matching_side: "context" (the release) or "response"; `MATCHING_SIDES`.
+          normalize_matching_tokens: bool, M from L2-normalised token vectors.
+          fuse_turns_before_pooling: bool, R_tilde fused over rounds before pooling.
+          empty_round_token_ids: None (a padding round adds zero) or (cls_id, sep_id), the
+            ids of the "[CLS] [SEP]" text a padding round is encoded as.
+          **kwargs: keras.Model's (name, dtype).
+
+        Raises:
+          ValueError: for an unknown `aggregation` or `matching_side`, an
+            `empty_round_token_ids` that is not a pair, or a non-positive
+            `num_length_buckets`.
+        """
         super().__init__(**kwargs)
         if aggregation not in ("attention", "mean"):
             raise ValueError(f"aggregation must be 'attention' or 'mean', got {aggregation!r}")
@@ -246,6 +310,24 @@ class ReleasedDialogueCSEModel(keras.Model):
                 CONTEXT_INPUT_MASK: ops.where(empty, filler_mask, mask)}
 
     def call(self, inputs, training=False):
+        """Embeds each candidate without and with its two-sided context (class docstring).
+
+        Args:
+          inputs: the batched `ContrastiveRecordSpec` dict of `context_layout="sides"`:
+            `context_input_ids` and `context_input_mask` int Tensors of shape [B, 2N, L] (N
+            left slots, then N right slots), `context_turn_mask` of shape [B, 2N],
+            `candidate_input_ids` and `candidate_input_mask` of shape [B, K, L]; other keys
+            are ignored.
+          training: bool, whether dropout is on.
+
+        Returns:
+          {"context_free": r_bar, "context_aware": R_tilde}, float32 Tensors of shape
+          [B, K, D].
+
+        Raises:
+          ValueError: for an odd number of context slots, context and candidate sequences
+            of different lengths, or (with `empty_round_token_ids`) L < 2.
+        """
         if self.empty_round_token_ids is not None:
             inputs = self._fill_empty_rounds(inputs)
         context_tokens, context_mask, turn_mask, candidate_tokens, candidate_mask = encode_contexts_and_candidates(

@@ -33,7 +33,18 @@ HEAD_INITS = ("normal", "uniform")
 
 
 def head_initializer(head_init: str, initializer_range: float) -> keras.initializers.Initializer:
-    """The head's kernel initializer (see the module docstring)."""
+    """The head's kernel initializer (see the module docstring).
+
+    Args:
+      head_init: "normal" or "uniform"; `HEAD_INITS`.
+      initializer_range: float, the normal draw's standard deviation.
+
+    Returns:
+      A keras Initializer.
+
+    Raises:
+      ValueError: for an unknown `head_init`.
+    """
     if head_init == "normal":
         return keras.initializers.RandomNormal(stddev=initializer_range)
     if head_init == "uniform":
@@ -48,6 +59,19 @@ class DSEModel(keras.Model):
 
     def __init__(self, backbone, projection_size: int = DEFAULT_PROJECTION_SIZE, num_length_buckets: int = 1,
                  head_init: str = "normal", initializer_range: float = 0.02, **kwargs):
+        """Constructor for DSEModel.
+
+        Args:
+          backbone: a keras-hub `BertBackbone` from `build_backbone`.
+          projection_size: int, the head's output size (128 in the paper).
+          num_length_buckets: positive int, see `backbone.encode_sequences`.
+          head_init: "normal" or "uniform", the head's initialisation (module docstring).
+          initializer_range: float, the "normal" draw's standard deviation.
+          **kwargs: keras.Model's (name, dtype).
+
+        Raises:
+          ValueError: for an unknown `head_init` or a non-positive `num_length_buckets`.
+        """
         super().__init__(**kwargs)
         self.backbone = backbone
         self.projection_size = projection_size
@@ -63,6 +87,17 @@ class DSEModel(keras.Model):
         self.head.build((None, backbone.hidden_dim))
 
     def call(self, inputs, training=False):
+        """Embeds and projects both sides of every pair.
+
+        Args:
+          inputs: the batched pair records' dict: `pair_input_ids` and `pair_input_mask` int
+            Tensors of shape [B, 2, L]; other keys are ignored.
+          training: bool, whether dropout is on.
+
+        Returns:
+          A dict: `embeddings`, float32 Tensor of shape [B, 2, D], and `projections`, float
+          Tensor of shape [B, 2, projection_size].
+        """
         outputs, flat_mask = encode_pairs(self.backbone, inputs[PAIR_INPUT_IDS], inputs[PAIR_INPUT_MASK],
                                           training, self.num_length_buckets)
         embeddings = masked_mean(outputs, flat_mask)
@@ -71,6 +106,7 @@ class DSEModel(keras.Model):
                 "projections": ops.reshape(projections, (-1, 2, self.projection_size))}
 
     def head_variables(self) -> list:
+        """The projection head's trainable variables: the hidden then the projection kernel."""
         return list(self.head.trainable_variables)
 
     def get_config(self):

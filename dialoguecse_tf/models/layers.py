@@ -30,12 +30,23 @@ class MatchingGuidedEmbedding(keras.layers.Layer):
     of M at u's padding positions and its columns at r's padding positions are zeroed,
     so padding contributes nothing and R_hat is zero at u's padding rows.
 
-    `call(context_tokens [B, T, L, D], context_mask [B, T, L], candidate_tokens
-    [B, K, L, D], candidate_mask [B, K, L])` -> R_hat [B, K, T, L, D]. No weights.
-    Memory grows as B*K*T*L*(L + D): the matching tensors are materialised literally.
+    No weights. Memory grows as B*K*T*L*(L + D): the matching tensors are materialised
+    literally.
     """
 
     def call(self, context_tokens, context_mask, candidate_tokens, candidate_mask):
+        """R_hat for every (context turn, candidate) pair of each example.
+
+        Args:
+          context_tokens: float Tensor of shape [B, T, L, D], the context turns' BERT outputs.
+          context_mask: Tensor of shape [B, T, L], 1 for a real token.
+          candidate_tokens: float Tensor of shape [B, K, L, D].
+          candidate_mask: Tensor of shape [B, K, L].
+
+        Returns:
+          R_hat, float Tensor of shape [B, K, T, L, D] (row i indexed by turn t's token i);
+          zero at the context's padding rows.
+        """
         scale = 1.0 / math.sqrt(context_tokens.shape[-1])
         matching = ops.einsum("btid,bkjd->bktij", context_tokens, candidate_tokens) * scale
         u_mask = ops.cast(context_mask, matching.dtype)[:, None, :, :, None]
@@ -47,11 +58,6 @@ class MatchingGuidedEmbedding(keras.layers.Layer):
 @keras.saving.register_keras_serializable(package="dialoguecse_tf")
 class TurnAggregation(keras.layers.Layer):
     """Fuses the refined matrices of all turns and pools them: [B, K, T, L, D] -> [B, K, D].
-
-    `call(refined, token_mask, turn_mask)`: `refined` is MatchingGuidedEmbedding's
-    R_hat, `token_mask` is the context utterances' `context_input_mask` [B, T, L]
-    and `turn_mask` [B, T] is `context_turn_mask` (0 = a padding turn of a
-    context shorter than T).
 
     Pooling order and mask. The paper fuses R_tilde = sum_i alpha_i R_hat_i (eq. 5 / 7)
     and then mean-pools it along the sequence (the `sim` of eq. 8). The rows of R_hat_i
@@ -75,6 +81,16 @@ class TurnAggregation(keras.layers.Layer):
 
     def __init__(self, aggregation: str = "mean",
                  attention_hidden_size: int = DEFAULT_ATTENTION_HIDDEN_SIZE, **kwargs):
+        """Constructor for TurnAggregation.
+
+        Args:
+          aggregation: "mean" (I2) or "attention" (I1); `AGGREGATIONS`.
+          attention_hidden_size: positive int, the scoring FFN's hidden units ("attention").
+          **kwargs: keras.layers.Layer's (name, dtype).
+
+        Raises:
+          ValueError: for an unknown `aggregation` or a non-positive `attention_hidden_size`.
+        """
         super().__init__(**kwargs)
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
@@ -98,6 +114,18 @@ class TurnAggregation(keras.layers.Layer):
             self.attention_score.build((None, self.attention_hidden_size))
 
     def call(self, refined, token_mask, turn_mask):
+        """Pools each turn's R_hat over its own tokens, then aggregates the valid turns.
+
+        Args:
+          refined: float Tensor of shape [B, K, T, L, D], MatchingGuidedEmbedding's R_hat.
+          token_mask: Tensor of shape [B, T, L], the context utterances' `context_input_mask`.
+          turn_mask: Tensor of shape [B, T], `context_turn_mask` (0 = a padding turn of a
+            context shorter than T).
+
+        Returns:
+          float Tensor of shape [B, K, D], the pooled R_tilde of each candidate; zeros for an
+          example with no valid turn.
+        """
         pooled = masked_mean(refined, ops.expand_dims(token_mask, 1))  # [B, K, T, D]
         valid = ops.cast(turn_mask, pooled.dtype)[:, None, :]  # [B, 1, T]
         if self.aggregation == "mean":
@@ -123,14 +151,20 @@ class TurnAggregation(keras.layers.Layer):
 class RoundAttention(keras.layers.Layer):
     """The released code's round attention (`model/pooling.py`, `attentive_pooling`).
 
-    `call(rounds [B, R, D], round_mask [B, R])` -> weights alpha [B, R]: score_i =
-    u . tanh(W x_i + b) (W [D, size], b and u [size], all initialised N(0, 0.1) as in
-    pooling.py:23-28), softmax over the valid rounds (invalid ones get -(2^32 - 1) as in
-    pooling.py:35-37; a row with no valid round gets uniform weights, as there). One layer
+    `call` gives the weights alpha of R rounds: score_i = u . tanh(W x_i + b) (W [D, size],
+    b and u [size], all initialised N(0, 0.1) as in pooling.py:23-28), softmax over the
+    valid rounds (invalid ones get -(2^32 - 1) as in pooling.py:35-37; a row with no valid
+    round gets uniform weights, as there). One layer
     with tanh and a context vector, not the paper's two-layer ReLU FFN (eq. 6).
     """
 
     def __init__(self, size: int = 256, **kwargs):
+        """Constructor for RoundAttention.
+
+        Args:
+          size: int, the units of W, b and u.
+          **kwargs: keras.layers.Layer's (name, dtype).
+        """
         super().__init__(**kwargs)
         self.size = size
 
@@ -142,6 +176,16 @@ class RoundAttention(keras.layers.Layer):
         self.u = self.add_weight(name="u", shape=(self.size,), initializer=initializer)
 
     def call(self, rounds, round_mask):
+        """Weights each valid round.
+
+        Args:
+          rounds: float Tensor of shape [B, R, D], one vector x_i per round.
+          round_mask: Tensor of shape [B, R], nonzero for a valid round.
+
+        Returns:
+          alpha, float Tensor of shape [B, R]: a softmax over the valid rounds (0 at the
+          others), uniform 1/R where no round is valid.
+        """
         scores = ops.sum(ops.tanh(ops.matmul(rounds, self.w) + self.b) * self.u, axis=-1)
         scores = ops.where(ops.cast(round_mask, "bool"), scores, -(2.0**32) + 1.0)
         return ops.softmax(scores, axis=-1)

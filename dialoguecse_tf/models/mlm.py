@@ -22,11 +22,21 @@ _HEAD_NAMES = {
 class BertPretrainer(keras.Model):
     """`backbone` plus BERT's masked-LM head, its output projection tied to the embeddings.
 
-    `bert_config` gives the head's activation, LayerNorm epsilon and initialiser range.
-    `call` returns the logits [B, P, V] at the batch's masked positions.
+    Example:
+      >>> pretrainer = BertPretrainer(build_backbone(bert_config), bert_config)
+      >>> logits = pretrainer(batch)  # a batched MlmRecordSpec dict -> [B, P, V]
     """
 
     def __init__(self, backbone, bert_config, **kwargs):
+        """Constructor for BertPretrainer.
+
+        Args:
+          backbone: a keras-hub `BertBackbone` from `build_backbone`; the head's output
+            projection is its token embedding.
+          bert_config: the BertConfig (or its dict) that gives the head's activation,
+            LayerNorm epsilon and initialiser range.
+          **kwargs: keras.Model's (name, dtype).
+        """
         super().__init__(**kwargs)
         if isinstance(bert_config, dict):
             bert_config = BertConfig.from_dict(bert_config)
@@ -42,6 +52,17 @@ class BertPretrainer(keras.Model):
         self.mlm_head.build((None, None, bert_config.hidden_size))
 
     def call(self, inputs, training=False):
+        """The masked-LM logits at the batch's masked positions.
+
+        Args:
+          inputs: the batched `MlmRecordSpec` dict: `input_ids`, `input_mask` and
+            `segment_ids` int Tensors of shape [B, L], `masked_lm_positions` of shape [B, P];
+            other keys are ignored.
+          training: bool, whether dropout is on.
+
+        Returns:
+          float Tensor of shape [B, P, V], V the vocabulary size.
+        """
         outputs = run_backbone(self.backbone, inputs[INPUT_IDS], inputs[INPUT_MASK], training,
                                segment_ids=inputs[SEGMENT_IDS])
         return self.mlm_head(outputs["sequence_output"], mask_positions=inputs[MASKED_LM_POSITIONS])
@@ -55,10 +76,24 @@ class BertPretrainer(keras.Model):
         return cls(**{**config, "backbone": backbone_from_config(config["backbone"])})
 
     def head_variables(self) -> dict:
-        """The head's weights under Google's names (what `save_checkpoint` stores)."""
+        """The head's weights under Google's names (what `save_checkpoint` stores).
+
+        Returns:
+          {Google name (`cls/predictions/...`): np.ndarray}.
+        """
         return {name: np.asarray(_head_variable(self.mlm_head, path).numpy()) for name, path in _HEAD_NAMES.items()}
 
     def assign_head(self, variables: dict, source: str) -> None:
+        """Sets the head's weights from a checkpoint's variables.
+
+        Args:
+          variables: {Google name: array}, as `head_variables` returns and loaders read;
+            other names are ignored.
+          source: str, where they come from, for the error messages.
+
+        Raises:
+          ValueError: if a head weight is missing or mis-shaped.
+        """
         missing = sorted(set(_HEAD_NAMES) - set(variables))
         if missing:
             raise ValueError(f"{source}: incomplete MLM head, missing {missing}")

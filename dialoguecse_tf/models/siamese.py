@@ -25,7 +25,18 @@ def flatten_context(context_ids, context_mask, turn_mask, cls_id: int, max_lengt
 
     Each turn arrives as `[CLS] u_i [SEP]` plus padding: its [CLS] is dropped, its [SEP]
     kept as the separator. Turns stay in dialogue order; a context longer than
-    `max_length` keeps its beginning. Returns dense ids and mask, [B, max_length].
+    `max_length` keeps its beginning.
+
+    Args:
+      context_ids: int Tensor of shape [B, T, L].
+      context_mask: Tensor of shape [B, T, L], 1 for a real token.
+      turn_mask: Tensor of shape [B, T], 0 for a padding turn.
+      cls_id: int, the [CLS] token's id, put first.
+      max_length: int, the flattened sequence's length.
+
+    Returns:
+      (ids, mask): dense Tensors of shape [B, max_length], ids in `context_ids`' dtype,
+      zero-padded.
     """
     tokens = tf.ragged.boolean_mask(context_ids, tf.cast(context_mask, tf.bool))
     tokens = tf.ragged.boolean_mask(tokens, tf.cast(turn_mask, tf.bool))
@@ -50,6 +61,18 @@ class SiameseBertModel(keras.Model):
 
     def __init__(self, backbone, matching_hidden_size: int = 256, cls_id: int = 2,
                  num_length_buckets: int = 1, **kwargs):
+        """Constructor for SiameseBertModel.
+
+        Args:
+          backbone: a keras-hub `BertBackbone` from `build_backbone`.
+          matching_hidden_size: int, the ReLU layer's units.
+          cls_id: int, the vocabulary's [CLS] id, which starts a flattened context.
+          num_length_buckets: positive int, see `backbone.encode_sequences`.
+          **kwargs: keras.Model's (name, dtype).
+
+        Raises:
+          ValueError: if `num_length_buckets` is not a positive int.
+        """
         super().__init__(**kwargs)
         self.backbone = backbone
         self.matching_hidden_size = matching_hidden_size
@@ -61,10 +84,36 @@ class SiameseBertModel(keras.Model):
         self.matching_score.build((None, matching_hidden_size))
 
     def embed(self, token_ids, padding_mask, training=False):
+        """Mean-pooled BERT embeddings.
+
+        Args:
+          token_ids: int Tensor of shape [N, L].
+          padding_mask: int Tensor of shape [N, L], 1 for a real token.
+          training: bool, whether dropout is on.
+
+        Returns:
+          float32 Tensor of shape [N, D].
+        """
         outputs = encode_sequences(self.backbone, token_ids, padding_mask, training, self.num_length_buckets)
         return masked_mean(outputs, padding_mask)
 
     def call(self, inputs, training=False):
+        """Scores each candidate against its example's context.
+
+        Args:
+          inputs: the batched `ContrastiveRecordSpec` dict: `context_input_ids` and
+            `context_input_mask` int Tensors of shape [B, T, L], `context_turn_mask` of shape
+            [B, T], `candidate_input_ids` and `candidate_input_mask` of shape [B, K, L]
+            (candidate 0 the true response); other keys are ignored. The valid turns are
+            flattened into one sequence of min(T * L, the backbone's
+            max_sequence_length) tokens.
+          training: bool, whether dropout is on.
+
+        Returns:
+          A dict: `scores` float Tensor of shape [B, K], the matching layer's logits;
+          `context` float32 Tensor of shape [B, K, D] (each example's context embedding,
+          repeated per candidate) and `responses` float32 Tensor of shape [B, K, D].
+        """
         context_ids = ops.cast(inputs[CONTEXT_INPUT_IDS], "int32")
         num_turns, seq_length = context_ids.shape[1], context_ids.shape[2]
         flat_length = min(num_turns * seq_length, self.backbone.max_sequence_length)

@@ -26,6 +26,7 @@ POOLERS = ("cls", "cls_before_pooler", "avg")
 
 
 def check_pooler(pooler: str) -> str:
+    """Returns `pooler` if it is one of `POOLERS`, else raises ValueError."""
     if pooler not in POOLERS:
         raise ValueError(f"pooler must be one of {POOLERS}, got {pooler!r}")
     return pooler
@@ -38,6 +39,18 @@ class SimCSEModel(keras.Model):
     each sequence, `cls` through the MLP."""
 
     def __init__(self, backbone, pooler: str = "cls", num_length_buckets: int = 1, **kwargs):
+        """Constructor for SimCSEModel.
+
+        Args:
+          backbone: a keras-hub `BertBackbone` from `build_backbone`; its pooler layer is the
+            MLP.
+          pooler: "cls", "cls_before_pooler" or "avg"; `POOLERS`.
+          num_length_buckets: positive int, see `backbone.encode_sequences`.
+          **kwargs: keras.Model's (name, dtype).
+
+        Raises:
+          ValueError: for an unknown `pooler` or a non-positive `num_length_buckets`.
+        """
         super().__init__(**kwargs)
         self.backbone = backbone
         self.pooler = check_pooler(pooler)
@@ -45,9 +58,20 @@ class SimCSEModel(keras.Model):
 
     @property
     def mlp(self):
+        """The release's MLPLayer: the backbone's `pooled_dense` (Linear(D, D) + tanh)."""
         return self.backbone.pooled_dense
 
     def call(self, inputs, training=False):
+        """Embeds both views of every pair.
+
+        Args:
+          inputs: the batched pair records' dict: `pair_input_ids` and `pair_input_mask` int
+            Tensors of shape [B, 2, L]; other keys are ignored.
+          training: bool, whether dropout is on (the views differ through it only).
+
+        Returns:
+          {"embeddings": float32 Tensor of shape [B, 2, D]}, the views z1 and z2.
+        """
         outputs, flat_mask = encode_pairs(self.backbone, inputs[PAIR_INPUT_IDS], inputs[PAIR_INPUT_MASK],
                                           training, self.num_length_buckets)
         pooled = masked_mean(outputs, flat_mask) if self.pooler == "avg" else outputs[:, 0]
