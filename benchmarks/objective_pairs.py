@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 import torch
 
-import torch_peer
+from benchmarks import torch_peer
 from dialoguecse_tf.presets import get_preset
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
                                                 CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET,

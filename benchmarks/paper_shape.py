@@ -21,9 +21,9 @@ SGD dialogues at 512 tokens. A step is the preset's full batch (1,024 pairs for 
 does not fit in memory, `--max_examples_per_pass` runs it in passes (DSE: GradCache; dial2vec:
 gradient accumulation), one update per batch all the same, and the result records the value.
 
-  python benchmarks/paper_shape.py                          # every paper preset, BERT-base shape
-  python benchmarks/paper_shape.py --presets=paper_simcse,paper_ecd_mlm   # a subset first
-  python benchmarks/paper_shape.py --num_layers=2 --hidden_size=128 --num_heads=2 \
+  python -m benchmarks.paper_shape                          # every paper preset, BERT-base shape
+  python -m benchmarks.paper_shape --presets=paper_simcse,paper_ecd_mlm   # a subset first
+  python -m benchmarks.paper_shape --num_layers=2 --hidden_size=128 --num_heads=2 \
     --intermediate_size=512 --presets=paper_simcse --output_json=/tmp/paper_shape.json   # a check
 """
 
@@ -36,11 +36,9 @@ import time
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks import common
 
-import common  # noqa: E402
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = common.REPO_ROOT
 SHARED_DATA = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
 VOCAB_SIZE = 21128
 
@@ -61,8 +59,7 @@ flags.DEFINE_string("ecd_file", os.path.join(SHARED_DATA, "ecd", "train", "train
 flags.DEFINE_string("sgd_file", os.path.join(SHARED_DATA, "sgd", "train", "dialogues_001.json"),
                     "SGD dialogues for dial2vec's records.")
 flags.DEFINE_string("note", "", "A note on the machine (e.g. whether it was quiet) kept in the results.")
-flags.DEFINE_string("output_json", "benchmarks/results/paper_shape.json",
-                    "Where the results go; rewritten after each preset, so an interrupted run keeps its rows.")
+common.define_flags()
 flags.DEFINE_string("markdown_from", None, "Print the README table of this results file and exit.")
 flags.DEFINE_bool("keep_runs", False,
                   "Keep each preset's checkpoints and encoder under --work_dir (at BERT-base about 1.2 GB a preset, "
@@ -214,9 +211,10 @@ def main(argv):
     shape = {"num_layers": FLAGS.num_layers, "hidden_size": FLAGS.hidden_size, "num_heads": FLAGS.num_heads,
              "intermediate_size": FLAGS.intermediate_size, "max_position_embeddings": 512,
              "vocab_size": VOCAB_SIZE, "weights": "random, written in Google's TF1 layout"}
-    kept = previous_rows(FLAGS.output_json, shape) if FLAGS.resume else {}
-    commands = [previous_command(FLAGS.output_json)] if kept else []
-    commands.append("python " + " ".join(shlex.quote(arg) for arg in sys.argv))
+    output_json = common.results_path(FLAGS.output_json, "paper_shape")
+    kept = previous_rows(output_json, shape) if FLAGS.resume else {}
+    commands = [previous_command(output_json)] if kept else []
+    commands.append(common.command_line())
     rows = []
     for name in presets:
         if name in kept:
@@ -272,7 +270,7 @@ def main(argv):
 
 
 def write_rows(commands: list, shape: dict, rows: list) -> None:
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "paper_shape"), {
         "command": " && ".join(commands), "shape": shape, "note": FLAGS.note, "results": rows})
 
 

@@ -14,9 +14,9 @@ The full run takes hours, so it can be run in parts, and the results are written
 run: rows that this invocation does not measure are kept from `output_json` when it was written
 for the same corpus and shard settings, and `--resume` skips the runs already there, e.g.
 
-  python benchmarks/record_building.py --num_dialogues=1000000 --record_types=contrastive,pairs
-  python benchmarks/record_building.py --num_dialogues=1000000 --record_types=dialogues,mlm
-  python benchmarks/record_building.py --num_dialogues=1000000 --resume   # after a cut-off
+  python -m benchmarks.record_building --num_dialogues=1000000 --record_types=contrastive,pairs
+  python -m benchmarks.record_building --num_dialogues=1000000 --record_types=dialogues,mlm
+  python -m benchmarks.record_building --num_dialogues=1000000 --resume   # after a cut-off
 
 `--markdown_from=FILE` prints the README tables of a results file and runs nothing.
 """
@@ -31,11 +31,9 @@ import time
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchmarks import common
 
-import common  # noqa: E402
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = common.REPO_ROOT
 
 RECORD_TYPES = ("contrastive", "mlm", "pairs", "dialogues")
 
@@ -50,7 +48,7 @@ flags.DEFINE_list("projection_workers", ["8", "32", "128"], "Worker counts of th
 flags.DEFINE_bool("resume", False, "Skip the runs (record type, engine, workers) that `output_json` already holds "
                   "for the same settings.")
 flags.DEFINE_bool("keep_records", False, "Keep each run's record files (by default removed once counted).")
-flags.DEFINE_string("output_json", "benchmarks/results/record_building.json", "Where the results go.")
+common.define_flags()
 flags.DEFINE_string("markdown_from", None, "Print the README tables of this results file and exit.")
 FLAGS = flags.FLAGS
 
@@ -197,7 +195,7 @@ def planned_runs(record_types: list, beam_types: set, beam_workers: list) -> lis
 
 
 def write(rows: list, commands: list, settings: dict) -> None:
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "record_building"), {
         "commands": commands,
         "settings": settings,
         "runs": rows,
@@ -241,8 +239,9 @@ def main(argv):
     corpus_settings = {"num_dialogues": FLAGS.num_dialogues, "dialogues_per_file": FLAGS.dialogues_per_file,
                        "num_shards": FLAGS.num_shards}
     runs = planned_runs(FLAGS.record_types, beam_types, FLAGS.beam_workers)
-    rows, commands = kept_rows(FLAGS.output_json, corpus_settings, {run[:3] for run in runs}, FLAGS.resume)
-    commands = commands + [" ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])]
+    rows, commands = kept_rows(common.results_path(FLAGS.output_json, "record_building"), corpus_settings,
+                               {run[:3] for run in runs}, FLAGS.resume)
+    commands = commands + [common.command_line()]
     settings = {**corpus_settings, "corpus_files": len(files),
                 "entry_point_flags": {name: extra for name, (_, extra) in ENTRY_POINTS.items()},
                 "peak_memory": f"resident memory of the entry point's process tree (Beam's workers included), "

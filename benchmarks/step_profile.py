@@ -11,7 +11,7 @@ For each objective and padding regime the results hold the share of each op type
 grouped by their place in the model with the layer index removed (the six layers' `query` weight
 gradients are one row), each with its milliseconds per step.
 
-  python benchmarks/step_profile.py --objectives=dse,dial2vec --padding=padded
+  python -m benchmarks.step_profile --objectives=dse,dial2vec --padding=padded
 """
 
 import collections
@@ -19,14 +19,11 @@ import glob
 import json
 import os
 import re
-import sys
 import tempfile
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import common  # noqa: E402
+from benchmarks import common
 
 PADDINGS = ("buckets", "padded")  # objective_pairs.PADDINGS, without importing TensorFlow for --help
 
@@ -35,8 +32,7 @@ flags.DEFINE_list("padding", ["padded"], f"Padding regimes: {PADDINGS}.")
 flags.DEFINE_integer("warmup_steps", 2, "Steps run before tracing (the first traces the graph).")
 flags.DEFINE_integer("steps", 3, "Steps traced.")
 flags.DEFINE_integer("top", 25, "Op groups kept per profile.")
-flags.DEFINE_string("machine_note", "", "What else ran on the machine (recorded in the results).")
-flags.DEFINE_string("output_json", "benchmarks/results/step_profile.json", "Where the results go.")
+common.define_flags(machine_note=True)
 
 FLAGS = flags.FLAGS
 
@@ -75,7 +71,7 @@ def summarize(rows: list, steps: int, top: int) -> dict:
 def profile(name: str, folder: str, loaded, regime: str) -> dict:
     import tensorflow as tf
 
-    import objective_pairs
+    from benchmarks import objective_pairs
 
     _, config = objective_pairs.preset_objective(name)
     buckets = config.num_length_buckets if regime == "buckets" else 1
@@ -93,7 +89,7 @@ def profile(name: str, folder: str, loaded, regime: str) -> dict:
 
 def main(argv):
     del argv
-    import objective_pairs
+    from benchmarks import objective_pairs
     from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
     objective_pairs.check_choices(FLAGS.objectives, FLAGS.padding)
@@ -110,9 +106,8 @@ def main(argv):
             common.print_table(f"{name} ({regime}): busy thread time per step by op type", ["op type", "ms", "share"], [
                 [kind, value["ms_per_step"], f"{100 * value['share']:.1f} %"]
                 for kind, value in list(result["by_type"].items())[:10]])
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "step_profile"), {
         "benchmark": "step_profile",
-        "command": " ".join(["python", "benchmarks/step_profile.py", *sys.argv[1:]]),
         "settings": {"warmup_steps": FLAGS.warmup_steps, "steps": FLAGS.steps, "dropout": 0.0, "batch": "synthetic"},
         "machine_note": FLAGS.machine_note,
         "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},

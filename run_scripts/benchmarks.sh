@@ -11,17 +11,17 @@ python -m pip install --quiet -e "${REPO_ROOT}[bench]" 2>&1 | grep -v "is ignore
 OUT="${BENCH_DIR:-benchmarks/results}"
 TRAIN_FILE="${TRAIN_FILE:-runs/ecd_cpu/contrastive_records/contrastive-*}"
 mkdir -p "${OUT}"
-python benchmarks/encode_throughput.py --output_json="${OUT}/encode_throughput.json"
-python benchmarks/train_step.py --output_json="${OUT}/train_step_synthetic.json"
+python -m benchmarks.encode_throughput --output_json="${OUT}/encode_throughput.json"
+python -m benchmarks.train_step --output_json="${OUT}/train_step_synthetic.json"
 if compgen -G "${TRAIN_FILE}" > /dev/null; then
-  python benchmarks/train_step.py --train_file="${TRAIN_FILE}" --output_json="${OUT}/train_step_ecd.json"
-  python benchmarks/input_pipeline.py --train_file="${TRAIN_FILE}" \
+  python -m benchmarks.train_step --train_file="${TRAIN_FILE}" --output_json="${OUT}/train_step_ecd.json"
+  python -m benchmarks.input_pipeline --train_file="${TRAIN_FILE}" \
     --train_step_json="${OUT}/train_step_ecd.json" --output_json="${OUT}/input_pipeline.json"
 else
   echo "[benchmarks] no records match ${TRAIN_FILE}: skipping the real-length training step and input pipeline"
 fi
-python benchmarks/dse_step.py --output_json="${OUT}/dse_step.json"
-python benchmarks/dial2vec_step.py --output_json="${OUT}/dial2vec_step.json"
-python benchmarks/objective_steps.py --output_json="${OUT}/objective_steps.json"
-python benchmarks/flops.py --output_json="${OUT}/flops.json"
-python benchmarks/scaling.py --output_json="${OUT}/scaling.json"
+python -m benchmarks.dse_step --output_json="${OUT}/dse_step.json"
+python -m benchmarks.dial2vec_step --output_json="${OUT}/dial2vec_step.json"
+python -m benchmarks.objective_steps --output_json="${OUT}/objective_steps.json"
+python -m benchmarks.flops --output_json="${OUT}/flops.json"
+python -m benchmarks.scaling --output_json="${OUT}/scaling.json"

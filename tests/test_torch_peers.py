@@ -15,7 +15,7 @@ import pytest
 
 from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
 
-sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+sys.path.insert(0, str(REPO_ROOT))  # the benchmarks package, under a bare `pytest` too
 
 # The tiny BERT has 2 layers and 24 positions: shapes shrunk to fit, one layer frozen where the preset freezes.
 # dial2vec's preset warms up linearly from a rate of 0, which would leave its first step without an update.
@@ -53,7 +53,7 @@ def tiny_hf_folder(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_peer_loss_equals_the_objectives(tiny_hf_folder, name):
-    import objective_pairs
+    from benchmarks import objective_pairs
     from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
     overrides = TINY[name]
