@@ -16,10 +16,25 @@ from dialoguecse_tf.progress import Progress
 
 def encode_in_batches(texts, embed_batch, dimension: int, batch_size: int = 64,
                       sort_by_length: bool = True, verbose: bool = False) -> np.ndarray:
-    """Embeds `texts` batch by batch with `embed_batch(list of str) -> [n, D]`, in input order.
+    """Embeds `texts` batch by batch, in input order.
 
     Sorting by length first (as sentence-transformers does) groups sentences of similar
     length, so a trimmed batch carries little padding; the order is restored at the end.
+
+    Args:
+      texts: iterable of str, N texts.
+      embed_batch: callable, a list of n str -> array of shape [n, D].
+      dimension: int, D; gives the shape of the result when `texts` is empty.
+      batch_size: int, texts per `embed_batch` call, positive.
+      sort_by_length: bool, whether batches group texts of similar length (longest first).
+      verbose: bool, whether progress is reported per batch (`progress.Progress`).
+
+    Returns:
+      np.ndarray of shape [N, D], row i the vector of `texts[i]`, in `embed_batch`'s dtype
+      (float32 for no texts).
+
+    Raises:
+      ValueError: if `batch_size` is not positive.
     """
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -48,10 +63,30 @@ class SentenceEncoder(tf.Module):
     them into a SavedModel as they are. `trim_padding` (the fast path, on by default)
     runs each batch at the length of its longest sentence instead of `max_seq_length`;
     `jit_compile` compiles the backbone and pooling with XLA.
+
+    Example:
+      >>> encoder = SentenceEncoder.from_checkpoint("runs/dialoguecse/encoder")
+      >>> vectors = encoder.encode(["how much is shipping", "is it in stock"], normalize=True)
+      >>> vectors.shape  # (2, encoder.dimension), float32
     """
 
     def __init__(self, backbone, tokenizer, pooling: str = "mean", trim_padding: bool = True,
                  jit_compile: bool = False, name: str = "sentence_encoder"):
+        """Constructor for SentenceEncoder.
+
+        Args:
+          backbone: keras_hub.models.BertBackbone, e.g. `load_checkpoint(...).backbone`.
+          tokenizer: encoder.tokenization.Tokenizer matching the backbone's vocabulary; its
+            `max_seq_length` is the length texts are cut to.
+          pooling: str, one of `POOLING_MODES` ("mean", "cls", "pooler").
+          trim_padding: bool, whether each batch runs at its longest sentence's length
+            (same vectors, less work).
+          jit_compile: bool, whether the backbone and pooling are compiled with XLA.
+          name: str, the tf.Module's name.
+
+        Raises:
+          ValueError: if `pooling` is not one of `POOLING_MODES`.
+        """
         super().__init__(name=name)
         if pooling not in POOLING_MODES:
             raise ValueError(f"pooling must be one of {POOLING_MODES}, got {pooling!r}")
@@ -67,7 +102,28 @@ class SentenceEncoder(tf.Module):
 
     @classmethod
     def from_checkpoint(cls, path: str, max_seq_length: int = 128, pooling: str | None = None, **kwargs):
-        """`pooling` None: the pooling the checkpoint records (`checkpoints.sentence_pooling`)."""
+        """Builds an encoder from a checkpoint folder of any form `load_checkpoint` reads.
+
+        Args:
+          path: str, a checkpoint folder (this project's, Google's TF1, HuggingFace's or a
+            keras-hub preset) or a TF1 checkpoint prefix.
+          max_seq_length: int, the length texts are cut to.
+          pooling: str or None; None takes the pooling the checkpoint records
+            (`checkpoints.sentence_pooling`), else mean.
+          **kwargs: `load_checkpoint`'s `do_lower_case` and `vocab_file`.
+
+        Returns:
+          SentenceEncoder with the checkpoint's backbone and tokenizer (trim_padding on,
+          jit_compile off).
+
+        Raises:
+          FileNotFoundError: if `path` does not exist.
+          ValueError: if `path` is no checkpoint, does not match its config, or the pooling
+            is not one of `POOLING_MODES`.
+
+        Example:
+          >>> encoder = SentenceEncoder.from_checkpoint("runs/dialoguecse/encoder", max_seq_length=64)
+        """
         from dialoguecse_tf.encoder.checkpoints import load_checkpoint, sentence_pooling
 
         loaded = load_checkpoint(path, max_seq_length=max_seq_length, **kwargs)
@@ -94,19 +150,59 @@ class SentenceEncoder(tf.Module):
         return self._pool(outputs["sequence_output"], padding_mask, outputs["pooled_output"])
 
     def embed_tokens(self, token_ids, padding_mask, normalize: bool = False):
-        """[B, L] int32 ids and mask -> [B, D] float32 vectors (a graph function)."""
+        """Embeds token ids (a graph function).
+
+        Args:
+          token_ids: int Tensor of shape [B, L], cast to int32.
+          padding_mask: int Tensor of shape [B, L], 1 for a real token, cast to int32.
+          normalize: bool, whether the vectors are scaled to unit length.
+
+        Returns:
+          float32 Tensor of shape [B, D].
+        """
         return self._embed_tokens_fn(
             tf.cast(token_ids, tf.int32), tf.cast(padding_mask, tf.int32), normalize
         )
 
     def embed_texts(self, texts, normalize: bool = False):
-        """[B] UTF-8 strings -> [B, D] vectors; tokenization runs in the graph."""
+        """Embeds strings; tokenization runs in the graph.
+
+        Args:
+          texts: str Tensor of shape [B] (or a list of B str), UTF-8.
+          normalize: bool, whether the vectors are scaled to unit length.
+
+        Returns:
+          float32 Tensor of shape [B, D].
+
+        Raises:
+          tf.errors.InvalidArgumentError: if a text is not valid UTF-8.
+        """
         inputs = self.tokenizer(tf.convert_to_tensor(texts, dtype=tf.string))
         return self.embed_tokens(inputs["token_ids"], inputs["padding_mask"], normalize)
 
     def encode(self, texts, batch_size: int = 64, normalize: bool = False, verbose: bool = False,
                sort_by_length: bool = True) -> np.ndarray:
-        """Embeds a list of strings; returns float32 [len(texts), D] in input order."""
+        """Embeds a list of strings in batches (sentence-transformers' `encode`).
+
+        Args:
+          texts: iterable of N str.
+          batch_size: int, texts per forward pass, positive.
+          normalize: bool, whether the vectors are scaled to unit length.
+          verbose: bool, whether progress is reported per batch.
+          sort_by_length: bool, whether batches group texts of similar length (the result's
+            order is the input's either way).
+
+        Returns:
+          np.ndarray of float32, shape [N, D], row i the vector of `texts[i]`.
+
+        Raises:
+          ValueError: if `batch_size` is not positive.
+          tf.errors.InvalidArgumentError: if a text is not valid UTF-8.
+
+        Example:
+          >>> encoder.encode(["hello", "is it in stock"], batch_size=32).shape
+          (2, 768)
+        """
         return encode_in_batches(
             texts, lambda batch: self.embed_texts(batch, normalize).numpy(), self.dimension,
             batch_size, sort_by_length, verbose,

@@ -120,6 +120,14 @@ class Tokenizer(tf.Module):
     (load it after `import tensorflow_text`, which registers the tokenizer ops).
     Input that is not valid UTF-8 raises `tf.errors.InvalidArgumentError` whose
     message says so: tf_text on its own would silently turn such text into [UNK]s.
+
+    Example:
+      >>> tokenizer = Tokenizer("vocab.txt", do_lower_case=True, max_seq_length=32)
+      >>> inputs = tokenizer(["how much is shipping", "is it in stock"])
+      >>> inputs["token_ids"].shape  # and segment_ids, padding_mask: int32 [2, 32]
+      TensorShape([2, 32])
+      >>> tokenizer.detokenize(inputs["token_ids"])
+      ['how much is shipping', 'is it in stock']
     """
 
     # tf.Module walks every attribute (for `variables`, saving, ...); walking the Python
@@ -131,6 +139,20 @@ class Tokenizer(tf.Module):
     }
 
     def __init__(self, vocab_file, do_lower_case: bool = True, max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH):
+        """Constructor for Tokenizer.
+
+        Args:
+          vocab_file: str or path-like, a BERT vocabulary, one token a line, [PAD] first.
+          do_lower_case: bool, whether text is case-folded and stripped of accents first
+            (the module docstring says how).
+          max_seq_length: int >= 2, the length L `__call__` pads and cuts to by default.
+
+        Raises:
+          FileNotFoundError: if `vocab_file` does not exist.
+          ValueError: if the vocabulary lacks a special token, repeats one or does not put
+            [PAD] at id 0, or `max_seq_length` is below 2 (`DataFormatError`, a ValueError,
+            for a file that is empty or not UTF-8).
+        """
         super().__init__(name="tokenizer")
         _check_max_seq_length(max_seq_length)
         vocab = load_vocab(vocab_file)
@@ -173,6 +195,18 @@ class Tokenizer(tf.Module):
         absent. `max_seq_length` is the argument, else the file's `max_seq_length`,
         else 128; HuggingFace's `model_max_length` is deliberately not used, it is the
         position limit of the model, not a training length.
+
+        Args:
+          directory: str or path-like, a folder with `vocab.txt` (as `save` writes it, or a
+            HuggingFace or Google BERT folder).
+          max_seq_length: int or None, overrides the file's `max_seq_length`.
+
+        Returns:
+          Tokenizer.
+
+        Raises:
+          FileNotFoundError: if the folder has no `vocab.txt`.
+          ValueError: as the constructor, or for an unreadable `tokenizer_config.json`.
         """
         directory = os.fspath(directory)
         config = {}
@@ -188,7 +222,11 @@ class Tokenizer(tf.Module):
         )
 
     def save(self, directory) -> None:
-        """Writes `vocab.txt` and `tokenizer_config.json` into `directory`."""
+        """Writes `vocab.txt` and `tokenizer_config.json` into `directory`.
+
+        Args:
+          directory: str or path-like, created if missing; `from_directory` reads it back.
+        """
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
         write_vocab(self._vocab, os.path.join(directory, VOCAB_FILE))
@@ -240,25 +278,57 @@ class Tokenizer(tf.Module):
     # A graph function even when called eagerly: eager tf_text ops cost several ms a call.
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, texts) -> tf.RaggedTensor:
-        """[B] UTF-8 strings -> int64 RaggedTensor [B, (wordpieces)], no [CLS]/[SEP]."""
+        """Splits texts into wordpiece ids, untruncated, without [CLS]/[SEP].
+
+        Args:
+          texts: string Tensor of shape [B], UTF-8.
+
+        Returns:
+          int64 RaggedTensor of shape [B, (pieces)]; an unknown word is one [UNK].
+
+        Raises:
+          tf.errors.InvalidArgumentError: if a text is not valid UTF-8.
+        """
         texts = _checked_utf8(texts)
         return self._bert_tokenizer.tokenize(texts).merge_dims(-2, -1)
 
     def __call__(self, texts, max_seq_length: int | None = None) -> dict:
-        """[B] strings -> int32 `token_ids`, `segment_ids`, `padding_mask`, each [B, L].
+        """Tokenizes and packs texts into BERT's inputs.
 
         Each row is `[CLS] wordpieces [SEP]` followed by [PAD] (id 0); wordpieces are cut
         so that the row fits L, [CLS] and [SEP] are always kept. An empty string gives
         `[CLS] [SEP]`.
+
+        Args:
+          texts: string Tensor of shape [B], or a list of B str.
+          max_seq_length: int >= 2 or None, L; None takes the tokenizer's `max_seq_length`.
+
+        Returns:
+          {"token_ids", "segment_ids", "padding_mask"}: int32 Tensors of shape [B, L];
+          segment ids are all 0, the mask is 1 up to and including [SEP].
+
+        Raises:
+          ValueError: if `max_seq_length` is below 2.
+          tf.errors.InvalidArgumentError: if a text is not valid UTF-8.
         """
         length = self._max_seq_length if max_seq_length is None else max_seq_length
         _check_max_seq_length(length)
         return self._pack(tf.convert_to_tensor(texts, dtype=tf.string), int(length))
 
     def pack(self, pieces: tf.RaggedTensor, max_seq_length: int) -> dict:
-        """Wordpieces from `tokenize` -> what `__call__` returns for their texts.
+        """Packs wordpieces from `tokenize` as `__call__` packs their texts.
 
         For a caller that needs the untruncated pieces too, so each text is tokenized once.
+
+        Args:
+          pieces: int RaggedTensor of shape [B, (pieces)], `tokenize`'s output.
+          max_seq_length: int >= 2, L.
+
+        Returns:
+          {"token_ids", "segment_ids", "padding_mask"}: int32 Tensors of shape [B, L].
+
+        Raises:
+          ValueError: if `max_seq_length` is below 2.
         """
         _check_max_seq_length(max_seq_length)
         return self._pack_pieces(pieces, int(max_seq_length))
@@ -283,10 +353,29 @@ class Tokenizer(tf.Module):
         }
 
     def tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
+        """Looks up whole tokens (no splitting into pieces).
+
+        Args:
+          tokens: iterable of str, vocabulary entries such as "[CLS]" or "##ing".
+
+        Returns:
+          list of int, one id per token; [UNK]'s id for a token not in the vocabulary.
+        """
         unk_id = self.unk_id
         return [self._token_to_id.get(token, unk_id) for token in tokens]
 
     def ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
+        """The vocabulary entries of ids.
+
+        Args:
+          ids: iterable of int (or NumPy integers).
+
+        Returns:
+          list of str, one token per id, special tokens included.
+
+        Raises:
+          ValueError: for an id outside [0, vocab_size).
+        """
         tokens = []
         for index in ids:
             index = int(index)
@@ -296,11 +385,25 @@ class Tokenizer(tf.Module):
         return tokens
 
     def count_unknown(self, texts) -> tuple[int, int]:
-        """([UNK] pieces, word pieces) of `texts`: how much of them the vocabulary does not cover."""
+        """How much of `texts` the vocabulary does not cover.
+
+        Args:
+          texts: iterable of str.
+
+        Returns:
+          (unknown, pieces): int counts of [UNK] pieces and of all word pieces.
+        """
         return count_unknown(self.tokenize, self.unk_id, texts)
 
     def tokenize_to_strings(self, text: str) -> list[str]:
-        """The wordpiece strings of one text (unknown words come back as [UNK])."""
+        """The wordpiece strings of one text.
+
+        Args:
+          text: str.
+
+        Returns:
+          list of str, without [CLS]/[SEP]; an unknown word comes back as "[UNK]".
+        """
         return self.ids_to_tokens(self.tokenize([text])[0].numpy())
 
     def detokenize(self, ids) -> list[str]:
@@ -317,6 +420,17 @@ class Tokenizer(tf.Module):
           * with `do_lower_case`, only text already lower-case without accents.
         Punctuation comes back as its own word ("hi, you!" -> "hi , you !"), runs of
         whitespace become one space and leading/trailing whitespace is lost.
+
+        Args:
+          ids: int ids of shape [B, L] (np.ndarray, tf.Tensor), or rows of ids of any
+            lengths (tf.RaggedTensor [B, (L)], nested lists).
+
+        Returns:
+          list of B str.
+
+        Raises:
+          ValueError: for a NumPy (or dense tensor) input that is not 2-D, or an id outside
+            the vocabulary.
         """
         if isinstance(ids, tf.RaggedTensor):
             rows = ids.to_list()
