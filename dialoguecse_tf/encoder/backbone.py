@@ -29,6 +29,20 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone") -> keras_hub
     must run with the settings it was trained with, so those sublayer attributes are set
     from the config after construction; Keras 3 functional models call each layer anew on
     every forward pass, so the settings take effect.
+
+    Args:
+      config: BertConfig, the encoder's shape and numerics (activation, dropout rates,
+        LayerNorm epsilon, initializer range).
+      name: str, the backbone's Keras name (part of its weights' paths).
+
+    Returns:
+      keras_hub.models.BertBackbone with random weights; `backbone.bert_config` is `config`
+      (what models serialise it by). Its inputs are `token_ids`, `segment_ids` and
+      `padding_mask` of shape [N, L], L at most `config.max_position_embeddings`.
+
+    Example:
+      >>> backbone = build_backbone(BertConfig.from_json_file("bert_config.json"))
+      >>> encode_sequences(backbone, token_ids, padding_mask).shape  # [N, L, hidden_size]
     """
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=config.vocab_size,
@@ -124,9 +138,18 @@ def trim_padding(token_ids, padding_mask):
 
 
 def run_backbone(backbone, token_ids, padding_mask, training=False, segment_ids=None) -> dict:
-    """The backbone's outputs (`sequence_output`, `pooled_output`) for [N, L] ids and mask.
+    """Calls the backbone on one batch of sequences.
 
-    Segment ids default to zeros (single sentences).
+    Args:
+      backbone: keras_hub.models.BertBackbone.
+      token_ids: int Tensor of shape [N, L].
+      padding_mask: int Tensor of shape [N, L], 1 for a real token.
+      training: bool, whether dropout is on.
+      segment_ids: int Tensor of shape [N, L], or None for zeros (single sentences).
+
+    Returns:
+      {"sequence_output": Tensor of shape [N, L, D], "pooled_output": Tensor of shape
+      [N, D]}, in the backbone's compute dtype.
     """
     return backbone(
         {
@@ -153,12 +176,31 @@ def check_num_length_buckets(num_length_buckets) -> int:
 
 
 def encode_sequences(backbone, token_ids, padding_mask, training=False, num_length_buckets: int = 1):
-    """[N, L] token ids and mask -> BERT's float32 sequence output [N, L, D].
+    """BERT's last layer for a batch of sequences: the one backbone call of every model.
 
     With `num_length_buckets` > 1 the sequences are sorted by length and encoded in that
     many groups, each cut to its longest sequence; positions past a group's longest
     sequence are zero instead of BERT's output there. Every consumer masks padding
     positions, so a model's outputs do not change, only the work spent on padding.
+
+    Args:
+      backbone: keras_hub.models.BertBackbone.
+      token_ids: int Tensor of shape [N, L], cast to int32.
+      padding_mask: int Tensor of shape [N, L], 1 for a real token, cast to int32.
+      training: bool, whether dropout is on.
+      num_length_buckets: positive int, the groups the batch is encoded in (1: one call,
+        no trimming).
+
+    Returns:
+      float32 Tensor of shape [N, L, D], the sequences in input order.
+
+    Raises:
+      ValueError: if `num_length_buckets` > 1 and N is not static (a batch without
+        `drop_remainder=True`).
+
+    Example:
+      >>> encode_sequences(backbone, tf.constant([[2, 7, 3, 0]]), tf.constant([[1, 1, 1, 0]])).shape
+      TensorShape([1, 4, 768])
     """
     token_ids = tf.cast(token_ids, tf.int32)
     padding_mask = tf.cast(padding_mask, tf.int32)
@@ -176,8 +218,19 @@ def encode_sequences(backbone, token_ids, padding_mask, training=False, num_leng
 
 
 def encode_pairs(backbone, pair_ids, pair_mask, training=False, num_length_buckets: int = 1):
-    """Pair records' [B, 2, L] ids and mask -> (the 2B sequences' last layer [2B, L, D], their
-    mask [2B, L]), both sides of every pair in one `encode_sequences` call, pair by pair."""
+    """Both sides of every pair in one `encode_sequences` call, pair by pair.
+
+    Args:
+      backbone: keras_hub.models.BertBackbone.
+      pair_ids: int Tensor of shape [B, 2, L].
+      pair_mask: int Tensor of shape [B, 2, L], 1 for a real token.
+      training: bool, whether dropout is on.
+      num_length_buckets: positive int, see `encode_sequences`.
+
+    Returns:
+      (outputs, mask): float32 Tensor of shape [2B, L, D], rows 2b and 2b + 1 the two sides
+      of pair b, and their int32 mask of shape [2B, L].
+    """
     seq_length = pair_ids.shape[2]
     flat_mask = keras.ops.reshape(keras.ops.cast(pair_mask, "int32"), (-1, seq_length))
     flat_ids = keras.ops.reshape(keras.ops.cast(pair_ids, "int32"), (-1, seq_length))

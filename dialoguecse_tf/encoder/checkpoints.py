@@ -250,9 +250,31 @@ def load_checkpoint(
 ) -> LoadedCheckpoint:
     """Loads an encoder and its tokenizer from any supported checkpoint form.
 
-    `do_lower_case=None` takes the checkpoint's own tokenizer setting (Google folders do
-    not record it; uncased is assumed there, right for `chinese_L-12_H-768_A-12`).
-    `vocab_file` overrides the folder's `vocab.txt`.
+    Args:
+      path: str, a checkpoint folder (this project's, HuggingFace's, a keras-hub preset or
+        Google's with `bert_config.json`) or a Google TF1 checkpoint prefix.
+      max_seq_length: int, the tokenizer's length; at most the config's
+        `max_position_embeddings`.
+      do_lower_case: bool or None; None takes the checkpoint's own tokenizer setting
+        (Google folders do not record it; uncased is assumed there, right for
+        `chinese_L-12_H-768_A-12`).
+      vocab_file: str or None, overrides the folder's `vocab.txt`.
+
+    Returns:
+      LoadedCheckpoint: its `config`, a `backbone` (keras_hub.models.BertBackbone from
+      `build_backbone`) holding the checkpoint's weights, its `tokenizer`, `source_format`,
+      `path`, `mlm_head` ({Google name `cls/predictions/*`: array}, empty if the checkpoint
+      has none) and `metadata` (the project's marker, or what an export recorded; else {}).
+
+    Raises:
+      FileNotFoundError: if `path` does not exist.
+      ValueError: if `path` is no checkpoint, a weight is missing or mis-shaped for its
+        config, or `max_seq_length` exceeds the checkpoint's positions.
+
+    Example:
+      >>> loaded = load_checkpoint("chinese_L-12_H-768_A-12", max_seq_length=64)
+      >>> loaded.backbone.hidden_dim, loaded.tokenizer.vocab_size
+      (768, 21128)
     """
     source_format = detect_format(path)
     folder = path if os.path.isdir(path) else os.path.dirname(path)
@@ -369,7 +391,26 @@ def save_checkpoint(
     """Writes the project's checkpoint folder; replaces `directory` only once complete.
 
     The folder is built beside the target and renamed into place, so a crash leaves
-    either the previous checkpoint or none, never a half-written one.
+    either the previous checkpoint or none, never a half-written one. `load_checkpoint`
+    reads it back.
+
+    Args:
+      directory: str, the checkpoint folder; its parents are created, a previous folder
+        there is replaced.
+      backbone: keras_hub.models.BertBackbone, written as Google-named TF1 variables.
+      config: BertConfig, written as `bert_config.json`.
+      tokenizer: Tokenizer, written as `vocab.txt` and `tokenizer_config.json`.
+      metadata: dict or None, JSON-serialisable entries added to the checkpoint marker
+        (e.g. the objective and its pooling).
+      mlm_head: dict or None, {Google name `cls/predictions/*`: array} saved beside the
+        backbone (`BertPretrainer.head_variables`).
+
+    Returns:
+      str, the absolute path of the folder written.
+
+    Example:
+      >>> save_checkpoint("runs/mlm/encoder", pretrainer.backbone, bert_config, tokenizer,
+      ...                 metadata={"objective": "mlm"}, mlm_head=pretrainer.head_variables())
     """
     directory = os.path.abspath(directory)
     parent = os.path.dirname(directory)

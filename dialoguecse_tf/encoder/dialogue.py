@@ -21,7 +21,18 @@ from dialoguecse_tf.encoder.sentence import encode_in_batches
 
 
 def dialogue_turns(dialogue) -> tuple[list[str], list[int]]:
-    """(turn texts, roles 0/1) of a `Dialogue` or of a sequence of (speaker, text) pairs."""
+    """The turn texts and speaker roles of one dialogue.
+
+    Args:
+      dialogue: a `Dialogue`, or a sequence of (speaker, text) pairs.
+
+    Returns:
+      (texts, roles): list of T str, and list of T int, 0 or 1, speakers numbered by order of
+      first appearance.
+
+    Raises:
+      ValueError: for a dialogue with no turn or without exactly two speakers.
+    """
     if isinstance(dialogue, Dialogue):
         pairs = [(turn.speaker, turn.text) for turn in dialogue.turns]
         where = f"dialogue {dialogue.dialogue_id}"
@@ -36,7 +47,14 @@ def dialogue_turns(dialogue) -> tuple[list[str], list[int]]:
 def dialogue_settings(metadata: dict) -> dict:
     """`truncation` and `role_segment_ids` of `DialogueEncoder` for a checkpoint with this
     metadata: as a dial2vec run trained it (its options, `objectives/dial2vec.py`); for any
-    other checkpoint, the release's BERT path (the first tokens, all-zero token types)."""
+    other checkpoint, the release's BERT path (the first tokens, all-zero token types).
+
+    Args:
+      metadata: dict, a loaded checkpoint's metadata (`LoadedCheckpoint.metadata`).
+
+    Returns:
+      {"truncation": str, "role_segment_ids": bool}, keyword arguments of `DialogueEncoder`.
+    """
     if metadata.get("objective") != "dial2vec":
         return {"truncation": "head", "role_segment_ids": False}
     # A dial2vec encoder written before these options existed was trained with roles as token
@@ -49,11 +67,33 @@ class DialogueEncoder(tf.Module):
     """A tokenizer and a BERT backbone that embed whole dialogues (`pooling`: "interlocutor",
     dial2vec's sum of the two roles' token means, or "mean" over all tokens). `truncation` and
     `separators` are `packing`'s; `role_segment_ids` feeds the roles as BERT's token
-    types (default: all zero, as the release's BERT path)."""
+    types (default: all zero, as the release's BERT path).
+
+    Example:
+      >>> encoder = DialogueEncoder.from_checkpoint("runs/dial2vec/encoder", max_seq_length=256)
+      >>> vectors = encoder.encode_dialogues([[("user", "where is my order"), ("agent", "let me check")]])
+      >>> vectors.shape  # (1, encoder.dimension), float32
+    """
 
     def __init__(self, backbone, tokenizer, max_seq_length: int = 512, pooling: str = "interlocutor",
                  truncation: str = "head", role_segment_ids: bool = False, separators: bool = True,
                  name: str = "dialogue_encoder"):
+        """Constructor for DialogueEncoder.
+
+        Args:
+          backbone: keras_hub.models.BertBackbone, e.g. `load_checkpoint(...).backbone`.
+          tokenizer: encoder.tokenization.Tokenizer matching the backbone's vocabulary.
+          max_seq_length: int, the packed dialogue's length, at most the backbone's positions.
+          pooling: "interlocutor" or "mean"; `DIALOGUE_POOLING_MODES`.
+          truncation: "head" (the first tokens) or "recent_turns"; `packing.TRUNCATIONS`.
+          role_segment_ids: bool, whether the roles are fed as BERT's token types.
+          separators: bool, whether a [SEP] follows each turn.
+          name: str, the tf.Module's name.
+
+        Raises:
+          ValueError: for an unknown `pooling` or `truncation`, or a `max_seq_length` beyond
+            the backbone's positions.
+        """
         super().__init__(name=name)
         if pooling not in DIALOGUE_POOLING_MODES:
             raise ValueError(f"dialogue pooling must be one of {DIALOGUE_POOLING_MODES}, got {pooling!r}")
@@ -73,7 +113,23 @@ class DialogueEncoder(tf.Module):
 
     @classmethod
     def from_checkpoint(cls, path: str, max_seq_length: int = 512, pooling: str = "interlocutor", **kwargs):
-        """The checkpoint's encoder, reading dialogues as its training did (`dialogue_settings`)."""
+        """The checkpoint's encoder, reading dialogues as its training did (`dialogue_settings`).
+
+        Args:
+          path: str, a checkpoint folder of any form `load_checkpoint` reads.
+          max_seq_length: int, the packed dialogue's length.
+          pooling: "interlocutor" or "mean".
+          **kwargs: `load_checkpoint`'s `do_lower_case` and `vocab_file`.
+
+        Returns:
+          DialogueEncoder with the checkpoint's backbone, tokenizer, truncation and
+          `role_segment_ids`.
+
+        Raises:
+          FileNotFoundError: if `path` does not exist.
+          ValueError: if `path` is no checkpoint, does not match its config, or a setting is
+            invalid (see the constructor).
+        """
         from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
         loaded = load_checkpoint(path, max_seq_length=max_seq_length, **kwargs)
@@ -94,6 +150,16 @@ class DialogueEncoder(tf.Module):
         return self.backbone.hidden_dim
 
     def pool(self, sequence_output, padding_mask, roles):
+        """This encoder's dialogue pooling.
+
+        Args:
+          sequence_output: float Tensor of shape [B, L, D].
+          padding_mask: Tensor of shape [B, L], 1 for a real token.
+          roles: int Tensor of shape [B, L], each token's role, 0 or 1.
+
+        Returns:
+          Tensor of shape [B, D].
+        """
         if self.pooling == "mean":
             return masked_mean(sequence_output, padding_mask)
         return interlocutor_mean(sequence_output, padding_mask, roles)
@@ -108,13 +174,32 @@ class DialogueEncoder(tf.Module):
         return self.pool(tf.cast(outputs, tf.float32), mask, role_ids)
 
     def embed_dialogues(self, turns: tf.RaggedTensor, roles: tf.RaggedTensor):
-        """[B, (T)] turn strings and [B, (T)] roles 0/1 -> [B, D] vectors (a graph function)."""
+        """Embeds a batch of dialogues (a graph function).
+
+        Args:
+          turns: str RaggedTensor of shape [B, (T)], each dialogue's turn texts.
+          roles: int RaggedTensor of shape [B, (T)], each turn's role, 0 or 1.
+
+        Returns:
+          float32 Tensor of shape [B, D].
+        """
         return self._embed_fn(turns, tf.cast(roles, tf.int32))
 
     def encode_utterances(self, texts, batch_size: int = 64) -> np.ndarray:
         """Embeds each text as a one-turn dialogue, packed and pooled as this encoder packs and
         pools dialogues (with `separators=False` and mean pooling: "[CLS] u" and the mean of all
-        its token outputs); float32 [N, D] in input order."""
+        its token outputs).
+
+        Args:
+          texts: iterable of N str.
+          batch_size: int, texts per forward pass, positive.
+
+        Returns:
+          np.ndarray of float32, shape [N, D], in input order.
+
+        Raises:
+          ValueError: if `batch_size` is not positive.
+        """
         texts = list(texts)
 
         def embed_batch(batch):
@@ -128,10 +213,21 @@ class DialogueEncoder(tf.Module):
         return result
 
     def encode_dialogues(self, dialogues, batch_size: int = 16, verbose: bool = False) -> np.ndarray:
-        """Embeds `Dialogue`s (or sequences of (speaker, text) pairs); float32 [N, D] in input order.
+        """Embeds whole dialogues in batches.
 
-        Speakers become roles 0/1 by order of first appearance; a dialogue without exactly two
-        speakers raises ValueError naming it.
+        Speakers become roles 0/1 by order of first appearance.
+
+        Args:
+          dialogues: iterable of N `Dialogue`s or sequences of (speaker, text) pairs.
+          batch_size: int, dialogues per forward pass, positive.
+          verbose: bool, whether progress is reported per batch.
+
+        Returns:
+          np.ndarray of float32, shape [N, D], row i the vector of dialogue i.
+
+        Raises:
+          ValueError: naming the dialogue, for one with no turn or without exactly two
+            speakers; or if `batch_size` is not positive.
         """
         items = [dialogue_turns(dialogue) for dialogue in dialogues]
 
