@@ -76,6 +76,13 @@ class TwoRateAdam(keras.optimizers.Adam):
     """
 
     def __init__(self, head_variables, head_scale: float, **kwargs):
+        """Constructor for TwoRateAdam.
+
+        Args:
+          head_variables: list of variables trained at `learning_rate * head_scale`.
+          head_scale: float, the head's learning rate over the others'.
+          **kwargs: keras.optimizers.Adam's (learning_rate, beta_1, beta_2, epsilon, ...).
+        """
         super().__init__(**kwargs)
         self.head_scale = head_scale
         self._head_keys = {self._var_key(variable) for variable in head_variables}
@@ -99,7 +106,16 @@ class TwoRateAdam(keras.optimizers.Adam):
 def pair_metrics(first, second) -> dict:
     """Per-step logs of N normalised pairs, over the 2N texts as the loss sees them: how often
     an anchor's partner is its most similar text, and the mean cosine of positives, of
-    negatives (every other text but self and partner) and their gap."""
+    negatives (every other text but self and partner) and their gap.
+
+    Args:
+      first: float Tensor of shape [N, E], the pairs' first sides, L2-normalised.
+      second: float Tensor of shape [N, E], their second sides, likewise.
+
+    Returns:
+      {"positive_ranked_first", "positive_cosine", "negative_cosine", "cosine_gap"}: float32
+      scalar Tensors.
+    """
     num_pairs = tf.shape(first)[0]
     texts = tf.concat([first, second], axis=0)
     cosines = tf.matmul(texts, texts, transpose_b=True)
@@ -140,6 +156,11 @@ class DSEObjective(Objective):
                         bert_config.initializer_range)
 
     def create_optimizer(self, config, num_train_steps: int, model):
+        """The release's constant-rate Adam, the head at `head_learning_rate_scale` times the rate.
+
+        Raises:
+          ValueError: under mixed precision (the release trains in float32).
+        """
         if config.num_warmup_steps:
             logging.warning("dse: the release trains at a constant rate; num_warmup_steps=%d is ignored",
                             config.num_warmup_steps)
@@ -149,9 +170,12 @@ class DSEObjective(Objective):
                            learning_rate=config.learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
 
     def embed(self, model, batch, training):
+        """The projections the loss compares, float Tensor of shape [b, 2, projection_size]."""
         return model(batch, training=training)["projections"]
 
     def loss_of_embeddings(self, projections, global_batch_size):
+        """`dse_per_anchor_loss`'s mean over the 2N texts of every replica's pairs (normalised
+        here), and `pair_metrics`."""
         first, _ = losses.gather_across_replicas(losses.l2_normalize(projections[:, 0]))
         second, _ = losses.gather_across_replicas(losses.l2_normalize(projections[:, 1]))
         per_anchor = losses.dse_per_anchor_loss(first, second, self.options.temperature, self.options.contrast_type)

@@ -77,7 +77,16 @@ class SimCSEOptions:
 def view_metrics(first, second) -> dict:
     """Per-step logs of N pairs of views, as the loss sees them: how often z1_i is closest to
     its own z2_i among the batch's z2, and the mean cosine of positives (z1_i, z2_i), of
-    negatives (z1_i, z2_j), j != i, and their gap."""
+    negatives (z1_i, z2_j), j != i, and their gap.
+
+    Args:
+      first: float Tensor of shape [N, D], the views z1 (not normalised).
+      second: float Tensor of shape [N, D], the views z2.
+
+    Returns:
+      {"positive_ranked_first", "positive_cosine", "negative_cosine", "cosine_gap"}: float32
+      scalar Tensors.
+    """
     cosines = tf.matmul(losses.l2_normalize(first), losses.l2_normalize(second), transpose_b=True)
     num_pairs = tf.shape(cosines)[0]
     positive = tf.reduce_mean(tf.linalg.diag_part(cosines))
@@ -119,6 +128,8 @@ class SimCSEObjective(Objective):
         return SimCSEModel(backbone, self.options.pooler, num_length_buckets)
 
     def initialize_from(self, model, start) -> None:
+        """With pooler "cls", replaces the start's pooler weights by a fresh MLP, as the release
+        starts its MLP; other poolers keep them (frozen)."""
         if self.options.pooler != "cls":
             return
         # The release's fresh MLP (`_init_weights` of transformers 4.2.1): N(0, initializer_range), zero bias.
@@ -132,15 +143,19 @@ class SimCSEObjective(Objective):
                                            loss_scaling=config.mixed_precision)
 
     def embed(self, model, batch, training):
+        """Both views of each example, float32 Tensor of shape [b, 2, D]."""
         return model(batch, training=training)["embeddings"]
 
     def loss_of_embeddings(self, views, global_batch_size):
+        """`simcse_per_anchor_loss`'s mean over every replica's N anchors, and `view_metrics`."""
         first, _ = losses.gather_across_replicas(views[:, 0])
         second, _ = losses.gather_across_replicas(views[:, 1])
         per_anchor = losses.simcse_per_anchor_loss(first, second, self.options.temperature)
         return losses.replica_share_of_global_loss(tf.reduce_mean(per_anchor)), view_metrics(first, second)
 
     def sentence_pooling(self) -> str:
+        """The pooling the trained pooler serves: mean for avg, pooler (the MLP kept at
+        inference) for cls without mlp_only_train, else cls ([CLS] before the MLP)."""
         if self.options.pooler == "avg":
             return "mean"
         if self.options.pooler == "cls" and not self.options.mlp_only_train:
