@@ -30,6 +30,15 @@ def select_context_turns(batch: dict, num_context_turns: int) -> dict:
     Records written with more turns than a run uses (e.g. 5 for the paper's Figure 2 sweep)
     serve every smaller setting: turns are ranked by distance from the response, the turn
     before winning a tie, and the kept ones stay in dialogue order.
+
+    Args:
+      batch: a batched contrastive records' dict, its turn features of shape [B, T, ...]
+        (`context_input_ids` and `context_input_mask` [B, T, L], `context_turn_mask` and
+        `context_turn_offset` [B, T]).
+      num_context_turns: int, T' <= T.
+
+    Returns:
+      dict of the same keys, the turn features of shape [B, T', ...].
     """
     offsets = batch[CONTEXT_TURN_OFFSET]
     if offsets.shape[1] == num_context_turns:
@@ -45,7 +54,17 @@ def select_context_turns(batch: dict, num_context_turns: int) -> dict:
 
 def select_side_turns(batch: dict, num_turns: int, records_turns: int) -> dict:
     """Keeps the `num_turns` turns nearest to the response on each side of `"sides"` records
-    carrying `records_turns` per side: the last of the left slots and the first of the right."""
+    carrying `records_turns` per side: the last of the left slots and the first of the right.
+
+    Args:
+      batch: a batched contrastive records' dict, its turn features of shape
+        [B, 2 * records_turns, ...] (left slots, then right slots).
+      num_turns: int <= records_turns.
+      records_turns: int, the turns per side the records carry.
+
+    Returns:
+      dict of the same keys, the turn features of shape [B, 2 * num_turns, ...].
+    """
     if num_turns == records_turns:
         return batch
     keep = tf.range(records_turns - num_turns, records_turns + num_turns)
@@ -59,6 +78,14 @@ def select_negatives(batch: dict, num_negatives: int) -> dict:
 
     Records may carry more negatives than a run uses (the authors' files carry 49), so one
     set of records serves every point of the paper's negatives sweep (Table 4).
+
+    Args:
+      batch: a batched contrastive records' dict, `candidate_input_ids` and
+        `candidate_input_mask` of shape [B, K, L].
+      num_negatives: int, at most K - 1.
+
+    Returns:
+      dict of the same keys, the candidate features of shape [B, num_negatives + 1, L].
     """
     keep = num_negatives + 1
     return {
@@ -75,6 +102,14 @@ def candidate_metrics(scores, cosines) -> dict:
     `positive_ranked_first` uses the scores the loss ranks by; the cosine means (positive,
     negatives and their gap) use `cosines`, the cosine similarity of the two embeddings the
     objective compares, so models with different scorers are logged on one scale.
+
+    Args:
+      scores: float Tensor of shape [B, K], what the loss ranks by.
+      cosines: float Tensor of shape [B, K].
+
+    Returns:
+      {"positive_ranked_first", "positive_cosine", "negative_cosine", "cosine_gap"}: float
+      Tensors of shape [B].
     """
     positive = cosines[:, 0]
     negative = tf.reduce_mean(cosines[:, 1:], axis=-1)
@@ -99,9 +134,12 @@ class ContrastiveObjective(Objective):
     context_selection = "nearest"
 
     def context_turns(self) -> int:
+        """The context turns a batch keeps (per side with `context_selection` "sides")."""
         return self.options.num_context_turns
 
     def check_records(self, spec, records_dir: str) -> None:
+        """Raises ValueError for records of another context layout than this objective reads,
+        or carrying fewer negatives or context turns than the options ask for."""
         info = os.path.join(records_dir, RECORDS_INFO_FILE)
         if self.context_selection == "sides" and spec.context_layout != "sides":
             raise ValueError(
@@ -121,6 +159,7 @@ class ContrastiveObjective(Objective):
         return "contrastive"
 
     def prepare_batch(self, batch: dict) -> dict:
+        """Keeps `context_turns()` turns (nearest, or per side) and `num_negatives` negatives."""
         if self.context_selection == "sides":
             batch = select_side_turns(batch, self.context_turns(), self._records_spec.num_context_turns)
         else:

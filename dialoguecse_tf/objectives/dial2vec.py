@@ -103,10 +103,14 @@ class Dial2vecObjective(Objective):
         return Dial2vecModel(backbone, window=self.options.window, role_segment_ids=self.options.role_segment_ids)
 
     def prepare_batch(self, batch: dict) -> dict:
+        """Keeps each record's dialogue and its first `num_negatives` negatives: every feature
+        [B, 1 + negatives, ...] -> [B, num_negatives + 1, ...]."""
         keep = self.options.num_negatives + 1
         return {name: value[:, :keep] for name, value in batch.items()}
 
     def example_losses(self, model, batch, training):
+        """The sum of the two roles' released NT-Xent (each divided by K), and the mean of the
+        two roles' `candidate_metrics`."""
         outputs = model(batch, training=training)
         role_0 = losses.pair_similarities(outputs["self_0"], outputs["cross_0"])
         role_1 = losses.pair_similarities(outputs["self_1"], outputs["cross_1"])

@@ -159,6 +159,8 @@ class DialogueCSEObjective(ContrastiveObjective):
         return (tokenizer.cls_id, tokenizer.sep_id)
 
     def create_optimizer(self, config, num_train_steps: int, model):
+        """paper_text: BERT's AdamW; released: the release's Adam with exponential decay and
+        gradient clipping (the module docstring), which ignores `num_warmup_steps`."""
         if self.options.variant == "paper_text":
             return super().create_optimizer(config, num_train_steps, model)
         if config.num_warmup_steps:
@@ -169,6 +171,8 @@ class DialogueCSEObjective(ContrastiveObjective):
             self.options.min_learning_rate, self.options.clip_norm, loss_scaling=config.mixed_precision)
 
     def example_losses(self, model, batch, training):
+        """Eq. 8 (released: divided by K) of each example's [K] candidate cosines, and
+        `candidate_metrics` ranked by those cosines."""
         outputs = model(batch, training=training)
         similarities = losses.pair_similarities(outputs["context_free"], outputs["context_aware"])
         if self.options.variant == "released":

@@ -49,6 +49,7 @@ class MlmObjective(Objective):
         return BertPretrainer(backbone, bert_config)
 
     def initialize_from(self, model, start) -> None:
+        """Copies the start checkpoint's MLM head; a start without one keeps a fresh head."""
         if start.backbone is None:
             return
         if start.mlm_head:
@@ -57,6 +58,8 @@ class MlmObjective(Objective):
             logging.warning("%s has no MLM head: a fresh one is initialised", start.path)
 
     def example_losses(self, model, batch, training):
+        """Each sequence's summed cross-entropy over its masked positions, and its count of
+        correctly predicted masked tokens (`mlm_accuracy`)."""
         # float32 for the softmax even when the model computes in float16 (mixed precision).
         logits = tf.cast(model(batch, training=training), tf.float32)
         labels = batch[MASKED_LM_IDS]
@@ -67,6 +70,7 @@ class MlmObjective(Objective):
                 {"mlm_accuracy": tf.reduce_sum(correct * weights, axis=-1)})
 
     def example_weights(self, batch):
+        """Each sequence's count of masked positions, float32 [b]."""
         # Each sequence weighs its masked positions: the loss is the mean over masked tokens.
         return tf.reduce_sum(tf.cast(batch[MASKED_LM_WEIGHTS], tf.float32), axis=-1)
 

@@ -33,6 +33,8 @@ class _SiameseObjective(ContrastiveObjective):
                                 cls_id=tokenizer.cls_id, num_length_buckets=num_length_buckets)
 
     def example_losses(self, model, batch, training):
+        """The ranking loss of the matching scores; the metrics' cosines compare the context's
+        and each response's mean-pooled embeddings."""
         outputs = model(batch, training=training)
         per_example = losses.ranking_per_example_loss(outputs["scores"])
         cosines = losses.pair_similarities(outputs["context"], outputs["responses"])
