@@ -251,17 +251,18 @@ steps:
 
 
 @pytest.mark.parametrize("flag,value,message", [
-    ("train_flag", "num_train_step", "step dse: Unknown command line flag 'num_train_step'. Did you mean: "
-                                     "num_train_steps"),
-    ("eval_flag", "max_seq_lenght", "step eval: Unknown command line flag 'max_seq_lenght'. Did you mean: "
-                                    "max_seq_length"),
-    ("pairs_flag", "min_wordz", "step pairs: data_prep/create_pair_data.py has no flag --min_wordz; did you mean "
-                                "--min_words?"),
+    ("train_flag", "num_train_step", "{tmp}/tiny.yaml: steps[1] (dse): train/run_training.py has no flag "
+                                     "--num_train_step; did you mean --num_train_steps?"),
+    ("eval_flag", "max_seq_lenght", "{tmp}/tiny.yaml: steps[2] (eval): evaluation/run_evaluation.py has no flag "
+                                    "--max_seq_lenght; did you mean --max_seq_length?"),
+    ("pairs_flag", "min_wordz", "{tmp}/tiny.yaml: steps[0] (pairs): data_prep/create_pair_data.py has no flag "
+                                "--min_wordz; did you mean --min_words?"),
     ("sr", "{tmp}/nowhere/select.txt", "1 inputs match nothing: eval: {tmp}/nowhere/select.txt"),
 ])
-def test_a_dry_run_finds_a_misspelt_flag_or_a_missing_input_before_anything_runs(tmp_path, flag, value, message):
+def test_a_misspelt_flag_or_a_missing_input_is_found_before_anything_runs(tmp_path, flag, value, message):
     """Each in one line naming the step (a misspelt flag of a later step used to fail only after
-    the earlier steps had run, with a traceback)."""
+    the earlier steps had run, with a traceback): a flag when the file loads, naming it, an input
+    by the dry run."""
     (tmp_path / "c.jsonl").write_text("")
     fields = {"tmp": tmp_path, "corpus": tmp_path / "c.jsonl", "sr": tmp_path / "c.jsonl", "pairs_flag": "min_words",
               "train_flag": "num_train_steps", "eval_flag": "max_seq_length"}
@@ -273,6 +274,39 @@ def test_a_dry_run_finds_a_misspelt_flag_or_a_missing_input_before_anything_runs
     assert str(error.value) == message.format(tmp=tmp_path) or str(error.value).startswith(message.format(tmp=tmp_path))
     assert "\n" not in str(error.value)
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("tool,flags,message", [
+    ("train", "{preset: cpu_dse, train_file: x, num_train_steps: 1.5}", "flag --num_train_steps takes an integer, got 1.5"),
+    ("train", "{preset: cpu_dse, train_file: x, learning_rate: fast}", "flag --learning_rate takes a number, got 'fast'"),
+    ("train", "{preset: cpu_dsee, train_file: x, temperature: '{params.t}'}",
+     "flag --preset refuses it: value should be one of <"),
+    ("contrastive_records", "{input_file: x, vocab_file: v, use_given_candidates: 'no'}",
+     "flag --use_given_candidates takes true or false, got 'no'"),
+    ("contrastive_records", "{input_file: x, vocab_file: v, context_layout: sideways}",
+     "flag --context_layout refuses it: value should be one of <"),
+    ("mlm_records", "{input_file: x, vocab_file: v, max_predictions_per_seq: [1, 2]}",
+     "flag --max_predictions_per_seq takes one value, got [1, 2]"),
+])
+def test_a_wrongly_typed_flag_is_refused_when_the_file_loads(tmp_path, tool, flags, message):
+    path = _write(tmp_path, f"run_dir: r\nresults_dir: s\nparams: {{t: 0.1}}\nsteps:\n"
+                            f"  - {{name: a, tool: {tool}, flags: {flags}}}\n")
+    with pytest.raises(ValueError) as error:
+        load_spec(path)
+    assert str(error.value).startswith(f"{path}: steps[0] (a): ") and message in str(error.value)
+
+
+def test_a_misspelt_varied_flag_is_refused_when_the_file_loads(tmp_path):
+    path = _write(tmp_path, "run_dir: r\nresults_dir: s\nsteps:\n  - {name: a, tool: train, "
+                            "flags: {preset: cpu_dse, train_file: x}, vary: {temperatur: [0.1, 0.2]}}\n")
+    with pytest.raises(ValueError, match=r"steps\[0\] \(a\): vary: .* no flag --temperatur; did you mean --temperature\?"):
+        load_spec(path)
+
+
+def test_every_committed_experiment_loads():
+    """Every flag of every step is one its entry point defines, of the type it takes."""
+    for name in experiment_names():
+        assert get_experiment(name).name == name
 
 
 def test_a_yaml_error_keeps_its_line_and_column_in_one_line(tmp_path):

@@ -28,10 +28,9 @@ import re
 from absl import flags as absl_flags
 
 from dialoguecse_tf.evaluation.provenance import REPO_ROOT, file_sha256
-from dialoguecse_tf.experiments.tools import TOOLS
+from dialoguecse_tf.experiments.tools import REFERENCE, TOOLS
 
 STEP_FILE = ".step.json"
-_REFERENCE = re.compile(r"\{([A-Za-z0-9_.\-]+)\}")
 
 
 def minilm_dir() -> str:
@@ -158,7 +157,7 @@ class Planner:
                 return f"<{upstream.name}>" if for_key else upstream.output_dir
             raise ValueError(f"step {run.step.name}: unknown reference {{{name}}}")
 
-        return _REFERENCE.sub(replace, text)
+        return REFERENCE.sub(replace, text)
 
     def _bind(self, name: str, run: Run) -> Run:
         """The run of step `name` that `run` reads: the only one, or the one of the same seed or value."""

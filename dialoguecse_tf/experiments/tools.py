@@ -4,7 +4,9 @@ A tool turns a resolved step (flags with every reference replaced) into a comman
 entry point, run as a subprocess as a user would run it: stages talk only through files. Each
 tool names the flag that receives the step's output folder and whether its output is worth
 reusing: a merge or a plot takes seconds and reads files other steps may have added, so it
-always runs.
+always runs. A tool whose entry point generates its flags from a config (training, evaluation,
+the record types, the demo corpus) defines them here too (`Tool.define_flags`), so a step's
+misspelt flag or wrongly typed value is refused when the experiment file loads.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+from typing import Callable
 
 from absl import flags as absl_flags
 
@@ -47,6 +50,10 @@ class Tool:
     # default changes the key of every run that relied on it (and a committed result made before
     # it reads as stale). Empty: the flags alone (a tool whose defaults live in its flags only).
     settings: str = ""
+    # Defines the entry point's flags, as the entry point generates them from its config, into a
+    # FlagValues of its own (`define_flags(holder)`): a step's flags are checked against them when
+    # the experiment loads. None: checked only by --dry_run (`check_flags`, the entry point's --helpxml).
+    define_flags: Callable | None = None
 
     def effective_settings(self, flags: dict) -> dict | None:
         """The run's whole configuration for its key (flags as the step gives them, references
@@ -72,6 +79,38 @@ class Tool:
             raise ValueError(f"{where}: only train steps keep a train log")
         if step.seeds != "none" and not self.seeded:
             raise ValueError(f"{where}: tool {step.tool} takes no seed")
+        self.check_flag_values(step.flags.as_dict(), where)
+        if not self.needs_models:  # an evaluation's vary picks its models, it sets no flag
+            for name, values in step.vary.as_dict().items():
+                for value in values:
+                    self.check_flag_values({name: value}, f"{where}: vary")
+
+    def check_flag_values(self, flags: dict, where: str) -> None:
+        """ValueError naming `where` and the flag when a flag is not one of the entry point's, or
+        its value is not of the flag's type (integer, number, true/false, one of its choices).
+
+        Args:
+          flags: {flag name: value as the YAML gives it}; a value holding a reference (`{mlm}`) is
+            checked once resolved, None leaves the flag out.
+          where: the file and step, for the message.
+        """
+        if self.define_flags is None:
+            return
+        holder = _PrivateFlagValues()
+        self.define_flags(holder)
+        known = holder.values
+        for name, value in flags.items():
+            if name not in known:
+                hint = difflib.get_close_matches(name, sorted(known), n=1)
+                raise ValueError(f"{where}: {self.script} has no flag --{name}"
+                                 + (f"; did you mean --{hint[0]}?" if hint else ""))
+            flag = known[name]
+            if isinstance(value, list) and not isinstance(flag, absl_flags.MultiFlag):
+                raise ValueError(f"{where}: flag --{name} takes one value, got {value!r}")
+            for item in value if isinstance(value, list) else [value]:
+                problem = _value_problem(flag, item)
+                if problem:
+                    raise ValueError(f"{where}: flag --{name} {problem}, got {item!r}")
 
     def command(self, flags: dict, inputs: list[str], output_dir: str) -> list[str]:
         argv = [sys.executable, self.script]
@@ -98,6 +137,45 @@ def expand_input(item: str) -> list[str]:
     if not matches:
         raise ValueError(f"input {item!r}: no file matches {path!r}")
     return [f"{label}{separator}{match}" for match in matches]
+
+
+# A reference in a step's strings (`{mlm}`, `{params.NAME}`, `{seed}`), resolved by `plan.py`.
+REFERENCE = re.compile(r"\{([A-Za-z0-9_.\-]+)\}")
+
+
+class _PrivateFlagValues:
+    """absl's flags module with every DEFINE and mark_flag(s)_as_required bound to one private
+    FlagValues (`values`)."""
+
+    def __init__(self):
+        self.values = absl_flags.FlagValues()
+
+    def __getattr__(self, name):
+        value = getattr(absl_flags, name)
+        bound = name.startswith(("DEFINE", "mark_flag"))
+        return functools.partial(value, flag_values=self.values) if bound else value
+
+
+# YAML types of the flags whose values are not text.
+_KINDS = {absl_flags.BooleanParser: (bool, "true or false"), absl_flags.IntegerParser: (int, "an integer"),
+          absl_flags.FloatParser: ((int, float), "a number")}
+
+
+def _value_problem(flag, value) -> str | None:
+    """Why `flag` refuses `value` (one YAML value), or None."""
+    if value is None or (isinstance(value, str) and REFERENCE.search(value)):
+        return None
+    kind, wanted = _KINDS.get(type(flag.parser), (None, ""))
+    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool) != (kind is bool)):
+        return f"takes {wanted}"
+    if isinstance(value, (dict, list)):
+        return "takes one value"
+    try:
+        # The entry point's own parser: its choices and bounds.
+        flag.parse(flag_arguments(flag.name, value)[0].partition("=")[2])
+    except absl_flags.IllegalFlagValueError as error:
+        return "refuses it: " + (str(error).partition(": ")[2] or str(error))
+    return None
 
 
 def flag_arguments(name: str, value) -> list[str]:
@@ -145,6 +223,35 @@ def _evaluation_settings(flags: dict) -> dict:
 
 _SETTINGS = {"training": _training_settings, "evaluation": _evaluation_settings}
 
+
+def _define_training_flags(holder) -> None:
+    from dialoguecse_tf.cli.train_flags import define_training_flags
+
+    define_training_flags(holder)
+
+
+def _define_evaluation_flags(holder) -> None:
+    from dialoguecse_tf.cli.flag_utils import define_config_flags
+    from dialoguecse_tf.evaluation.config import EvaluationConfig
+
+    define_config_flags(holder, EvaluationConfig)
+    holder.DEFINE_alias("seed", "random_seed")
+
+
+def _define_demo_corpus_flags(holder) -> None:
+    from dialoguecse_tf.cli.flag_utils import define_config_flags
+    from dialoguecse_tf.data.demo import DemoCorpusConfig
+
+    define_config_flags(holder, DemoCorpusConfig)
+    holder.DEFINE_alias("seed", "random_seed")
+
+
+def _define_record_flags(name: str, holder) -> None:
+    from dialoguecse_tf.cli.records_flags import define_records_flags
+
+    define_records_flags(holder, RECORD_TYPES[name])
+
+
 class _Tools(collections.abc.MutableMapping):
     """The tools by name: those given, and one per registered record type (`records.registry`:
     `RecordType.tool` running its entry point, keyed by its flags alone), read when asked, so
@@ -154,7 +261,8 @@ class _Tools(collections.abc.MutableMapping):
         self._tools = tools
 
     def _all(self) -> dict:
-        records = {record_type.tool: Tool(record_type.entry_point, version=record_type.tool_version)
+        records = {record_type.tool: Tool(record_type.entry_point, version=record_type.tool_version,
+                                          define_flags=functools.partial(_define_record_flags, record_type.name))
                    for record_type in RECORD_TYPES.values()}
         return {**records, **self._tools}
 
@@ -175,12 +283,14 @@ class _Tools(collections.abc.MutableMapping):
 
 
 TOOLS = _Tools({
-    "demo_corpus": Tool("data_prep/generate_demo_corpus.py"),
+    "demo_corpus": Tool("data_prep/generate_demo_corpus.py", define_flags=_define_demo_corpus_flags),
     "vocab": Tool("data_prep/build_vocab.py"),
     "sr_set": Tool("data_prep/build_sr_set.py", output_flag="output_file", output_name="select.txt"),
     "bert_config": Tool(),
-    "train": Tool("train/run_training.py", seeded=True, resumes=True, settings="training"),
-    "evaluate": Tool("evaluation/run_evaluation.py", needs_models=True, settings="evaluation"),
+    "train": Tool("train/run_training.py", seeded=True, resumes=True, settings="training",
+                  define_flags=_define_training_flags),
+    "evaluate": Tool("evaluation/run_evaluation.py", needs_models=True, settings="evaluation",
+                     define_flags=_define_evaluation_flags),
     "export_savedmodel": Tool("export/export_savedmodel.py", output_flag="export_dir", output_name="savedmodel"),
     "export_encoder": Tool("export/export_encoder.py", output_name="model"),
     "select_rows": Tool(cached=False, input_flag="results"),
@@ -208,10 +318,9 @@ def script_flags(script: str) -> frozenset:
 
 def check_flags(run) -> None:
     """ValueError naming the step when a flag of `run` is not one its entry point defines (the
-    entry points whose settings `Tool.settings` resolves, training and evaluation, check when
-    their keys are computed)."""
+    tools with `Tool.define_flags` were checked when the experiment loaded)."""
     tool = run.tool
-    if not tool.script or tool.settings:
+    if not tool.script or tool.define_flags:
         return
     known = script_flags(tool.script)
     given = set(run.flags) | ({tool.input_flag} if tool.input_flag else set())
