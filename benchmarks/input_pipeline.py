@@ -3,7 +3,7 @@
 The pipeline `stage.run_stage` builds for a contrastive objective (read and parse the records,
 shuffle, batch, then the objective's `prepare_batch`: select turns and negatives), timed with
 and without parallel reading/parsing and prefetching, and set against the rate the training
-step consumes batches (from train_step.py's JSON if given), to show whether input ever holds
+step consumes batches (from the JSON of objective_steps.py --mode=train_step if given), to show whether input ever holds
 training back.
 """
 
@@ -21,7 +21,8 @@ flags.DEFINE_integer("num_context_turns", 3, "Context turns kept.")
 flags.DEFINE_integer("num_negatives", 9, "Negatives kept.")
 flags.DEFINE_integer("num_batches", 300, "Batches drawn per timed pass.")
 common.define_flags(repeats=3)
-flags.DEFINE_string("train_step_json", None, "train_step.py results, for the step's consumption rate.")
+flags.DEFINE_string("train_step_json", None, "Results of objective_steps.py --mode=train_step, for the step's "
+                    "consumption rate.")
 flags.mark_flag_as_required("train_file")
 
 FLAGS = flags.FLAGS

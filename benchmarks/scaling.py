@@ -1,6 +1,6 @@
 """Benchmark 3: time per contrastive training step as turns, negatives and length grow.
 
-Each setting runs `train_step.py` in a fresh process (so its peak memory is its own) and
+Each setting runs `objective_steps.py --mode=train_step` in a fresh process (so its peak memory is its own) and
 varies one of `num_context_turns` (1..5), `num_negatives` (1, 4, 9, 19) and
 `max_seq_length` (32, 64, 128) from the paper's setting (3 turns, 9 negatives, L=50).
 A step encodes B * (T + K) distinct sequences (T context turns, K = negatives + 1
@@ -23,7 +23,8 @@ from benchmarks import common
 flags.DEFINE_list("num_context_turns", ["1", "2", "3", "4", "5"], "Turn counts to time.")
 flags.DEFINE_list("num_negatives", ["1", "4", "9", "19"], "Negative counts to time.")
 flags.DEFINE_list("max_seq_length", ["32", "64", "128"], "Sequence lengths to time.")
-flags.DEFINE_string("framework", "tf", "Which train_step.py framework to time (tf, tf_xla or torch).")
+flags.DEFINE_string("framework", "tf", "Which framework of objective_steps.py --mode=train_step to time (tf, tf_xla "
+                    "or torch).")
 common.define_flags(repeats=3, steps_per_repeat=2, hf_folder=True)
 
 FLAGS = flags.FLAGS
@@ -33,7 +34,7 @@ BASE = {"num_context_turns": 3, "num_negatives": 9, "max_seq_length": 50}
 def run_setting(setting: dict) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         output = os.path.join(scratch, "step.json")
-        command = [sys.executable, "-m", "benchmarks.train_step",
+        command = [sys.executable, "-m", "benchmarks.objective_steps", "--mode=train_step",
                    f"--frameworks={FLAGS.framework}", f"--repeats={FLAGS.repeats}",
                    f"--steps_per_repeat={FLAGS.steps_per_repeat}", f"--output_json={output}",
                    *(f"--{name}={value}" for name, value in setting.items())]

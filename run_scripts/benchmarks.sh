@@ -12,9 +12,9 @@ OUT="${BENCH_DIR:-benchmarks/results}"
 TRAIN_FILE="${TRAIN_FILE:-runs/ecd_cpu/contrastive_records/contrastive-*}"
 mkdir -p "${OUT}"
 python -m benchmarks.encode_throughput --output_json="${OUT}/encode_throughput.json"
-python -m benchmarks.train_step --output_json="${OUT}/train_step_synthetic.json"
+python -m benchmarks.objective_steps --mode=train_step --output_json="${OUT}/train_step_synthetic.json"
 if compgen -G "${TRAIN_FILE}" > /dev/null; then
-  python -m benchmarks.train_step --train_file="${TRAIN_FILE}" --output_json="${OUT}/train_step_ecd.json"
+  python -m benchmarks.objective_steps --mode=train_step --train_file="${TRAIN_FILE}" --output_json="${OUT}/train_step_ecd.json"
   python -m benchmarks.input_pipeline --train_file="${TRAIN_FILE}" \
     --train_step_json="${OUT}/train_step_ecd.json" --output_json="${OUT}/input_pipeline.json"
 else
