@@ -8,7 +8,7 @@ if any, what was observed, and whether it held: the behaviour issue 29 asks for.
 what docs/reliability.md cites for these probes; this is a check to rerun after changes to the
 entry points, not a test (it takes minutes and trains briefly).
 
-  python benchmarks/new_user_probes.py   # writes benchmarks/results/new_user_probes.json
+  python -m tools.new_user_probes   # writes benchmarks/results/new_user_probes.json
 """
 
 import dataclasses
@@ -136,7 +136,7 @@ def probe(name: str, finding: str, expected: str, in_process: bool = False):
 
 
 def _run_isolated(ctx, name):
-    outcome = ctx.run(["-m", "benchmarks.new_user_probes", f"--in_process={name}",
+    outcome = ctx.run(["-m", "tools.new_user_probes", f"--in_process={name}",
                        f"--scratch_dir={ctx.scratch}"])
     if outcome.returncode:
         raise RuntimeError(f"{name} failed: {outcome.stderr[-2000:]}")
@@ -666,7 +666,7 @@ def main(argv):
                                  "observed": observed, "runs": commands,
                                  "seconds": round(time.perf_counter() - started, 1)})
         print(f"{'held  ' if held else 'FAILED'} {name}: {json.dumps(observed, ensure_ascii=False)[:300]}", flush=True)
-    report["command"] = " ".join(["python -m benchmarks.new_user_probes"]
+    report["command"] = " ".join(["python -m tools.new_user_probes"]
                                  + [f"--{name}={FLAGS[name].value}" for name in ("huge_utterance_mb", "output_json")
                                     if FLAGS[name].present]
                                  + ([f"--only={','.join(FLAGS.only)}"] if FLAGS.only else []))
