@@ -21,7 +21,7 @@ else
   echo "[benchmarks] no records match ${TRAIN_FILE}: skipping the real-length training step and input pipeline"
 fi
 python -m benchmarks.dse_step --output_json="${OUT}/dse_step.json"
-python -m benchmarks.dial2vec_step --output_json="${OUT}/dial2vec_step.json"
+python -m benchmarks.scaling --objective=dial2vec --output_json="${OUT}/dial2vec_step.json"
 python -m benchmarks.objective_steps --output_json="${OUT}/objective_steps.json"
 python -m benchmarks.flops --output_json="${OUT}/flops.json"
 python -m benchmarks.scaling --output_json="${OUT}/scaling.json"
