@@ -18,7 +18,7 @@ from dialoguecse_tf.experiments.execute import (check_plan, command_line, descri
                                                 run_experiment)
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner
 from dialoguecse_tf.experiments.spec import apply_overrides, experiment_names, get_experiment, load_spec
-from dialoguecse_tf.experiments.tools import TOOLS, expand_input
+from dialoguecse_tf.experiments.tools import TOOLS, Tool, expand_input
 
 DATA = os.path.relpath(REPO_ROOT.parent / "shared" / "data")
 # Parameters a CPU machine cannot fill: a Chinese BERT (any folder stands in; nothing is read).
@@ -307,6 +307,21 @@ def test_every_committed_experiment_loads():
     """Every flag of every step is one its entry point defines, of the type it takes."""
     for name in experiment_names():
         assert get_experiment(name).name == name
+
+
+def test_a_tool_runs_in_process_by_its_attribute_not_its_name(tmp_path, monkeypatch):
+    """The runner knows no tool by name: any tool with `in_process` runs its function here."""
+    calls = []
+
+    def note(flags, inputs, output_dir):
+        os.makedirs(output_dir)
+        calls.append((flags, inputs, output_dir))
+
+    monkeypatch.setitem(TOOLS, "note", Tool(in_process=note))
+    path = _write(tmp_path, "run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: note, flags: {text: hi}}]\n")
+    run_experiment(Planner(load_spec(path), str(tmp_path / "runs"), str(tmp_path / "results"), DATA), "test")
+    assert calls == [({"text": "hi"}, [], str(tmp_path / "runs" / "a"))]
+    assert json.loads((tmp_path / "runs" / "a" / STEP_FILE).read_text())["tool"] == "note"
 
 
 def test_a_yaml_error_keeps_its_line_and_column_in_one_line(tmp_path):

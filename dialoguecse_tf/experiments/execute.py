@@ -23,7 +23,7 @@ from absl import logging
 from dialoguecse_tf.evaluation.provenance import git_commit, portable_path, utc_now
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner, Run
 from dialoguecse_tf.experiments.processes import run_command, run_dir_lock
-from dialoguecse_tf.experiments.tools import check_flags, missing_inputs, remove_output, select_rows, write_bert_config
+from dialoguecse_tf.experiments.tools import check_flags, missing_inputs, remove_output
 from dialoguecse_tf.io_utils import write_json
 
 SUITE_FILE = "suite.json"
@@ -57,7 +57,7 @@ def check_plan(planner: Planner) -> None:
 def command_line(run: Run) -> list[str]:
     """The run's command; what the log and experiment.json record (with `python` for the interpreter)."""
     flags = dict(run.flags)
-    if run.step.tool == "evaluate":
+    if run.tool.needs_models:
         names, checkpoints, protocols = zip(*run.models)
         flags.update(checkpoint=",".join(checkpoints), model_name=",".join(names),
                      eval_suite=os.path.join(run.output_dir, SUITE_FILE))
@@ -123,12 +123,10 @@ def _run_experiment(planner: Planner, invocation: str, suffix: str) -> list[dict
 
 
 def _execute(run: Run, log_path: str | None) -> None:
-    if run.step.tool == "bert_config":
-        write_bert_config(run.flags, run.output_dir)
-    elif run.step.tool == "select_rows":
-        select_rows(run.flags, run.inputs, run.output_dir)
+    if run.tool.in_process:
+        run.tool.in_process(run.flags, run.inputs, run.output_dir)
     else:
-        if run.step.tool == "evaluate":
+        if run.tool.needs_models:
             os.makedirs(run.output_dir, exist_ok=True)
             write_json(os.path.join(run.output_dir, SUITE_FILE), run.suite)
         run_command(command_line(run), log_path, run.name)

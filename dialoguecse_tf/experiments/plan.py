@@ -96,7 +96,8 @@ class Planner:
                 raise ValueError(f"--only names unknown step {name!r}; steps: {', '.join(self.steps)}")
         if rows:
             self._check_rows(rows)
-            targets = [name for name in targets if self.steps[name].tool != "train"]
+            # The trainings run for the rows asked only, through the evaluations that read them.
+            targets = [name for name in targets if not TOOLS[self.steps[name].tool].trains]
         self.order = self._order(targets)
 
     def _expand(self) -> None:
@@ -185,7 +186,7 @@ class Planner:
         flags = dict(run.step.flags.as_dict())
         if run.seed is not None:
             flags["random_seed"] = run.seed
-        if run.step.tool != "evaluate":
+        if not run.tool.needs_models:
             for flag in run.step.vary.as_dict():
                 flags[flag] = run.value
         return flags
@@ -229,7 +230,7 @@ class Planner:
             run.inputs = self._resolve(list(run.step.inputs), run, needs, for_key=False)
             run.models = self._models(run, False, needs)
             run.suite = [self._resolve(entry.as_dict(), run, needs, for_key=False) for entry in run.step.suite]
-            if run.step.tool == "evaluate" and not run.models:
+            if run.tool.needs_models and not run.models:
                 return
             run.needs = list(dict.fromkeys(needs))
             for upstream in run.needs:

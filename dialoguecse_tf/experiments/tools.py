@@ -39,7 +39,10 @@ class Tool:
     output_name: str = ""  # with output_flag output_file/export_dir: the name inside the folder
     cached: bool = True  # False: runs every time (merges and plots read what is there now)
     seeded: bool = False  # takes --random_seed from the step's seed
-    needs_models: bool = False
+    needs_models: bool = False  # evaluates model rows: takes models, a suite and a part; its vary picks rows
+    trains: bool = False  # trains an encoder: keeps a train log; with --rows, runs only for the rows asked
+    # Runs in this process instead of a script: in_process(flags, inputs, output_dir).
+    in_process: Callable | None = None
     input_flag: str = ""  # the flag each of the step's inputs is given as (merge, plots)
     writes_results: bool = False  # its output folder is the experiment's results folder
     resumes: bool = False  # goes on from the checkpoints a stopped attempt left in its folder
@@ -73,9 +76,9 @@ class Tool:
             raise ValueError(f"{where}: only evaluate steps take models and suite")
         if self.needs_inputs and not step.inputs:
             raise ValueError(f"{where}: tool {step.tool} needs inputs")
-        if step.part and step.tool != "evaluate":
+        if step.part and not self.needs_models:
             raise ValueError(f"{where}: only evaluate steps write a part")
-        if step.keep_train_log and step.tool != "train":
+        if step.keep_train_log and not self.trains:
             raise ValueError(f"{where}: only train steps keep a train log")
         if step.seeds != "none" and not self.seeded:
             raise ValueError(f"{where}: tool {step.tool} takes no seed")
@@ -252,6 +255,45 @@ def _define_record_flags(name: str, holder) -> None:
     define_records_flags(holder, RECORD_TYPES[name])
 
 
+def write_bert_config(flags: dict, inputs: list[str], output_dir: str) -> None:
+    """`bert_config`: the model file `template` with vocab_size counted from `vocab_file` (it
+    takes no inputs).
+
+    The small BERT's shape lives in one file; its vocabulary is built by an earlier step, so its
+    size is known only then.
+    """
+    unknown = sorted(set(flags) - {"template", "vocab_file"})
+    if unknown or "template" not in flags or "vocab_file" not in flags:
+        raise ValueError(f"bert_config takes template and vocab_file, got {sorted(flags)}")
+    with open(flags["template"], encoding="utf-8") as f:
+        config = json.load(f)
+    with open(flags["vocab_file"], encoding="utf-8") as f:
+        config["vocab_size"] = sum(1 for _ in f)
+    os.makedirs(output_dir, exist_ok=True)
+    write_json(os.path.join(output_dir, "bert_config.json"), config)
+
+
+def select_rows(flags: dict, inputs: list[str], output_dir: str) -> None:
+    """`select_rows`: one results.json holding the rows `rows` of the input results, renamed.
+
+    `rows` maps each wanted row's display name to the name it takes (e.g. a main run's
+    "DialogueCSE_I2 [seed 12345]" -> "DialogueCSE_I2", a sweep's default point).
+    """
+    from dialoguecse_tf.evaluation.results_io import read_results
+    from dialoguecse_tf.evaluation.tables import write_results
+
+    unknown = sorted(set(flags) - {"rows"})
+    if unknown or not isinstance(flags.get("rows"), dict) or len(inputs) != 1:
+        raise ValueError("select_rows takes one input results.json and flags {rows: {row name: new name}}")
+    results = read_results(inputs[0])
+    by_name = {model["display_name"]: model for model in results["models"]}
+    missing = sorted(set(flags["rows"]) - set(by_name))
+    if missing:
+        raise ValueError(f"{inputs[0]} has no row {missing}")
+    results["models"] = [{**by_name[old], "display_name": new} for old, new in flags["rows"].items()]
+    write_results(results, output_dir)
+
+
 class _Tools(collections.abc.MutableMapping):
     """The tools by name: those given, and one per registered record type (`records.registry`:
     `RecordType.tool` running its entry point, keyed by its flags alone), read when asked, so
@@ -286,14 +328,14 @@ TOOLS = _Tools({
     "demo_corpus": Tool("data_prep/generate_demo_corpus.py", define_flags=_define_demo_corpus_flags),
     "vocab": Tool("data_prep/build_vocab.py"),
     "sr_set": Tool("data_prep/build_sr_set.py", output_flag="output_file", output_name="select.txt"),
-    "bert_config": Tool(),
-    "train": Tool("train/run_training.py", seeded=True, resumes=True, settings="training",
+    "bert_config": Tool(in_process=write_bert_config),
+    "train": Tool("train/run_training.py", seeded=True, resumes=True, trains=True, settings="training",
                   define_flags=_define_training_flags),
     "evaluate": Tool("evaluation/run_evaluation.py", needs_models=True, settings="evaluation",
                      define_flags=_define_evaluation_flags),
     "export_savedmodel": Tool("export/export_savedmodel.py", output_flag="export_dir", output_name="savedmodel"),
     "export_encoder": Tool("export/export_encoder.py", output_name="model"),
-    "select_rows": Tool(cached=False, input_flag="results"),
+    "select_rows": Tool(cached=False, input_flag="results", in_process=select_rows),
     "merge": Tool("evaluation/merge_results.py", cached=False, input_flag="results", writes_results=True),
     "plot_train_logs": Tool("evaluation/plot_train_logs.py", cached=False, input_flag="log", writes_results=True),
     "plot_sweep": Tool("evaluation/plot_sweep.py", cached=False, input_flag="point", writes_results=True),
@@ -345,44 +387,6 @@ def missing_inputs(run, produced: tuple) -> list[str]:
             if not (glob.glob(path) if glob.has_magic(path) else os.path.exists(path)):
                 missing.append(path)
     return missing
-
-
-def write_bert_config(flags: dict, output_dir: str) -> None:
-    """`bert_config`: the model file `template` with vocab_size counted from `vocab_file`.
-
-    The small BERT's shape lives in one file; its vocabulary is built by an earlier step, so its
-    size is known only then.
-    """
-    unknown = sorted(set(flags) - {"template", "vocab_file"})
-    if unknown or "template" not in flags or "vocab_file" not in flags:
-        raise ValueError(f"bert_config takes template and vocab_file, got {sorted(flags)}")
-    with open(flags["template"], encoding="utf-8") as f:
-        config = json.load(f)
-    with open(flags["vocab_file"], encoding="utf-8") as f:
-        config["vocab_size"] = sum(1 for _ in f)
-    os.makedirs(output_dir, exist_ok=True)
-    write_json(os.path.join(output_dir, "bert_config.json"), config)
-
-
-def select_rows(flags: dict, inputs: list[str], output_dir: str) -> None:
-    """`select_rows`: one results.json holding the rows `rows` of the input results, renamed.
-
-    `rows` maps each wanted row's display name to the name it takes (e.g. a main run's
-    "DialogueCSE_I2 [seed 12345]" -> "DialogueCSE_I2", a sweep's default point).
-    """
-    from dialoguecse_tf.evaluation.results_io import read_results
-    from dialoguecse_tf.evaluation.tables import write_results
-
-    unknown = sorted(set(flags) - {"rows"})
-    if unknown or not isinstance(flags.get("rows"), dict) or len(inputs) != 1:
-        raise ValueError("select_rows takes one input results.json and flags {rows: {row name: new name}}")
-    results = read_results(inputs[0])
-    by_name = {model["display_name"]: model for model in results["models"]}
-    missing = sorted(set(flags["rows"]) - set(by_name))
-    if missing:
-        raise ValueError(f"{inputs[0]} has no row {missing}")
-    results["models"] = [{**by_name[old], "display_name": new} for old, new in flags["rows"].items()]
-    write_results(results, output_dir)
 
 
 def remove_output(path: str) -> None:
