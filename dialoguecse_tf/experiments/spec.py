@@ -8,6 +8,14 @@ line's `--set name=value` to `params`, refusing names the experiment does not de
 `hyperparams.Config` checks neither unknown keys nor types when it is built from a dict, so
 `load_spec` checks both against the dataclass fields first, naming the file and the key.
 
+A file may `include` fragments (YAML files of `params`, `suites` and `steps` that several
+experiments share, e.g. `experiments/common/`; not experiments themselves), whose parts come
+before the file's own; a step may name a `suite` of the experiment's `suites` instead of listing
+it; a step may start from another step (`like: STEP`); and a step named as one of an included or
+extended step changes the fields it gives, its `flags` merged into that step's (a flag set to
+null is removed). `load_spec` folds all of these in: the spec it builds is the plain list of
+steps the runner plans, so the same steps written out in full plan the same runs and keys.
+
 Strings in `flags`, `models`, `suite` and `inputs` may hold references, resolved by `plan.py`:
 `{STEP}` is the output folder of step STEP, `{params.NAME}` a parameter, `{seed}` the seed of
 a seeded step, `{value}` the value of a step varied over one flag, and `{data}`, `{minilm}`,
@@ -61,6 +69,7 @@ class StepSpec(hyperparams.Config):
     tool: str = ""
     flags: Dict[str, Any] = dataclasses.field(default_factory=dict)
     seeds: str = "none"  # none: one run; all: one per experiment seed; first: the first seed only
+    like: str = ""  # a step this one starts from: its fields but name, results and part, flags merged
     vary: Dict[str, Any] = dataclasses.field(default_factory=dict)  # {flag: [values]}: one run per value
     models: List[ModelSpec] = dataclasses.field(default_factory=list)  # evaluate
     suite: List[SuiteEntrySpec] = dataclasses.field(default_factory=list)  # evaluate
@@ -71,16 +80,36 @@ class StepSpec(hyperparams.Config):
 
 
 @dataclasses.dataclass
+class IncludeSpec(hyperparams.Config):
+    """One fragment an experiment includes (in YAML, a bare path stands for {file: PATH})."""
+
+    file: str = ""  # relative to the including file's folder
+    prefix: str = ""  # put before the name of every step taken, and every reference to one
+    steps: List[str] = dataclasses.field(default_factory=list)  # only these steps, in this order (default: all)
+
+
+@dataclasses.dataclass
+class FragmentSpec(hyperparams.Config):
+    """A file of parts several experiments share: what an `include` merges in."""
+
+    params: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    suites: Dict[str, Any] = dataclasses.field(default_factory=dict)  # {name: [suite entries]}
+    steps: List[StepSpec] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
 class ExperimentSpec(hyperparams.Config):
     """A named experiment: what `dialoguecse-experiment run NAME` plans and runs."""
 
     name: str = ""
     description: str = ""
-    extends: str = ""  # another experiment whose params, seeds and steps this one starts from
+    extends: str = ""  # another experiment whose params, seeds, suites and steps this one starts from
+    include: List[IncludeSpec] = dataclasses.field(default_factory=list)  # fragments merged in first
     run_dir: str = ""
     results_dir: str = ""
     params: Dict[str, Any] = dataclasses.field(default_factory=dict)
     seeds: List[int] = dataclasses.field(default_factory=list)
+    suites: Dict[str, Any] = dataclasses.field(default_factory=dict)  # {name: [suite entries]} steps name
     steps: List[StepSpec] = dataclasses.field(default_factory=list)
     targets: List[str] = dataclasses.field(default_factory=list)  # steps to run (default: this file's own)
 
@@ -120,9 +149,75 @@ def get_experiment(name_or_path: str) -> ExperimentSpec:
 
 
 def load_spec(path: str) -> ExperimentSpec:
-    """Reads, checks and builds an experiment file, with the experiment it extends folded in."""
+    """Reads, checks and builds an experiment file, with its fragments and the experiment it extends folded in.
+
+    Args:
+      path: the experiment's YAML file.
+
+    Returns:
+      The experiment: its steps written out in full (fragments' steps first, then the file's own;
+      a step overriding an included or extended one merged into it; `like` and suite names
+      replaced by what they stand for), checked (`check_spec`, each tool's flags included).
+    """
+    data = _read_yaml(path, ExperimentSpec, "an experiment file")
+    name = os.path.splitext(os.path.basename(path))[0]
+    if data.get("name", name) != name:
+        raise ValueError(f"{path}: name {data['name']!r} differs from the file's name {name!r}")
+    data["name"] = name
+    data = _with_fragments(data, path)
+    base = get_experiment(data["extends"]).as_dict() if data.get("extends") else None
+    if base:
+        own = {step["name"]: step for step in data.get("steps", [])}
+        for step in own.values():
+            if step.get("like") and step["name"] in {s["name"] for s in base["steps"]}:
+                raise ValueError(f"{path}: step {step['name']!r} overrides a step of {data['extends']}, "
+                                 f"so it cannot be like another")
+        # The base's results belong to its own results folder: its steps run here only as inputs.
+        inherited = [{**step, "results": {}, "keep_train_log": False, "part": ""}
+                     for step in base["steps"] if step["name"] not in own]
+        # A step named as one of the base's changes the fields it gives, its flags merged in.
+        replaced = [override_step(step, own[step["name"]]) for step in base["steps"] if step["name"] in own]
+        added = [step for name, step in own.items() if name not in {s["name"] for s in base["steps"]}]
+        data = {
+            **base, **{key: value for key, value in data.items() if key not in ("params", "suites")},
+            "params": {**base["params"], **data.get("params", {})},
+            "suites": {**base["suites"], **data.get("suites", {})},
+            "steps": inherited + replaced + added,
+            "targets": data.get("targets") or [name for name in own],
+        }
+    # A step is like an extended one as that experiment declares it (not as inherited here).
+    declared = {step["name"]: step for step in base["steps"] if step["name"] not in own} if base else {}
+    data["steps"] = _resolve_like(data.get("steps", []), declared, path)
+    data["steps"] = [_named_suites(step, data.get("suites", {}), path) for step in data["steps"]]
+    spec = ExperimentSpec(**data)
+    check_spec(spec, path)
+    return spec
+
+
+def override_step(step: dict, own: dict) -> dict:
+    """`step` with the fields `own` gives, `own`'s flags merged into `step`'s.
+
+    Args:
+      step: a step as a dict (`StepSpec` fields).
+      own: the fields that change; its `flags` set the flags they name (a new flag after
+        `step`'s), and a flag set to None (YAML null) is removed.
+
+    Returns:
+      The new step as a dict.
+    """
+    flags = dict(step.get("flags", {}))
+    for name, value in own.get("flags", {}).items():
+        if value is None:
+            flags.pop(name, None)
+        else:
+            flags[name] = value
+    return {**step, **own, "flags": flags}
+
+
+def _read_yaml(path: str, config_class, kind: str) -> dict:
+    """The mapping a YAML file holds, its keys and types checked against `config_class`."""
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"experiment file {path} does not exist")
+        raise FileNotFoundError(f"{kind} {path} does not exist")
     with open(path, encoding="utf-8") as f:
         try:
             data = yaml.safe_load(f)
@@ -134,30 +229,99 @@ def load_spec(path: str) -> ExperimentSpec:
                                if part) or str(error).splitlines()[0]
             raise ValueError(f"{where}: not valid YAML: {problem}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: an experiment file holds a mapping of {_field_names(ExperimentSpec)}")
-    _check_keys(data, ExperimentSpec, path, "")
-    name = os.path.splitext(os.path.basename(path))[0]
-    if data.get("name", name) != name:
-        raise ValueError(f"{path}: name {data['name']!r} differs from the file's name {name!r}")
-    data["name"] = name
-    if data.get("extends"):
-        base = get_experiment(data["extends"]).as_dict()
-        own = {step.get("name"): step for step in data.get("steps", [])}
-        # The base's results belong to its own results folder: its steps run here only as inputs.
-        inherited = [{**step, "results": {}, "keep_train_log": False, "part": ""}
-                     for step in base["steps"] if step["name"] not in own]
-        # A step named as one of the base's replaces the fields it gives (flags as a whole).
-        replaced = [{**step, **own[step["name"]]} for step in base["steps"] if step["name"] in own]
-        added = [step for name, step in own.items() if name not in {s["name"] for s in base["steps"]}]
-        data = {
-            **base, **{key: value for key, value in data.items() if key != "params"},
-            "params": {**base["params"], **data.get("params", {})},
-            "steps": inherited + replaced + added,
-            "targets": data.get("targets") or [name for name in own],
-        }
-    spec = ExperimentSpec(**data)
-    check_spec(spec, path)
-    return spec
+        raise ValueError(f"{path}: {kind} holds a mapping of {_field_names(config_class)}")
+    # A bare path stands for {file: PATH}.
+    data["include"] = [{"file": item} if isinstance(item, str) else item for item in data.get("include", [])]
+    if config_class is FragmentSpec and data["include"]:
+        raise ValueError(f"{path}: a fragment includes no other fragment")
+    if config_class is FragmentSpec:
+        del data["include"]
+    _check_keys(data, config_class, path, "")
+    return data
+
+
+def _with_fragments(data: dict, path: str) -> dict:
+    """`data` with the params, suites and steps of the fragments it includes merged in before its own.
+
+    A step of the file named as an included one changes that step (`override_step`) and takes the
+    file's place for it: the file orders its steps, the included ones it does not name first.
+    """
+    params, suites, steps = {}, {}, []
+    for include in data.pop("include", []):
+        fragment_path = os.path.join(os.path.dirname(os.path.abspath(path)), include["file"])
+        fragment = _read_yaml(fragment_path, FragmentSpec, "fragment")
+        where = f"{path}: include {include['file']}"
+        by_name = {step.get("name"): step for step in fragment.get("steps", [])}
+        wanted = include.get("steps") or list(by_name)
+        unknown = [name for name in wanted if name not in by_name]
+        if unknown:
+            raise ValueError(f"{where}: no step {', '.join(unknown)}; its steps: {', '.join(by_name)}")
+        rename = {name: include.get("prefix", "") + name for name in by_name}
+        params.update(fragment.get("params", {}))
+        suites.update({name: _renamed(entries, rename) for name, entries in fragment.get("suites", {}).items()})
+        steps += [_renamed(by_name[name], rename) for name in wanted]
+    own = [step.get("name") for step in data.get("steps", [])]
+    included = {step["name"]: step for step in steps}
+    merged = [step for step in steps if step["name"] not in own]
+    merged += [override_step(included[step.get("name")], step) if step.get("name") in included else step
+               for step in data.get("steps", [])]
+    return {**data, "params": {**params, **data.get("params", {})}, "suites": {**suites, **data.get("suites", {})},
+            "steps": merged}
+
+
+def _renamed(value, rename: dict):
+    """`value` (a fragment's step or suite) with its steps renamed: names, references, model steps."""
+    from dialoguecse_tf.experiments.tools import REFERENCE
+
+    if isinstance(value, str):
+        return REFERENCE.sub(lambda match: "{" + rename.get(match.group(1), match.group(1)) + "}", value)
+    if isinstance(value, list):
+        return [_renamed(item, rename) for item in value]
+    if isinstance(value, dict):
+        return {key: rename.get(item, item) if key in ("name", "step", "like") and isinstance(item, str)
+                else _renamed(item, rename) for key, item in value.items()}
+    return value
+
+
+def _resolve_like(steps: list, declared: dict, source: str) -> list:
+    """The steps with each `like: STEP` folded in: STEP's fields but its name and the files it
+    writes into the results folder (`results`, `part`), the step's own fields over them and its
+    flags merged in (`override_step`). STEP is a step of this experiment (an extended
+    experiment's as that experiment declares it: `declared`, {name: step})."""
+    templates = {**{step.get("name"): step for step in steps}, **declared}
+    resolved: dict = {}
+
+    def resolve(step: dict, stack: tuple) -> dict:
+        like = step.get("like")
+        if not like:
+            return step
+        if like in stack:
+            raise ValueError(f"{source}: steps are like each other in a circle: {' -> '.join(stack + (like,))}")
+        if like not in templates:
+            raise ValueError(f"{source}: step {step.get('name')!r} is like {like!r}, which is no step; "
+                             f"steps: {', '.join(sorted(templates))}")
+        if like not in resolved:
+            resolved[like] = resolve(templates[like], stack + (like,))
+        start = {key: value for key, value in resolved[like].items() if key not in ("name", "results", "part")}
+        return {**override_step(start, step), "like": ""}
+
+    return [resolve(step, (step.get("name"),)) for step in steps]
+
+
+def _named_suites(step: dict, suites: dict, source: str) -> dict:
+    """`step` with its suite written out: a suite name, or a list of entries and suite names."""
+    suite = step.get("suite", [])
+    items = [suite] if isinstance(suite, str) else suite
+    entries = []
+    for item in items:
+        if isinstance(item, str):
+            if item not in suites:
+                raise ValueError(f"{source}: step {step.get('name')!r} names suite {item!r}, which the "
+                                 f"experiment does not declare; suites: {', '.join(sorted(suites)) or 'none'}")
+            entries.extend(suites[item])
+        else:
+            entries.append(item)
+    return {**step, "suite": entries} if "suite" in step else step
 
 
 def check_spec(spec: ExperimentSpec, source: str) -> None:
@@ -205,7 +369,17 @@ def _check_keys(data, config_class, source: str, where: str) -> None:
         place = f"{where}.{key}" if where else key
         if key not in fields:
             raise ValueError(f"{source}: unknown key {place!r}; {config_class.__name__} takes {_field_names(config_class)}")
-        _check_type(value, hints[key], source, place)
+        if key == "suites":
+            _check_type(value, Dict[str, Any], source, place)
+            for name, entries in value.items():
+                _check_type(entries, List[SuiteEntrySpec], source, f"{place}.{name}")
+        elif key == "suite" and config_class is StepSpec:
+            # Before `_named_suites` writes it out: a suite name, or a list of entries and names.
+            for i, item in enumerate([value] if isinstance(value, str) else value if isinstance(value, list) else [value]):
+                if not isinstance(item, str):
+                    _check_type(item, SuiteEntrySpec, source, f"{place}[{i}]")
+        else:
+            _check_type(value, hints[key], source, place)
 
 
 def _check_type(value, hint, source: str, place: str) -> None:
