@@ -51,7 +51,7 @@ class HuggingFaceEncoder:
         import torch
         import transformers
 
-        from torch_peer import TorchSentenceEncoder, load_bert
+        from benchmarks.torch_peer import TorchSentenceEncoder, load_bert
 
         self.torch = torch
         self.tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)

@@ -77,7 +77,7 @@ def main(argv):
     if FLAGS.include_torch and "minilm" in configs:
         import torch
 
-        from torch_peer import TorchSentenceEncoder, load_bert
+        from benchmarks.torch_peer import TorchSentenceEncoder, load_bert
 
         peer = TorchSentenceEncoder(load_bert(folder))
         ids, mask = torch.from_numpy(token_ids.numpy().astype(np.int64)), torch.ones(batch, length, dtype=torch.long)
