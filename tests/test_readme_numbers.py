@@ -631,7 +631,7 @@ def _data_ratios():
     datasets: SGD's 16,142 training dialogues; DialogueCSE's Table 1: ECD's 1,020,000 dialogues) over
     the benchmark's, in the order the README names them."""
     pairs = _json("results/dse_sgd_minilm/pairs_consecutive_prep_stats.json")["samples_written"]
-    sample = int(re.search(r"max_dialogues: (\d+)", (REPO_ROOT / "experiments/benchmark.yaml").read_text(
+    sample = int(re.search(r"max_dialogues: (\d+)", (REPO_ROOT / "experiments/common/sgd.yaml").read_text(
         encoding="utf-8")).group(1))
     dialogues = _json("results/ecd_cpu/mlm_prep_stats.json")["dialogues_read"]
     return [892835 / pairs, 16142 / sample, 1020000 / dialogues]
@@ -660,13 +660,13 @@ README_PROSE = {
     (HEADLINE, "**Chinese track**"): Prose(("results/ecd_cpu/mlm_prep_stats.json", "experiments/configs/small_bert.json")),
     (HEADLINE, "**English track**"): Prose(
         ("results/dse_sgd_minilm/pairs_consecutive_prep_stats.json", "experiments/benchmark.yaml",
-         constant("dialoguecse_tf.evaluation.prototypes", "SHOTS"),
+         "experiments/common/sgd.yaml", constant("dialoguecse_tf.evaluation.prototypes", "SHOTS"),
          default_of("dialoguecse_tf.evaluation.config", "EvaluationConfig", "dialogue_max_seq_length"),
          "results/SUPERSEDED.md"),  # the changes the table predates (192 tokens then)
         fixed={"64": "HWU64's 64 intents, the dataset's name"}),
     (HEADLINE, "The papers' own numbers"): Prose(
         ("papers/dse_naacl2022.txt", "papers/dial2vec_emnlp2022.md", "papers/dialoguecse_emnlp2021.txt",
-         "results/dse_sgd_minilm/pairs_consecutive_prep_stats.json", "experiments/benchmark.yaml",
+         "results/dse_sgd_minilm/pairs_consecutive_prep_stats.json", "experiments/common/sgd.yaml",
          "results/ecd_cpu/mlm_prep_stats.json",
          Computed("each paper's training data over ours (DSE's pairs, dial2vec's SGD dialogues, DialogueCSE's "
                   "ECD dialogues)", _data_ratios))),
