@@ -3,11 +3,8 @@ import json
 import os
 import sys
 
+from benchmarks import common
 from conftest import REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT))  # the benchmarks package, under a bare `pytest` too
-
-from benchmarks import common  # noqa: E402
 
 
 def test_prune_run_keeps_only_the_named_files(tmp_path):

@@ -1,6 +1,5 @@
 """Corpus readers: the authors' real sample, every malformed-line case, MDC, ECD, JDDC, SGD and JSONL."""
 
-import functools
 import json
 import pickle
 import re
@@ -8,7 +7,7 @@ import re
 import pytest
 from absl import flags
 
-from dialoguecse_tf.cli.flag_utils import define_corpus_flags
+from dialoguecse_tf.cli.flag_utils import PrivateFlags, define_corpus_flags
 from dialoguecse_tf.data.dialogue import Dialogue, Turn, turn_intent
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers import (
@@ -672,25 +671,12 @@ def test_min_turns_default_per_format():
     assert [default_min_turns(name) for name in ("mdc", "sgd")] == [0, 0]
 
 
-class _PrivateFlags:
-    """absl's flags module with every DEFINE and mark bound to one private FlagValues."""
-
-    def __init__(self):
-        self.FLAGS = flags.FlagValues()
-
-    def __getattr__(self, name):
-        value = getattr(flags, name)
-        if name.startswith(("DEFINE", "mark_")):
-            return functools.partial(value, flag_values=self.FLAGS)
-        return value
-
-
 def _corpus_flags(argv):
     """The entry points' corpus flags, parsed from `argv`."""
-    private = _PrivateFlags()
+    private = PrivateFlags()
     define_corpus_flags(private)
-    private.FLAGS(["prog", "--input_file=corpus.txt", *argv])
-    return private.FLAGS
+    private.values(["prog", "--input_file=corpus.txt", *argv])
+    return private.values
 
 
 def test_corpus_flags_help_comes_from_the_registry():

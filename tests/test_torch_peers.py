@@ -8,14 +8,10 @@ adds epsilon before the bias correction, PyTorch's after, which moves weights of
 differently; the cost of the update is the same.)
 """
 
-import sys
-
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
-
-sys.path.insert(0, str(REPO_ROOT))  # the benchmarks package, under a bare `pytest` too
+from conftest import tiny_bert_config_for, write_tiny_vocab
 
 # The tiny BERT has 2 layers and 24 positions: shapes shrunk to fit, one layer frozen where the preset freezes.
 # dial2vec's preset warms up linearly from a rate of 0, which would leave its first step without an update.

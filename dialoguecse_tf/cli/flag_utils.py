@@ -1,6 +1,7 @@
 """Entry-point helpers: a stage's config dataclass from absl flags of the same names, one-line errors."""
 
 import dataclasses
+import functools
 import sys
 import typing
 
@@ -12,6 +13,20 @@ from dialoguecse_tf.data.readers import READERS
 
 # Flags defined here belong to the entry point that asks for them (its --helpshort lists them).
 absl_flags.disclaim_key_flags()
+
+
+class PrivateFlags:
+    """absl's flags module with every DEFINE and mark_flag(s)_as_required bound to one private
+    FlagValues (`values`): an entry point's flags defined and parsed without touching the
+    process's own, for code that holds a command line rather than a process."""
+
+    def __init__(self):
+        self.values = absl_flags.FlagValues()
+
+    def __getattr__(self, name):
+        value = getattr(absl_flags, name)
+        bound = name.startswith(("DEFINE", "mark_flag"))
+        return functools.partial(value, flag_values=self.values) if bound else value
 
 
 def config_from_flags(config_class, flag_values, **overrides):

@@ -9,12 +9,11 @@ share an option name with different defaults.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 from absl import flags as absl_flags
 from absl import logging
 
-from dialoguecse_tf.cli.flag_utils import define_config_flags, define_flag, flag_value_or_none
+from dialoguecse_tf.cli.flag_utils import PrivateFlags, define_config_flags, define_flag, flag_value_or_none
 from dialoguecse_tf.config_fields import field_kind
 from dialoguecse_tf.objectives.registry import get_objective_class, objective_names
 from dialoguecse_tf.presets import PRESETS, get_preset
@@ -114,22 +113,11 @@ def _tuple_if_list(value):
 
 
 
-class _PrivateFlags:
-    """absl's flags module with every DEFINE bound to one private FlagValues."""
-
-    def __init__(self):
-        self.values = absl_flags.FlagValues()
-
-    def __getattr__(self, name):
-        value = getattr(absl_flags, name)
-        return functools.partial(value, flag_values=self.values) if name.startswith("DEFINE") else value
-
-
 def stage_from_args(args, objectives=None, default_objective: str | None = None):
     """(objective, TrainConfig) from command-line arguments (without the program name), parsed as
     the training entry points parse theirs, in a FlagValues of their own: for code that holds a
     command line rather than a process."""
-    holder = _PrivateFlags()
+    holder = PrivateFlags()
     define_training_flags(holder, objectives, default_objective)
     holder.values(["prog", *args])
     return stage_from_flags(holder.values)

@@ -26,6 +26,7 @@ from typing import Callable
 
 from absl import flags as absl_flags
 
+from dialoguecse_tf.cli.flag_utils import PrivateFlags, define_config_flags
 from dialoguecse_tf.io_utils import write_json
 from dialoguecse_tf.records.registry import RECORD_TYPES
 
@@ -99,7 +100,7 @@ class Tool:
         """
         if self.define_flags is None:
             return
-        holder = _PrivateFlagValues()
+        holder = PrivateFlags()
         self.define_flags(holder)
         known = holder.values
         for name, value in flags.items():
@@ -144,19 +145,6 @@ def expand_input(item: str) -> list[str]:
 
 # A reference in a step's strings (`{mlm}`, `{params.NAME}`, `{seed}`), resolved by `plan.py`.
 REFERENCE = re.compile(r"\{([A-Za-z0-9_.\-]+)\}")
-
-
-class _PrivateFlagValues:
-    """absl's flags module with every DEFINE and mark_flag(s)_as_required bound to one private
-    FlagValues (`values`)."""
-
-    def __init__(self):
-        self.values = absl_flags.FlagValues()
-
-    def __getattr__(self, name):
-        value = getattr(absl_flags, name)
-        bound = name.startswith(("DEFINE", "mark_flag"))
-        return functools.partial(value, flag_values=self.values) if bound else value
 
 
 # YAML types of the flags whose values are not text.
@@ -234,7 +222,6 @@ def _define_training_flags(holder) -> None:
 
 
 def _define_evaluation_flags(holder) -> None:
-    from dialoguecse_tf.cli.flag_utils import define_config_flags
     from dialoguecse_tf.evaluation.config import EvaluationConfig
 
     define_config_flags(holder, EvaluationConfig)
@@ -242,7 +229,6 @@ def _define_evaluation_flags(holder) -> None:
 
 
 def _define_demo_corpus_flags(holder) -> None:
-    from dialoguecse_tf.cli.flag_utils import define_config_flags
     from dialoguecse_tf.data.demo import DemoCorpusConfig
 
     define_config_flags(holder, DemoCorpusConfig)
