@@ -16,6 +16,11 @@ import typing
 POOLING_MODES = ("mean", "cls", "pooler")
 POOLING_HELP = ("mean (masked token mean, the papers'), cls (the [CLS] vector) or pooler (BERT's pooler output); "
                 "unset: the pooling the checkpoint records (its training objective's), else mean.")
+# The dialogue layout `encoder.packing` packs, here free of TensorFlow so that the dialogue
+# records (and their entry point's flags) load without it: two speakers' roles, and how a
+# dialogue longer than its sequence is cut.
+NUM_ROLES = 2
+TRUNCATIONS = ("head", "recent_turns")
 
 
 _NOT_ADDED = object()

@@ -30,8 +30,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-NUM_ROLES = 2
-TRUNCATIONS = ("head", "recent_turns")
+from dialoguecse_tf.config_fields import NUM_ROLES, TRUNCATIONS
 
 
 def speaker_roles(speakers: Sequence, where: str = "dialogue") -> list[int]:

@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 from absl import logging
 
-from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.config_fields import NUM_ROLES, TRUNCATIONS, field
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_dialogue
 from dialoguecse_tf.records.record_type import RecordType
 from dialoguecse_tf.records.spec import INT64, FixedFeature, RecordSpec, check_positive_int, write_records_info
@@ -47,11 +47,6 @@ from dialoguecse_tf.records.streaming import (DEFAULT_NEGATIVE_POOL_SIZE, Bottom
                                               shard_of, stable_hash)
 
 RECORD_TYPE_DIALOGUES = "dialogues"
-
-# `encoder.packing`'s, repeated free of TensorFlow so that this module (and with it the entry
-# point's flags) loads without it; tests/test_records_registry.py keeps them equal.
-NUM_ROLES = 2
-TRUNCATIONS = ("head", "recent_turns")
 
 # Dialogue (dial2vec) features: [1 + num_negatives, max_seq_length], the dialogue itself in
 # row 0; `dialogue_packing` says what each holds.
@@ -67,7 +62,7 @@ class DialogueRecordSpec(RecordSpec):
     (``dialogue_packing``): ``dialogue_input_ids``/``_mask``, ``dialogue_role_ids`` (0/1 per
     token, the token's interlocutor) and ``dialogue_turn_ids`` (the token's turn), all
     ``[1 + num_negatives, max_seq_length]``. ``truncation`` is the packing's rule for too long
-    a dialogue (``dialogue_packing.TRUNCATIONS``)."""
+    a dialogue (``config_fields.TRUNCATIONS``, which `encoder.packing` implements)."""
 
     record_type: ClassVar[str] = RECORD_TYPE_DIALOGUES
 
