@@ -29,6 +29,8 @@ class Objective:
     Attributes:
       name: registry key, the `--objective` value.
       summary: one line for `--objective`'s help.
+      paper: (what the method is called, its paper's citation, a link), which the exports' model
+        cards cite; () for none.
       record_type: the type of the records it trains on (a `records.<type>.RECORD_TYPE_*`).
       options_class: a frozen dataclass of its own settings (fields made with
         `config_fields.field`, so flags and help come from it).
@@ -42,6 +44,7 @@ class Objective:
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    paper: ClassVar[tuple] = ()
     record_type: ClassVar[str]
     options_class: ClassVar[type] = NoOptions
     training_defaults: ClassVar[dict] = {}

@@ -84,6 +84,9 @@ class Dial2vecObjective(Objective):
     """Self-guided contrastive learning of whole dialogues (see the module docstring)."""
 
     name = "dial2vec"
+    paper = ("dial2vec",
+             'Liu et al., EMNLP 2022, "Dial2vec: Self-Guided Contrastive Learning of Unsupervised Dialogue Embeddings"',
+             "https://arxiv.org/abs/2210.15332")
     summary = "dial2vec: whole dialogues, interlocutor-aware self-guided contrastive loss"
     record_type = RECORD_TYPE_DIALOGUES
     options_class = Dial2vecOptions

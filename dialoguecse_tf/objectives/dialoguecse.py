@@ -128,6 +128,9 @@ class DialogueCSEObjective(ContrastiveObjective):
     docstring for the two variants)."""
 
     name = "dialoguecse"
+    paper = ("DialogueCSE",
+             'Liu et al., EMNLP 2021, "DialogueCSE: Dialogue-based Contrastive Learning of Sentence Embeddings"',
+             "https://arxiv.org/abs/2109.12599")
     summary = "DialogueCSE: MGE, turn aggregation (I1/I2), NT-Xent; variant released or paper_text"
     options_class = DialogueCSEOptions
 

@@ -138,6 +138,9 @@ class DSEObjective(Objective):
     """In-batch contrastive learning on positive pairs (see the module docstring)."""
 
     name = "dse"
+    paper = ("DSE",
+             'Zhou et al., NAACL 2022, "Learning Dialogue Representations from Consecutive Utterances"',
+             "https://arxiv.org/abs/2205.13568")
     summary = "DSE: consecutive-utterance pairs, in-batch (hard-negative) contrastive loss"
     record_type = RECORD_TYPE_PAIRS
     options_class = DSEOptions

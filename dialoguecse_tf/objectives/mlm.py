@@ -34,6 +34,10 @@ class MlmObjective(Objective):
     """
 
     name = "mlm"
+    paper = ("masked-language-model continued pretraining, as BERT's",
+             'Devlin et al., NAACL 2019, "BERT: Pre-training of Deep Bidirectional Transformers for Language '
+             'Understanding"',
+             "https://arxiv.org/abs/1810.04805")
     summary = "masked-LM continued pretraining"
     record_type = RECORD_TYPE_MLM
     options_class = MlmOptions

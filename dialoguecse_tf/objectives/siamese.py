@@ -46,6 +46,9 @@ class SiameseSObjective(_SiameseObjective):
     """SiameseBERT_S: the context is the single utterance nearest the response."""
 
     name = "siamese_s"
+    paper = ("the SiameseBERT_S baseline of DialogueCSE",
+             "Liu et al., EMNLP 2021, section 5.2.2",
+             "https://arxiv.org/abs/2109.12599")
     summary = "SiameseBERT_S baseline: the nearest context utterance"
 
     def context_turns(self) -> int:
@@ -57,4 +60,7 @@ class SiameseMObjective(_SiameseObjective):
     """SiameseBERT_M: the `num_context_turns` nearest utterances, flattened into one sequence."""
 
     name = "siamese_m"
+    paper = ("the SiameseBERT_M baseline of DialogueCSE",
+             "Liu et al., EMNLP 2021, section 5.2.2",
+             "https://arxiv.org/abs/2109.12599")
     summary = "SiameseBERT_M baseline: the flattened multi-turn context"

@@ -107,6 +107,9 @@ class SimCSEObjective(Objective):
     """Unsupervised SimCSE: dropout noise as the positive (see the module docstring)."""
 
     name = "simcse"
+    paper = ("unsupervised SimCSE",
+             'Gao, Yao and Chen, EMNLP 2021, "SimCSE: Simple Contrastive Learning of Sentence Embeddings"',
+             "https://arxiv.org/abs/2104.08821")
     summary = "SimCSE (unsupervised): each utterance twice through dropout, [CLS] + MLP, in-batch loss"
     record_type = RECORD_TYPE_PAIRS
     options_class = SimCSEOptions

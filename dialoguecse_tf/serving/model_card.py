@@ -29,6 +29,7 @@ import yaml
 
 from dialoguecse_tf.encoder.checkpoints import CHECKPOINT_MARKER_FILE
 from dialoguecse_tf.io_utils import atomic_open, read_json_object
+from dialoguecse_tf.objectives.registry import get_objective_class
 from dialoguecse_tf.records.spec import RECORDS_INFO_FILE
 from dialoguecse_tf.stage_config import CONFIG_FILE, SETTINGS_DIGEST_KEY, settings_digest
 
@@ -36,24 +37,6 @@ CARD_FILE = "README.md"
 
 _HUB_CACHE_FOLDER = re.compile(r"models--([\w.-]+)--([\w.-]+)")
 _EXAMPLE_TEXTS = '["where is my order?", "I would like a refund, please."]'
-# The paper behind each registered objective, by the objective's name.
-_PAPERS = {
-    "mlm": ("masked-language-model continued pretraining, as BERT's", "Devlin et al., NAACL 2019, \"BERT: "
-            "Pre-training of Deep Bidirectional Transformers for Language Understanding\"",
-            "https://arxiv.org/abs/1810.04805"),
-    "dialoguecse": ("DialogueCSE", "Liu et al., EMNLP 2021, \"DialogueCSE: Dialogue-based Contrastive Learning of "
-                    "Sentence Embeddings\"", "https://arxiv.org/abs/2109.12599"),
-    "siamese_s": ("the SiameseBERT_S baseline of DialogueCSE", "Liu et al., EMNLP 2021, section 5.2.2",
-                  "https://arxiv.org/abs/2109.12599"),
-    "siamese_m": ("the SiameseBERT_M baseline of DialogueCSE", "Liu et al., EMNLP 2021, section 5.2.2",
-                  "https://arxiv.org/abs/2109.12599"),
-    "dse": ("DSE", "Zhou et al., NAACL 2022, \"Learning Dialogue Representations from Consecutive Utterances\"",
-            "https://arxiv.org/abs/2205.13568"),
-    "dial2vec": ("dial2vec", "Liu et al., EMNLP 2022, \"Dial2vec: Self-Guided Contrastive Learning of Unsupervised "
-                 "Dialogue Embeddings\"", "https://arxiv.org/abs/2210.15332"),
-    "simcse": ("unsupervised SimCSE", "Gao, Yao and Chen, EMNLP 2021, \"SimCSE: Simple Contrastive Learning of "
-               "Sentence Embeddings\"", "https://arxiv.org/abs/2104.08821"),
-}
 _POOLING_TEXT = {
     "mean": "the mean of the last layer's token vectors over the real (unpadded) tokens",
     "cls": "the last layer's [CLS] vector",
@@ -158,12 +141,21 @@ def _summary(export_format, facts, pooling, max_seq_length, normalize) -> str:
     return text
 
 
+def _paper(objective: str) -> tuple:
+    """(name, citation, link) of a registered objective's paper; (objective, None, None) for an
+    objective without one or no longer registered (a checkpoint of an older version)."""
+    try:
+        return get_objective_class(objective).paper or (objective, None, None)
+    except ValueError:
+        return objective, None, None
+
+
 def _training(facts: dict) -> str:
     metadata, run, records = facts["metadata"], facts["run"], facts["records"]
     objective = metadata.get("objective")
     if not objective:
         return ""
-    name, citation, link = _PAPERS.get(objective, (objective, None, None))
+    name, citation, link = _paper(objective)
     lines = [f"- Objective: `{objective}` ({name})" + (f", from {citation} ({link})." if citation else ".")]
     options = run.get("options") or {}
     if options:
