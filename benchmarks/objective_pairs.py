@@ -1,6 +1,6 @@
 """Each objective's TensorFlow training step, built as `stage.run_stage` builds it, beside its
 PyTorch peer (`torch_peer`) on the same weights, heads and batch: what `objective_steps.py` times
-and `tests/test_torch_peers.py` checks.
+and `tests/repository/test_torch_peers.py` checks.
 
 The TensorFlow step is the registered objective's: its options and training settings from the
 objective's English CPU preset (`PRESETS`), its record checks and batch preparation, its model

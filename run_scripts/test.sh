@@ -5,7 +5,7 @@
 #   bash run_scripts/test.sh -m "not slow"    # the fast tier: leaves out the tests
 #                                             # marked slow, entry points doing real work and checks that
 #                                             # train two runs or more (mirrored, resumed, killed, repeated)
-#   bash run_scripts/test.sh tests/test_objectives.py --durations=25   # one file, its slowest tests
+#   bash run_scripts/test.sh tests/objectives/test_objectives.py --durations=25   # one file, its slowest tests
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
 cd "${REPO_ROOT}"

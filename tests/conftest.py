@@ -76,7 +76,7 @@ def pytest_configure(config):
 # two pytest-xdist workers in collection order (`--dist loadfile --no-loadscope-reorder`): started
 # first, they leave no worker alone with one of them at the end of the run.
 LONGEST_FILES = ("test_demo_script.py", "test_objectives.py", "test_crash_safety.py", "test_determinism.py",
-                 "test_export.py", "test_multi_worker.py")
+                 "test_savedmodel.py", "test_multi_worker.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -31,7 +31,7 @@ RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
 MAX_SEQ_LENGTH = 10
 DROPOUT = 0.1
 # Each length bucket traces the encoder once more, and tracing is most of a tiny run's cost: two
-# (against the default four) still run the bucketed path in every training test (test_encoder.py
+# (against the default four) still run the bucketed path in every training test (test_backbone.py
 # and test_models_dialoguecse.py check bucketing's arithmetic).
 LENGTH_BUCKETS = 2
 

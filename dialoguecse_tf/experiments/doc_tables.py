@@ -11,7 +11,7 @@ The block holds the first Markdown table of the file, or a part of it chosen by 
 the path: `columns=1,3-5` (the source's columns, counted from 1), `rows=2-7` (its data rows,
 counted from 1), `headers="Model|SR MAP|..."` (the kept columns' headers as the doc prints
 them) and `rename="old row label=new row label;..."`. A doc table that is not such a copy
-(its own columns, merged cells, other bold) stays hand-written; tests/test_readme_numbers.py
+(its own columns, merged cells, other bold) stays hand-written; tests/repository/test_readme_numbers.py
 checks those against their sources.
 
 This module reads text only (no TensorFlow), so the check runs anywhere.

@@ -4,7 +4,7 @@ An objective says which records it reads and checks, builds its model around a b
 stage gives it, prepares each global batch, computes its loss and metrics from one step
 (through the functions of `losses`), and says what it adds to the written encoder. Adding an
 objective is one module with a subclass decorated with `register`, plus its name in the import of
-`objectives/registry.py`; the shared tests (`tests/test_objectives.py`) then run on it.
+`objectives/registry.py`; the shared tests (`tests/objectives/test_objectives.py`) then run on it.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ DAMO-ConvAI `dial2vec/`, its BERT path). What follows the release and what depar
 * loss: per role, the dialogue's cos(self, cross) / tau against its negatives', as the
   release's `calc_loss` (network.py:210-216): -mean over the B x S entries of
   log_softmax * onehot, i.e. each dialogue's cross-entropy divided by S; the two roles' losses
-  summed (l.155-161; tests/test_objectives_dial2vec.py checks it against a NumPy transcription).
+  summed (l.155-161; tests/objectives/test_objectives_dial2vec.py checks it against a NumPy transcription).
   tau: the paper and the released scripts say 0.2 (run_plato.sh:22); the authors say their
   released checkpoints used 0.05 (presets `paper_dial2vec` and `paper_dial2vec_tau005`);
 * training: the bottom `num_frozen_layers` layers and the embeddings frozen (the release

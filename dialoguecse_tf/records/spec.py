@@ -129,7 +129,7 @@ class RecordSpec:
 
         Writes the protobuf wire format itself (`wire`), in the order deterministic
         serialization gives a map (entries sorted by key), instead of building a message per
-        example; tests/test_records_writers.py checks the bytes against ``serialize``.
+        example; tests/records/test_records_writers.py checks the bytes against ``serialize``.
 
         Args:
           arrays: {feature name: [B, *shape] array} of every feature of the spec, and

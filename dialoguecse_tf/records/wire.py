@@ -4,7 +4,7 @@
 message per record and serializing it costs more than the rest of a writer. The bytes are those
 of `Example.SerializeToString(deterministic=True)`: the features map's entries sorted by key,
 int64 lists as packed varints, float lists as packed little-endian float32;
-tests/test_records_writers.py checks them against protobuf's. Pure NumPy.
+tests/records/test_records_writers.py checks them against protobuf's. Pure NumPy.
 """
 
 from __future__ import annotations

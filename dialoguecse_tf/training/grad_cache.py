@@ -17,7 +17,7 @@ from the models' `SeedGenerator` states, which are saved before step 1 and put b
 step 3, so the re-encoded chunks replay step 1's masks, and the states end where step 1 left
 them. The update equals the full batch's exactly without dropout; with it, the masks are drawn
 per chunk, so they differ from those of one unchunked pass, but the gradient is still the exact
-gradient of the loss step 2 computed (tests/test_grad_cache.py).
+gradient of the loss step 2 computed (tests/training/test_grad_cache.py).
 
 The chunks run one after another, as the passes of `accumulation`, the other way of splitting
 a batch (for losses that are sums of per-example terms). Each step (embed; embed and

@@ -92,7 +92,7 @@ def test_flatten_context_matches_python_reference():
     assert short_mask.numpy().sum() == 6
 
 
-# tests/test_objectives.py runs loss-falls, frozen-weights, logged-metrics, config, mirrored and
+# tests/objectives/test_objectives.py runs loss-falls, frozen-weights, logged-metrics, config, mirrored and
 # resume checks on every objective and its defaults (released DialogueCSE aggregates by attention);
 # this case adds the one pairing no default has, paper_text with attention, and the metadata.
 @pytest.mark.slow

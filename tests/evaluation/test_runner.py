@@ -1,16 +1,14 @@
 import json
 import os
-import pathlib
 
 import numpy as np
 import pytest
 
-from conftest import TINY_WORDS
+from conftest import REPO_ROOT, TINY_WORDS
 from dialoguecse_tf.evaluation.config import EvaluationConfig
 from dialoguecse_tf.evaluation.suite import SuiteEntry, write_suite
 from forked_entry_points import run_python
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
 MERGE_RESULTS = str(REPO_ROOT / "evaluation" / "merge_results.py")
 

@@ -2,7 +2,7 @@
 committed file (or the paper) its numbers come from, and each of its rows must be found there;
 every number of README.md's prose is declared with the sources of its paragraph. Tables that
 copy a results file sit between `<!-- table: ... -->` markers instead: `dialoguecse-experiment
-docs` writes them and tests/test_doc_tables.py checks them.
+docs` writes them and tests/experiments/test_doc_tables.py checks them.
 
 The hand-written tables and prose are pasted by hand, so a rerun that changes a results file (or a
 slip while pasting) would otherwise leave the docs quoting numbers no committed file holds. A
@@ -407,11 +407,13 @@ NEW_USER_PROBES = Fields(rows={label: name for label, (name, _) in PROBES.items(
 
 # ---- The tests tables: the literal (or measured field) that states each number -------------------
 
-CRASH, MULTI, BAD, FUZZ = ("tests/test_crash_safety.py", "tests/test_multi_worker.py", "tests/test_bad_input.py",
-                           "tests/test_fuzz_parsers.py")
+CRASH, MULTI, BAD, FUZZ = ("tests/training/test_crash_safety.py", "tests/training/test_multi_worker.py",
+                           "tests/repository/test_bad_input.py", "tests/repository/test_fuzz_parsers.py")
 NUM_KILLS = Stated(CRASH, "NUM_KILLS = 3")
-DETERMINISM_STEPS = Stated("tests/test_determinism.py", "NUM_TRAIN_STEPS = 20")
-NAN_AT_STEP_4 = Stated("tests/test_training.py", '"loss became nan at step 4"')
+DETERMINISM, LOOP = "tests/training/test_determinism.py", "tests/training/test_loop.py"
+CONTRASTIVE_STAGE = "tests/objectives/test_objectives_contrastive_stage.py"
+DETERMINISM_STEPS = Stated(DETERMINISM, "NUM_TRAIN_STEPS = 20")
+NAN_AT_STEP_4 = Stated(LOOP, '"loss became nan at step 4"')
 HISTORY = "what the test saw before the fix (the row's history; no committed file keeps it)"
 UTF8 = NotMeasured("a name: UTF-8")
 STEPS_5, ROLLED_BACK_TO_2 = Stated(MULTI, '"num_train_steps": 5'), Stated(MULTI, 'roll_back(str(multi / "checkpoints"), 2)')
@@ -421,7 +423,7 @@ HEALTH = "dialoguecse_tf/training/health.py"
 RUNNER_PROBES = {
     "A step linked from another experiment's run (`--reuse_under`) whose flags then change": {},
     "The runner SIGKILLed while a step trains": {
-        "Tests that failed before the fix": Stated("tests/test_experiments_processes.py", "time.time() + 10")},
+        "Tests that failed before the fix": Stated("tests/experiments/test_processes.py", "time.time() + 10")},
     "Two runners into one run folder": {},
     "A failing step": {},
     "A YAML syntax error": {},
@@ -455,20 +457,20 @@ RELIABILITY = {
     "Crash safety, contrastive stage": {"What was tried": NUM_KILLS},
     "Atomic outputs": {},
     "Determinism": {
-        "What was tried": (DETERMINISM_STEPS, Stated("tests/test_determinism.py", '"--log_steps=1"'),
-                           DETERMINISM_STEPS, Stated("tests/test_determinism.py", '"--eval_steps=10"'),
+        "What was tried": (DETERMINISM_STEPS, Stated(DETERMINISM, '"--log_steps=1"'),
+                           DETERMINISM_STEPS, Stated(DETERMINISM, '"--eval_steps=10"'),
                            DETERMINISM_STEPS),
         "What held": DETERMINISM_STEPS},
     "NaN / inf": {"What was tried": NAN_AT_STEP_4,
-                  "What held": (NAN_AT_STEP_4, NAN_AT_STEP_4, Stated("tests/test_training.py", 'endswith("ckpt-3")'))},
+                  "What held": (NAN_AT_STEP_4, NAN_AT_STEP_4, Stated(LOOP, 'endswith("ckpt-3")'))},
     "Multi-worker": {
         "What was tried": (Stated(MULTI, "num_workers: int = 2"), Stated(MULTI, '"127.0.0.1"'), STEPS_5,
-                           Stated("tests/test_finetuning.py", "hidden_dropout_prob=0.0"), ROLLED_BACK_TO_2),
+                           Stated(CONTRASTIVE_STAGE, "hidden_dropout_prob=0.0"), ROLLED_BACK_TO_2),
         "What held": (NotMeasured("worker names (worker 0 and worker 1)", 2),
-                      Stated("tests/test_finetuning.py", "train_batch_size=8"), WEIGHT_TOLERANCE,
+                      Stated(CONTRASTIVE_STAGE, "train_batch_size=8"), WEIGHT_TOLERANCE,
                       Stated(MULTI, "assert trained > 5e-3"), STEPS_5, Stated(MULTI, "atol=1e-5)"),
                       ROLLED_BACK_TO_2, WEIGHT_TOLERANCE),
-        "Fixed on the way": Stated("tests/test_training.py", "np.testing.assert_allclose(b, a, atol=1e-6)")},
+        "Fixed on the way": Stated(LOOP, "np.testing.assert_allclose(b, a, atol=1e-6)")},
     "Bad input, every entry point": {
         "What was tried": (NotMeasured("the suite's size when the row was first written (history)", 3), UTF8),
         # The test asserts a non-zero status; the entry points' wrapper exits with 1.
@@ -505,7 +507,7 @@ FAST_PATH = {
     "length buckets in the contrastive step": {
         "default": default_of("dialoguecse_tf.stage_config", "TrainConfig", "num_length_buckets"),
         "effect measured here": (Field(ECD, _speedup("tf_buckets", "tf")), Field(SYNTHETIC, _speedup("tf_buckets", "tf")),
-                                 Stated("tests/test_models_dialoguecse.py", "np.asarray(expected), atol=1e-5)"))},
+                                 Stated("tests/models/test_models_dialoguecse.py", "np.asarray(expected), atol=1e-5)"))},
     "XLA": {"effect measured here": (
         Field(SYNTHETIC, _speedup("tf_xla", "tf")), Field(ECD, _speedup("tf_xla", "tf")),
         Field(ENCODE, _speedup("tf encode() fast+xla", "tf encode() fast", "sentences_per_s")),

@@ -2,7 +2,7 @@
 recorded command; one whose keys the current code computes differently is named unless
 results/SUPERSEDED.md keeps it, and a changed default changes the keys of the runs that relied on it.
 (The committed results themselves are checked by `dialoguecse-experiment docs --check` in
-tests/test_doc_tables.py.)"""
+tests/experiments/test_doc_tables.py.)"""
 
 import dataclasses
 import json

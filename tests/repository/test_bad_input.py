@@ -20,7 +20,7 @@ import pytest
 
 from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
 from forked_entry_points import run_entry_points
-from test_data_prep import _write_corpus
+from test_prep import _write_corpus
 
 # Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
 pytestmark = pytest.mark.slow

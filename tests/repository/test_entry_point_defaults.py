@@ -1,7 +1,7 @@
 """The hand-written data-prep entry points' flag defaults equal their config dataclasses'
 defaults, so a default is decided in one place. The training, evaluation and record entry points
 generate their flags from their configs (`cli/flag_utils.define_config_flags`); the record ones
-are checked by tests/test_records_registry.py."""
+are checked by tests/records/test_records_registry.py."""
 
 import json
 
