@@ -1,7 +1,8 @@
 """The hand-written data-prep entry points' flag defaults equal their config dataclasses'
-defaults, so a default is decided in one place. The training, evaluation and record entry points
-generate their flags from their configs (`cli/flag_utils.define_config_flags`); the record ones
-are checked by tests/records/test_records_registry.py."""
+defaults, so a default is decided in one place. The training, evaluation, record and demo-corpus
+entry points generate their flags from their configs (`cli/flag_utils.define_config_flags`), so
+theirs are equal by construction; that the generated flags parse into the configs' defaults is
+checked by tests/records/test_records_registry.py."""
 
 import json
 
@@ -14,7 +15,6 @@ from forked_entry_points import run_python
 ENTRY_POINTS = {
     "build_vocab.py": ("dialoguecse_tf.prep", "VocabConfig"),
     "build_sr_set.py": ("dialoguecse_tf.prep", "SrSetConfig"),
-    "generate_demo_corpus.py": ("dialoguecse_tf.data.demo", "DemoCorpusConfig"),
 }
 
 PROBE = """
