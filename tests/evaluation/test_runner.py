@@ -7,6 +7,7 @@ import pytest
 from conftest import REPO_ROOT, TINY_WORDS
 from dialoguecse_tf.evaluation.config import EvaluationConfig
 from dialoguecse_tf.evaluation.suite import SuiteEntry, write_suite
+from dialoguecse_tf.evaluation.tasks.base import Evaluator
 from forked_entry_points import run_python
 
 RUN_EVALUATION = str(REPO_ROOT / "evaluation" / "run_evaluation.py")
@@ -285,3 +286,59 @@ def test_the_unknown_share_of_a_checkpoints_evaluation_texts_is_reported_once(ti
     lines = [r.getMessage() for r in caplog.records if "[UNK]" in r.getMessage()]
     assert len(lines) == 2  # the share (info) and, above 5 %, its warning, for the first row only
     assert all("the evaluation texts of row A" in line and tiny_vocab_file in line for line in lines)
+
+
+class _PairCosine(Evaluator):
+    """A task as a new module would define it: the mean cosine of the two sentences of each line
+    of a tab-separated file."""
+
+    name = "pair_cosine"
+    task = "pair_cosine"
+    label = "Pair cosine"
+    count_key = "pair_cosine_pairs"
+    description = "mean cosine of each line's two sentences"
+    metrics = (("mean_pair_cosine", "Pair cos."),)
+    primary_metric = "mean_pair_cosine"
+
+    @staticmethod
+    def read(path):
+        with open(path, encoding="utf-8") as lines:
+            return [tuple(line.rstrip("\n").split("\t")) for line in lines if line.strip()]
+
+    @property
+    def size(self):
+        return len(self.data)
+
+    def __call__(self, encode):
+        return {"mean_pair_cosine": 100.0 * _mean_pair_cosine(encode, self.data)}
+
+
+def _mean_pair_cosine(encode, pairs) -> float:
+    first, second = (np.asarray(encode([pair[side] for pair in pairs]), np.float64) for side in (0, 1))
+    cosines = np.sum(first * second, axis=1) / np.linalg.norm(first, axis=1) / np.linalg.norm(second, axis=1)
+    return float(np.mean(cosines))
+
+
+def test_a_new_task_is_its_module_and_one_registry_line(tiny_setup, monkeypatch):
+    from dialoguecse_tf.encoder.sentence import SentenceEncoder
+    from dialoguecse_tf.evaluation.runner import run_evaluation
+    from dialoguecse_tf.evaluation.tasks import base
+    from dialoguecse_tf.evaluation.tasks.registry import metric_columns, task_names
+
+    monkeypatch.setattr(base, "TASKS", dict(base.TASKS))
+    base.register_task(_PairCosine)
+    assert task_names()[-1] == "pair_cosine" and metric_columns()[-1] == ("mean_pair_cosine", "Pair cos.")
+    tmp_path, checkpoint = tiny_setup
+    pairs = [(SENTENCES[a], SENTENCES[b]) for a, b in ((0, 1), (4, 6), (8, 9), (2, 10))]
+    pair_file = tmp_path / "pairs.tsv"
+    pair_file.write_text("".join(f"{a}\t{b}\n" for a, b in pairs), encoding="utf-8")
+    config = EvaluationConfig(checkpoint=(checkpoint,), model_name=("Tiny",), max_seq_length=12, batch_size=8,
+                              output_dir=str(tmp_path / "out"),
+                              eval_task=(f"TOY:sr:{tmp_path / 'select.txt'}", f"TOY:pair_cosine:{pair_file}"))
+    results = run_evaluation(config)
+    metrics = results["models"][0]["metrics"]["TOY"]
+    expected = 100.0 * _mean_pair_cosine(SentenceEncoder.from_checkpoint(checkpoint, max_seq_length=12).encode, pairs)
+    assert list(metrics) == ["map", "mrr", "mean_pair_cosine"]
+    assert metrics["mean_pair_cosine"] == pytest.approx(expected, abs=1e-4)
+    assert results["datasets"][0]["pair_cosine_pairs"] == 4
+    assert "Pair cos." in (tmp_path / "out" / "results.md").read_text(encoding="utf-8")

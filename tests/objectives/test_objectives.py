@@ -18,12 +18,18 @@ from conftest import REPO_ROOT
 from forked_entry_points import run_entry_points
 from stage_runs import LENGTH_BUCKETS, assert_best_is_the_first_argmax
 from dialoguecse_tf import stage
+from dialoguecse_tf.cli.train_flags import stage_from_args
+from dialoguecse_tf.config_fields import field
 from dialoguecse_tf.data.readers import read_corpus
-from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone, freeze_pooler
 from dialoguecse_tf.encoder.bert_config import BertConfig
 from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
 from dialoguecse_tf.encoder.tokenization import Tokenizer, build_vocab, write_vocab
+from dialoguecse_tf.losses import l2_normalize
+from dialoguecse_tf.models.simcse import SimCSEModel
+from dialoguecse_tf.objectives import base as objective_base
 from dialoguecse_tf.objectives import get_objective_class, objective_names
+from dialoguecse_tf.objectives.base import Objective, register
 from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE, ContrastiveSettings
 from dialoguecse_tf.records.dialogues import RECORD_TYPE_DIALOGUES, DialogueSettings
 from dialoguecse_tf.records.mlm import RECORD_TYPE_MLM, MlmSettings
@@ -371,3 +377,47 @@ def test_dial2vec_keeps_the_encoder_best_by_dev_purity_and_derives_its_warmup(re
     assert best["selected_by"] == "purity"
     assert_best_is_the_first_argmax(tmp_path / "run", "purity", best, (2, 4))
     assert set(best["eval"]) == {"purity", "nmi", "ari", "spearman", "spearman_pairs", "dialogue_map", "dialogue_mrr"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _PullOptions:
+    pull_weight: float = field(1.0, "Weight of the pull.", minimum=0.0, exclusive_minimum=True)
+
+
+class _PullPairsTogether(Objective):
+    """An objective as a new module would define it: each pair's two texts pulled together by
+    1 - the cosine of their mean-pooled embeddings, no negatives."""
+
+    name = "pull_pairs"
+    summary = "pulls each pair's texts together"
+    record_type = RECORD_TYPE_PAIRS
+    options_class = _PullOptions
+
+    def build_model(self, backbone, bert_config, tokenizer, num_length_buckets):
+        freeze_pooler(backbone)
+        return SimCSEModel(backbone, "avg", num_length_buckets)
+
+    def example_losses(self, model, batch, training):
+        views = model(batch, training=training)["embeddings"]
+        cosine = keras.ops.sum(l2_normalize(views[:, 0]) * l2_normalize(views[:, 1]), axis=-1)
+        return self.options.pull_weight * (1.0 - cosine), {"positive_cosine": cosine}
+
+
+@pytest.mark.slow
+def test_a_new_objective_is_its_module_and_one_registry_line(real_inputs, tmp_path, monkeypatch):
+    monkeypatch.setattr(objective_base, "REGISTRY", dict(objective_base.REGISTRY))
+    register(_PullPairsTogether)
+    assert "pull_pairs" in objective_names()
+    settings = _settings(real_inputs, "simcse", tmp_path / "run", num_train_steps=12)
+    args = ["--objective=pull_pairs", "--pull_weight=2"]
+    for key, value in settings.items():
+        args += [f"--{key}={item}" for item in value] if isinstance(value, tuple) else [f"--{key}={value}"]
+    objective, config = stage_from_args(args)
+    assert isinstance(objective, _PullPairsTogether) and objective.options.pull_weight == 2.0
+    losses = {}
+    stage.run_stage(objective, config, strategy=create_strategy("one_device"), verbose=False,
+                    on_log=lambda step, logs: losses.update({step: logs["loss"]}))
+    assert sorted(losses) == list(range(1, 13)) and losses[12] < losses[1]
+    written = load_checkpoint(str(tmp_path / "run" / stage.ENCODER_DIR), MAX_SEQ_LENGTH)
+    assert written.metadata["objective"] == "pull_pairs"
+    assert json.loads((tmp_path / "run" / "config.json").read_text(encoding="utf-8"))["options"] == {"pull_weight": 2.0}
