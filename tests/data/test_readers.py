@@ -1,4 +1,5 @@
-"""Corpus readers: the authors' real sample, every malformed-line case, MDC, ECD, JDDC, SGD and JSONL."""
+"""Corpus readers: the authors' real sample, every malformed-line case, MDC, ECD, JDDC, SGD and JSONL
+(the Self-dialogue reader: test_readers_self_dialogue.py)."""
 
 import json
 import pickle
@@ -647,7 +648,7 @@ def test_jsonl_malformed(tmp_path, case):
 
 
 def test_read_corpus_dispatch(tmp_path):
-    assert set(READERS) == {"authors", "mdc", "ecd", "jddc", "sgd", "jsonl"}
+    assert set(READERS) == {"authors", "mdc", "ecd", "jddc", "sgd", "jsonl", "self_dialogue"}
     path = write_lines(tmp_path / "train.txt", ["1\ta\tb"])
     stats = PrepStats()
     (dialogue,) = read_corpus(path, "ecd", stats=stats)
@@ -657,7 +658,7 @@ def test_read_corpus_dispatch(tmp_path):
 
 
 def test_read_corpus_unknown_format(tmp_path):
-    valid = "authors, ecd, jddc, jsonl, mdc, sgd"
+    valid = "authors, ecd, jddc, jsonl, mdc, self_dialogue, sgd"
     with pytest.raises(ValueError, match=f"unknown input format 'csv'; valid formats: {valid}"):
         read_corpus(tmp_path / "x", "csv")
     with pytest.raises(ValueError, match="unknown input format 'csv'"):
@@ -668,7 +669,7 @@ def test_min_turns_default_per_format():
     # Paper 5.1.1: fewer than 4 turns are dropped in JDDC and ECD; MDC is kept whole.
     assert all(reader.name == name for name, reader in READERS.items())
     assert [default_min_turns(name) for name in ("authors", "ecd", "jddc", "jsonl")] == [4, 4, 4, 4]
-    assert [default_min_turns(name) for name in ("mdc", "sgd")] == [0, 0]
+    assert [default_min_turns(name) for name in ("mdc", "sgd", "self_dialogue")] == [0, 0, 0]
 
 
 def _corpus_flags(argv):

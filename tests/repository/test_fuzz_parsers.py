@@ -8,6 +8,8 @@ plausible fields with corruption mixed in (wrong field counts, bad numbers, tabs
 huge numbers, unicode); explicit `@example`s keep the crashes fuzzing found.
 """
 
+import csv
+import io
 import json
 import math
 import pathlib
@@ -130,12 +132,30 @@ def _jsonl_objects():
     return st.lists(line, max_size=5).map(lambda lines: "".join(line.replace("\n", " ") + "\n" for line in lines))
 
 
+def _self_dialogue_text():
+    """A Self-dialogue CSV: a header of its columns (or junk), rows of plausible or corrupt fields."""
+    columns = ["AssignmentId", "WorkerId", "Reject", "Answer.sentence1", "Answer.sentence2"]
+    header = st.one_of(st.just(columns), st.permutations(columns), st.lists(st.one_of(st.sampled_from(columns), TEXT),
+                                                                          max_size=6))
+    field = st.one_of(st.sampled_from(["A1", "W1", "", "{}", "hi there", "Duplicate", "a,b", 'say "x"', "x\ny"]),
+                      TEXT)
+    rows = st.lists(st.one_of(st.lists(field, min_size=5, max_size=5), st.lists(field, max_size=7)), max_size=5)
+
+    def csv_text(pair):
+        out = io.StringIO()
+        csv.writer(out).writerows([pair[0], *pair[1]])
+        return out.getvalue()
+
+    return st.tuples(header, rows).map(csv_text)
+
+
 CORPUS_INPUTS = {
     "authors": st.one_of(_authors_rows().map(_joined), st.binary(max_size=200), st.lists(TEXT).map("\n".join)),
     "mdc": st.one_of(_mdc_text(), st.binary(max_size=200)),
     "ecd": st.one_of(_ecd_rows().map(_joined), st.binary(max_size=200)),
     "jddc": st.one_of(_jddc_rows().map(_joined), st.binary(max_size=200)),
     "jsonl": st.one_of(_jsonl_objects(), st.binary(max_size=200)),
+    "self_dialogue": st.one_of(_self_dialogue_text(), st.binary(max_size=200), st.lists(TEXT).map("\n".join)),
 }
 
 
@@ -173,12 +193,15 @@ def _fuzz_reader(input_format, scratch, data):
     try:
         dialogues = list(reader(path, skip_malformed=True, stats=stats))
     except DataFormatError as error:
-        # The one error skipping cannot help: an MDC file whose header is not MDC's.
-        assert input_format == "mdc" and error.reason == "bad_header"
+        # The one error skipping cannot help: an MDC or Self-dialogue file whose header is not its format's.
+        assert input_format in ("mdc", "self_dialogue") and error.reason == "bad_header"
         _check_located(error, path, data)
         return
     for dialogue in dialogues:
         _check_dialogue(dialogue, path, data)
+    if input_format == "self_dialogue":
+        # A quoted CSV field may hold line ends, so rows are not lines: the line count below does not apply.
+        return
     # Every line is a record, blank, skipped by rule or counted as malformed: none vanishes.
     if input_format == "mdc":
         # One row per turn, after the header (the first line neither blank nor malformed).
@@ -276,6 +299,14 @@ def test_fuzz_sgd_reader(scratch, data):
 @example(data="[" * 100000 + "\n")
 def test_fuzz_jsonl_reader(scratch, data):
     _fuzz_reader("jsonl", scratch, data)
+
+
+@FUZZ
+@given(data=CORPUS_INPUTS["self_dialogue"])
+@example(data="AssignmentId,WorkerId,Reject,Answer.sentence1\nA1,W1,,\"" + "x" * 200_000 + "\"\nA2,W1,,hi\n")
+@example(data=b"AssignmentId,WorkerId,Reject,Answer.sentence1\nA1,W\xe9,,hi\n")
+def test_fuzz_self_dialogue_reader(scratch, data):
+    _fuzz_reader("self_dialogue", scratch, data)
 
 
 @FUZZ

@@ -17,7 +17,8 @@ Dialogue ids are "<file stem>-<line number>" unless the format's module says oth
 Intents from dialogue acts follow `dialogue.turn_intent`: a turn's first act.
 
 Modules: one per format, each documenting it and exporting its `reader.Reader` (name, read
-function, min-turns default, help): `authors`, `mdc`, `ecd`, `jddc`, `sgd`, `jsonl`;
+function, min-turns default, help): `authors`, `mdc`, `ecd`, `jddc`, `sgd`, `jsonl`,
+`self_dialogue`;
 `registry` lists them (`READERS`) and reads a corpus by its format's name (`read_corpus`);
 `lines` and `fields` hold what the formats share.
 """
@@ -30,6 +31,7 @@ from dialoguecse_tf.data.readers.lines import json_list_items
 from dialoguecse_tf.data.readers.mdc import read_mdc_tsv
 from dialoguecse_tf.data.readers.reader import Reader
 from dialoguecse_tf.data.readers.registry import READERS, default_min_turns, get_reader, read_corpus
+from dialoguecse_tf.data.readers.self_dialogue import read_self_dialogue
 from dialoguecse_tf.data.readers.sgd import read_sgd
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "read_jddc_chat",
     "read_jsonl",
     "read_mdc_tsv",
+    "read_self_dialogue",
     "read_sgd",
     "write_jsonl",
 ]

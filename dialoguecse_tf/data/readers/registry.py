@@ -12,7 +12,7 @@ from absl import logging
 
 from dialoguecse_tf.data.dialogue import Dialogue
 from dialoguecse_tf.data.preprocessing import PrepStats
-from dialoguecse_tf.data.readers import authors, ecd, jddc, jsonl, mdc, sgd
+from dialoguecse_tf.data.readers import authors, ecd, jddc, jsonl, mdc, self_dialogue, sgd
 from dialoguecse_tf.data.readers.lines import PathLike
 from dialoguecse_tf.data.readers.reader import Reader
 
@@ -23,6 +23,7 @@ READERS: dict[str, Reader] = {reader.name: reader for reader in (
     jddc.READER,
     sgd.READER,
     jsonl.READER,
+    self_dialogue.READER,
 )}
 
 
