@@ -26,7 +26,7 @@ from typing import Callable
 
 from absl import flags as absl_flags
 
-from dialoguecse_tf.cli.flag_utils import PrivateFlags, define_config_flags
+from dialoguecse_tf.cli.flag_utils import PrivateFlags, define_config_flags, define_corpus_flags
 from dialoguecse_tf.io_utils import write_json
 from dialoguecse_tf.records.registry import RECORD_TYPES
 
@@ -235,6 +235,19 @@ def _define_demo_corpus_flags(holder) -> None:
     holder.DEFINE_alias("seed", "random_seed")
 
 
+def _define_rs_sets_flags(holder) -> None:
+    from dialoguecse_tf.prep import RsSetsConfig
+
+    define_corpus_flags(holder)
+    define_config_flags(holder, RsSetsConfig, exclude=("corpus",))
+
+
+def _define_split_flags(holder) -> None:
+    from dialoguecse_tf.data.splits import SplitConfig
+
+    define_config_flags(holder, SplitConfig)
+
+
 def _define_record_flags(name: str, holder) -> None:
     from dialoguecse_tf.cli.records_flags import define_records_flags
 
@@ -314,6 +327,8 @@ TOOLS = _Tools({
     "demo_corpus": Tool("data_prep/generate_demo_corpus.py", define_flags=_define_demo_corpus_flags),
     "vocab": Tool("data_prep/build_vocab.py"),
     "sr_set": Tool("data_prep/build_sr_set.py", output_flag="output_file", output_name="select.txt"),
+    "split": Tool("data_prep/split_corpus.py", define_flags=_define_split_flags),
+    "rs_sets": Tool("data_prep/build_rs_sets.py", define_flags=_define_rs_sets_flags),
     "bert_config": Tool(in_process=write_bert_config),
     "train": Tool("train/run_training.py", seeded=True, resumes=True, trains=True, settings="training",
                   define_flags=_define_training_flags),

@@ -117,12 +117,19 @@ def test_a_row_that_selects_its_checkpoint_selects_apart_from_what_it_is_scored_
             _, config = stage_from_args(command_line(train)[2:])
 
             def sources(paths):
-                """Data files behind paths; a file an earlier step writes (an SR set) is its input's."""
+                """Data files behind paths; a file an earlier step writes (an SR set) is its input's, but
+                a split's file is its own: the split's files are disjoint parts of its input
+                (tests/data/test_splits.py)."""
                 found = set()
                 for path in paths:
                     maker = next((run for run in planner.order if path.startswith(run.output_dir + os.sep)), None)
-                    inputs = maker.flags.get("input_file") if maker else [path]
-                    found |= _files(inputs if isinstance(inputs, list) else [inputs])
+                    if maker is None:
+                        found |= _files([path])
+                    elif maker.step.tool == "split":
+                        found.add(os.path.normpath(path))
+                    else:
+                        inputs = maker.flags.get("input_file")
+                        found |= sources(inputs if isinstance(inputs, list) else [inputs])
                 return found
 
             picked = sources([entry.file for entry in config.eval_entries()])

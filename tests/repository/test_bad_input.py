@@ -62,6 +62,7 @@ SWEEP = "evaluation/plot_sweep.py"
 PAIR_DATA = "data_prep/create_pair_data.py"
 DIALOGUE_DATA = "data_prep/create_dialogue_data.py"
 CANONICALIZE = "data_prep/canonicalize_records.py"
+SPLIT = "data_prep/split_corpus.py"
 PLOT_LOGS = "evaluation/plot_train_logs.py"
 EXPORT_ENCODER = "export/export_encoder.py"
 # The stage folders' scripts are the entry points: every .py there with an absl main.
@@ -132,6 +133,13 @@ CASES = (
          "{bad_mdc}:1"),
     Case(SR_SET, "sgd_unknown_speaker", ("--input_file={bad_sgd}", "--input_format=sgd",
                                          "--output_file={out}/select.txt"), "{bad_sgd}:1: dialogue 1 ('1_00000')"),
+    Case(SPLIT, "missing_flag", ("--input_file={corpus}",), "--output_dir"),
+    Case(SPLIT, "missing_input", ("--input_file={missing}", "--output_dir={out}"), "{missing}"),
+    Case(SPLIT, "malformed_line", ("--input_file={bad_jsonl}", "--output_dir={out}"), "{bad_jsonl}:3"),
+    Case(SPLIT, "bad_self_dialogue_header", ("--input_file={bad_self_dialogue}", "--input_format=self_dialogue",
+                                             "--output_dir={out}"), "{bad_self_dialogue}:1"),
+    Case(SPLIT, "no_test_share", ("--input_file={corpus}", "--output_dir={out}", "--train_percent=90"),
+         "leave test a share"),
     Case(DEMO, "missing_flag", (), "--output_dir"),
     Case(DEMO, "output_dir_is_a_file", ("--output_dir={a_file}", "--num_dialogues=5", "--num_eval_dialogues=5"),
          "{a_file}"),
@@ -325,6 +333,7 @@ def _build_inputs(root):
         no_intents=write("no_intents.jsonl", "".join(line.replace('"intent": "', '"topic": "') for line in good_lines)),
         bad_authors=write("bad_authors.txt", "a|b\tc\t0|1-0-1\t1\tx|y\t1|0\na|b\tc\t0|1-0-1\t1\tx|y\n"),
         bad_mdc=write("bad_mdc.tsv", "session.ID\tMessage.ID\tFrom\ttext\n1\t1\tuser\thi\n"),
+        bad_self_dialogue=write("bad_self_dialogue.csv", "AssignmentId,WorkerId,Answer.sentence1\nA1,W1,hi\n"),
         bad_sgd=write("dialogues_001.json", json.dumps([{"dialogue_id": "1_00000", "services": ["Hotels_1"], "turns": [
             {"speaker": "BOT", "utterance": "hi", "frames": [{"actions": [{"act": "INFORM"}]}]}]}])),
         texts=write("texts.txt", "where is my order\ni want a refund\n"),
