@@ -6,13 +6,17 @@ commands, each in a process of its own forked from a server that imported Tensor
 must be exact with it. The pretraining flags use `--input_file` (pretrain/run_pretraining.py's
 name for `--train_file`); the finetuning flags name their objective, so they serve both
 finetune/run_finetuning.py and train/run_training.py; the contrastive records keep left and
-right contexts apart ("sides"), so they serve either DialogueCSE variant.
+right contexts apart ("sides"), so they serve either DialogueCSE variant. `setup` and `stage`
+give the same kind of inputs, dropout off, as the settings of a stage run in process (the
+contrastive stage's tests, and the multi-worker test's one-process reference).
 """
 
 import os
 import sys
 
+import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import forked_entry_points
@@ -23,6 +27,7 @@ from dialoguecse_tf.encoder.checkpoints import save_checkpoint
 from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
 from dialoguecse_tf.records.mlm import MlmRecordSpec, write_mlm_records
+from dialoguecse_tf.stage import configure
 
 PRETRAIN = str(REPO_ROOT / "pretrain" / "run_pretraining.py")
 FINETUNE = str(REPO_ROOT / "finetune" / "run_finetuning.py")
@@ -99,6 +104,32 @@ def write_evaluation_files(folder) -> dict:
     (folder / "train.txt").write_text("\n".join(sentences + PROBE_SENTENCES) + "\n", encoding="utf-8")
     return {name: str(folder / f"{name}.txt") for name in ("select", "sts", "train")}
 
+
+
+def stage(settings: dict, objective: str = "dialoguecse", **overrides):
+    """(objective, TrainConfig) from the flat settings, as a command line gives them."""
+    return configure(objective, **{**settings, **overrides})
+
+
+@pytest.fixture
+def setup(tmp_path, tiny_vocab_file, tiny_bert_config):
+    """Topic-coherent dialogues, their contrastive records and a random-init checkpoint; returns the
+    settings every contrastive objective shares (each objective adds its own options). The records
+    keep left and right contexts apart ("sides"), which serves every objective and variant."""
+    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
+    spec = ContrastiveRecordSpec(max_seq_length=10, num_context_turns=4, num_negatives=5, context_layout="sides")
+    write_contrastive_records(_dialogues(40, 5), tokenizer, str(tmp_path / "records"), spec, random_seed=1)
+    config = tiny_bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    # A seeded start: otherwise it depends on what ran before in the process (or on nothing).
+    keras.utils.set_random_seed(0)
+    backbone = build_backbone(config)
+    save_checkpoint(str(tmp_path / "init"), backbone, config, tokenizer)
+    return dict(
+        train_file=(str(tmp_path / "records" / "contrastive-*"),), output_dir=str(tmp_path / "run"),
+        init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=3, num_negatives=4,
+        num_frozen_layers=1, train_batch_size=8, learning_rate=3e-3, num_train_steps=40, log_steps=1,
+        save_checkpoints_steps=10, num_length_buckets=LENGTH_BUCKETS,
+    )
 
 def command(script: str, *flags) -> list:
     return [sys.executable, script, *flags]

@@ -20,32 +20,12 @@ from dialoguecse_tf.records.pairs import RECORD_TYPE_PAIRS, PairSettings
 from dialoguecse_tf.records.reader import read_records_info
 from conftest import REPO_ROOT
 from forked_entry_points import run_python
-
-INTENTS = {
-    "order_status": ["where is my order", "my order has not arrived", "track my package please"],
-    "refund": ["i want a refund", "give me my money back", "refund my order please"],
-    "address": ["change my address", "ship to a new address", "my address is wrong"],
-}
-
-
-def _write_corpus(path, dialogues=12):
-    lines = []
-    names = sorted(INTENTS)
-    for i in range(dialogues):
-        intent = names[i % 3]
-        turns = []
-        for j in range(5):
-            user = INTENTS[intent][(i + j) % 3]
-            turns.append({"speaker": "user" if j % 2 == 0 else "agent",
-                          "text": user if j % 2 == 0 else f"let me check that {j}", "intent": intent if j % 2 == 0 else None})
-        lines.append(json.dumps({"dialogue_id": f"d{i}", "turns": turns}))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(path)
+from intent_corpus import write_corpus
 
 
 @pytest.fixture
 def corpus(tmp_path):
-    return CorpusConfig(input_file=(_write_corpus(tmp_path / "corpus.jsonl"),), input_format="jsonl")
+    return CorpusConfig(input_file=(write_corpus(tmp_path / "corpus.jsonl"),), input_format="jsonl")
 
 
 def test_all_stages_in_process(tmp_path, corpus):
@@ -142,7 +122,7 @@ def test_sr_set_without_negatives_warns_on_stderr_and_in_the_stats(tmp_path, cap
 def test_sr_set_of_a_huge_utterance_costs_seconds_and_megabytes(tmp_path):
     # Review finding 7: BM25 tokenized and scored a 10.8 MB utterance in full: 5.6 s and 231 MB here.
     path = tmp_path / "corpus.jsonl"
-    _write_corpus(path)
+    write_corpus(path)
     lines = path.read_text(encoding="utf-8").splitlines()
     huge = "where is my order " * 600_000  # 10.8 MB
     first = json.loads(lines[0])

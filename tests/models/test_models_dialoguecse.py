@@ -3,41 +3,12 @@ import pytest
 import tensorflow as tf
 
 from dialoguecse_tf import losses
-from dialoguecse_tf.encoder.backbone import build_backbone, freeze_bottom_layers, freeze_pooler
+from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.models import DialogueCSEModel, MatchingGuidedEmbedding, TurnAggregation
 from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
 from harness import run_serialization_test
-
-B, T, K, L = 3, 3, 4, 8
-
-
-def _batch(vocab_size, seed=0):
-    """A contrastive batch with padded tokens, a missing turn and a context with none."""
-    rng = np.random.default_rng(seed)
-    context_lengths = rng.integers(2, L + 1, size=(B, T))
-    candidate_lengths = rng.integers(2, L + 1, size=(B, K))
-    turn_mask = np.array([[1, 1, 1], [1, 1, 0], [0, 0, 0]], np.int32)
-    context_lengths[turn_mask == 0] = 0
-    context_mask = (np.arange(L) < context_lengths[..., None]).astype(np.int32)
-    candidate_mask = (np.arange(L) < candidate_lengths[..., None]).astype(np.int32)
-    context_ids = rng.integers(5, vocab_size, size=(B, T, L)).astype(np.int32) * context_mask
-    candidate_ids = rng.integers(5, vocab_size, size=(B, K, L)).astype(np.int32) * candidate_mask
-    return {
-        "context_input_ids": context_ids,
-        "context_input_mask": context_mask,
-        "context_turn_mask": turn_mask,
-        "candidate_input_ids": candidate_ids,
-        "candidate_input_mask": candidate_mask,
-    }
-
-
-def _model(config, num_frozen_layers=1, **kwargs):
-    """The model around a backbone frozen as the DialogueCSE objective freezes it."""
-    backbone = build_backbone(config)
-    freeze_bottom_layers(backbone, num_frozen_layers)
-    freeze_pooler(backbone)
-    return DialogueCSEModel(backbone, **kwargs)
+from tiny_dialoguecse import B, K, L, T, contrastive_batch, dialoguecse_model
 
 
 def _similarities(outputs):
@@ -51,8 +22,8 @@ def _loss(model, batch, training=False, temperature=0.1):
 
 
 def test_outputs_have_the_documented_shapes(tiny_bert_config):
-    model = _model(tiny_bert_config)
-    batch = _batch(tiny_bert_config.vocab_size)
+    model = dialoguecse_model(tiny_bert_config)
+    batch = contrastive_batch(tiny_bert_config.vocab_size)
     outputs = model(batch)
     assert set(outputs) == {"context_free", "context_aware"}
     for name in ("context_free", "context_aware"):
@@ -79,8 +50,8 @@ def test_wraps_the_backbone_it_is_given(tiny_bert_config):
 
 @pytest.mark.parametrize("graph", [False, True])
 def test_backbone_encodes_every_sequence_once_in_one_call(tiny_bert_config, monkeypatch, graph):
-    model = _model(tiny_bert_config)
-    batch = _batch(tiny_bert_config.vocab_size)
+    model = dialoguecse_model(tiny_bert_config)
+    batch = contrastive_batch(tiny_bert_config.vocab_size)
     seen = []
     backbone_call = model.backbone.call
 
@@ -98,8 +69,8 @@ def test_backbone_encodes_every_sequence_once_in_one_call(tiny_bert_config, monk
 
 def test_matches_encoding_each_example_on_its_own(tiny_bert_config):
     """The batched concat / split gives what encoding every example separately gives."""
-    model = _model(tiny_bert_config, aggregation="attention", attention_hidden_size=6)
-    batch = _batch(tiny_bert_config.vocab_size)
+    model = dialoguecse_model(tiny_bert_config, aggregation="attention", attention_hidden_size=6)
+    batch = contrastive_batch(tiny_bert_config.vocab_size)
     outputs = model(batch)
 
     for b in range(B):
@@ -123,8 +94,8 @@ def test_matches_encoding_each_example_on_its_own(tiny_bert_config):
 @pytest.mark.parametrize("variant, scale", [("paper_text", 1.0), ("released", 1.0 / K)])
 def test_objective_loss_is_nt_xent_of_the_similarities(tiny_bert_config, variant, scale):
     objective = DialogueCSEObjective(DialogueCSEOptions(temperature=0.05, variant=variant))
-    model = _model(tiny_bert_config)
-    batch = _batch(tiny_bert_config.vocab_size)
+    model = dialoguecse_model(tiny_bert_config)
+    batch = contrastive_batch(tiny_bert_config.vocab_size)
     similarities = _similarities(model(batch))
     expected = losses.nt_xent_per_example_loss(similarities, 0.05)
     loss, metrics = objective.compute_loss(model, batch, False, B)
@@ -143,8 +114,8 @@ def test_objective_loss_is_nt_xent_of_the_similarities(tiny_bert_config, variant
 def test_trainable_weights_follow_freezing_and_aggregation(tiny_bert_config):
     # token, position, segment embeddings + their LayerNorm gamma/beta; 16 per layer.
     embedding_weights, per_layer = 5, 16
-    all_trainable = _model(tiny_bert_config, num_frozen_layers=0)
-    one_frozen = _model(tiny_bert_config, num_frozen_layers=1)
+    all_trainable = dialoguecse_model(tiny_bert_config, num_frozen_layers=0)
+    one_frozen = dialoguecse_model(tiny_bert_config, num_frozen_layers=1)
     # The [CLS] pooler, which no loss term reaches, is frozen whatever num_frozen_layers says.
     assert len(all_trainable.trainable_weights) == embedding_weights + 2 * per_layer
     assert len(one_frozen.trainable_weights) == per_layer
@@ -153,7 +124,8 @@ def test_trainable_weights_follow_freezing_and_aggregation(tiny_bert_config):
     }
     assert {v.path.split("/")[0] for v in one_frozen.trainable_weights} == {"transformer_layer_1"}
 
-    attention = _model(tiny_bert_config, num_frozen_layers=1, aggregation="attention", attention_hidden_size=6)
+    attention = dialoguecse_model(tiny_bert_config, num_frozen_layers=1, aggregation="attention",
+                                  attention_hidden_size=6)
     extra = [v for v in attention.trainable_weights if not v.path.startswith("transformer_layer_")]
     assert len(attention.trainable_weights) == per_layer + 4
     hidden = tiny_bert_config.hidden_size
@@ -165,13 +137,13 @@ def test_trainable_weights_follow_freezing_and_aggregation(tiny_bert_config):
 @pytest.mark.parametrize("numerics", [{}, {"hidden_act": "gelu_exact", "layer_norm_eps": 1e-3}])
 def test_config_round_trip_gives_the_same_embeddings(tiny_bert_config, numerics):
     bert_config = tiny_bert_config.replace(**numerics)
-    model = _model(bert_config, num_length_buckets=2, aggregation="attention", attention_hidden_size=6)
+    model = dialoguecse_model(bert_config, num_length_buckets=2, aggregation="attention", attention_hidden_size=6)
     config = model.get_config()
     assert config["backbone"]["bert_config"] == bert_config.to_dict()
     assert {key: config[key] for key in ("aggregation", "attention_hidden_size", "num_length_buckets")} == {
         "aggregation": "attention", "attention_hidden_size": 6, "num_length_buckets": 2,
     }
-    clone = run_serialization_test(model, (_batch(bert_config.vocab_size),))
+    clone = run_serialization_test(model, (contrastive_batch(bert_config.vocab_size),))
     assert clone.backbone.get_config() == model.backbone.get_config()
     assert len(clone.weights) == len(model.weights)
     # Freezing is not part of the model's config: the objective applies it to what it builds.
@@ -179,11 +151,11 @@ def test_config_round_trip_gives_the_same_embeddings(tiny_bert_config, numerics)
 
 
 def test_gradients_reach_unfrozen_layers_only(tiny_bert_config):
-    model = _model(tiny_bert_config, aggregation="attention", attention_hidden_size=6)
+    model = dialoguecse_model(tiny_bert_config, aggregation="attention", attention_hidden_size=6)
     frozen = model.backbone.get_layer("transformer_layer_0").weights + model.backbone.get_layer("token_embedding").weights
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         tape.watch([v.value for v in model.trainable_variables])
-        loss = _loss(model, _batch(tiny_bert_config.vocab_size), training=True)
+        loss = _loss(model, contrastive_batch(tiny_bert_config.vocab_size), training=True)
     gradients = tape.gradient(loss, model.trainable_variables + frozen)
     trainable_gradients = gradients[: len(model.trainable_variables)]
     assert all(g is not None and np.isfinite(np.asarray(g)).all() for g in trainable_gradients)
@@ -195,9 +167,9 @@ def test_gradients_reach_unfrozen_layers_only(tiny_bert_config):
 
 def test_a_few_optimizer_steps_lower_the_loss(tiny_bert_config):
     config = tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    model = _model(config, num_frozen_layers=0)
+    model = dialoguecse_model(config, num_frozen_layers=0)
     optimizer = tf.keras.optimizers.Adam(1e-3)
-    batch = _batch(config.vocab_size)
+    batch = contrastive_batch(config.vocab_size)
 
     @tf.function
     def step():
@@ -211,8 +183,8 @@ def test_a_few_optimizer_steps_lower_the_loss(tiny_bert_config):
 
 
 def test_missing_turns_are_ignored_and_give_no_nan(tiny_bert_config):
-    model = _model(tiny_bert_config, aggregation="attention", attention_hidden_size=6)
-    batch = _batch(tiny_bert_config.vocab_size)
+    model = dialoguecse_model(tiny_bert_config, aggregation="attention", attention_hidden_size=6)
+    batch = contrastive_batch(tiny_bert_config.vocab_size)
     with tf.GradientTape() as tape:
         outputs = model(batch, training=True)
         loss = tf.reduce_mean(losses.nt_xent_per_example_loss(_similarities(outputs), 0.1))
@@ -238,7 +210,7 @@ def test_mirrored_step_matches_a_single_device_step(tiny_bert_config):
     devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
     assert len(devices) == 2, "conftest splits the CPU into two logical devices"
     config = tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    batch = _batch(config.vocab_size)
+    batch = contrastive_batch(config.vocab_size)
 
     def sgd_step(model, optimizer, inputs):
         with tf.GradientTape() as tape:
@@ -247,13 +219,13 @@ def test_mirrored_step_matches_a_single_device_step(tiny_bert_config):
         optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         return loss
 
-    single = _model(config, aggregation="attention", attention_hidden_size=6)
+    single = dialoguecse_model(config, aggregation="attention", attention_hidden_size=6)
     # Collective all-reduce keys are per strategy but the collective runtime is per
     # process: a second collective-based strategy in the test process then fails another
     # test's all-reduce with a shape mismatch, so this one reduces without collectives.
     strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=tf.distribute.ReductionToOneDevice())
     with strategy.scope():
-        mirrored = _model(config, aggregation="attention", attention_hidden_size=6)
+        mirrored = dialoguecse_model(config, aggregation="attention", attention_hidden_size=6)
         mirrored_optimizer = tf.keras.optimizers.SGD(0.5)
     mirrored.set_weights(single.get_weights())
     initial = [v.numpy().copy() for v in single.trainable_variables]
@@ -280,7 +252,7 @@ def test_mirrored_step_matches_a_single_device_step(tiny_bert_config):
 ])
 def test_rejects_bad_hyperparameters(tiny_bert_config, kwargs):
     with pytest.raises(ValueError):
-        _model(tiny_bert_config, **kwargs)
+        dialoguecse_model(tiny_bert_config, **kwargs)
 
 
 @pytest.mark.parametrize("temperature", [0.0, -0.1, True])
@@ -290,7 +262,7 @@ def test_objective_rejects_a_non_positive_temperature(temperature):
 
 
 def test_every_layer_frozen_leaves_nothing_to_train(tiny_bert_config):
-    model = _model(tiny_bert_config, num_frozen_layers=2)
+    model = dialoguecse_model(tiny_bert_config, num_frozen_layers=2)
     assert model.trainable_weights == []
     assert isinstance(model.matching, MatchingGuidedEmbedding)
     assert isinstance(model.turn_aggregation, TurnAggregation)
@@ -299,10 +271,10 @@ def test_every_layer_frozen_leaves_nothing_to_train(tiny_bert_config):
 @pytest.mark.parametrize("graph", [False, True])
 def test_length_buckets_give_the_same_loss_and_gradients(tiny_bert_config, graph):
     config = tiny_bert_config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    plain = _model(config, aggregation="attention", attention_hidden_size=6)
-    bucketed = _model(config, aggregation="attention", attention_hidden_size=6, num_length_buckets=4)
+    plain = dialoguecse_model(config, aggregation="attention", attention_hidden_size=6)
+    bucketed = dialoguecse_model(config, aggregation="attention", attention_hidden_size=6, num_length_buckets=4)
     bucketed.set_weights(plain.get_weights())
-    batch = _batch(config.vocab_size)
+    batch = contrastive_batch(config.vocab_size)
 
     def loss_and_gradients(model):
         with tf.GradientTape() as tape:

@@ -8,7 +8,7 @@ from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.models import SiameseBertModel
 from dialoguecse_tf.models.siamese import flatten_context
 from harness import run_serialization_test
-from test_models_dialoguecse import B, K, L, T, _batch
+from tiny_dialoguecse import B, K, L, T, contrastive_batch
 
 CLS_ID = 2
 
@@ -20,7 +20,7 @@ def _model(config, num_length_buckets=1, matching_hidden_size=8):
 
 def test_outputs_have_the_documented_shapes_and_meaning(tiny_bert_config):
     model = _model(tiny_bert_config)
-    batch = _batch(tiny_bert_config.vocab_size)
+    batch = contrastive_batch(tiny_bert_config.vocab_size)
     outputs = model(batch)
     hidden = tiny_bert_config.hidden_size
     assert set(outputs) == {"scores", "context", "responses"}
@@ -44,7 +44,7 @@ def test_length_buckets_give_the_same_scores(tiny_bert_config, graph):
     plain = _model(config)
     bucketed = _model(config, num_length_buckets=4)
     bucketed.set_weights(plain.get_weights())
-    batch = _batch(config.vocab_size)
+    batch = contrastive_batch(config.vocab_size)
 
     def forward(model):
         return model(batch, training=False)
@@ -65,7 +65,7 @@ def test_config_round_trip_gives_the_same_scores(tiny_bert_config):
     assert {key: config[key] for key in ("matching_hidden_size", "cls_id", "num_length_buckets")} == {
         "matching_hidden_size": 6, "cls_id": CLS_ID, "num_length_buckets": 2,
     }
-    clone = run_serialization_test(model, (_batch(tiny_bert_config.vocab_size),))
+    clone = run_serialization_test(model, (contrastive_batch(tiny_bert_config.vocab_size),))
     assert clone.backbone.get_config() == model.backbone.get_config()
 
 

@@ -2,63 +2,19 @@ import dataclasses
 import json
 import os
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from stage_runs import LENGTH_BUCKETS
-from dialoguecse_tf.data.dialogue import Dialogue, Turn
-from dialoguecse_tf.encoder.backbone import build_backbone
-from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
+from stage_runs import setup, stage  # noqa: F401 (fixture: tiny records, a dropout-free init checkpoint)
+from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 from dialoguecse_tf.models.siamese import flatten_context
 from dialoguecse_tf.objectives.contrastive import select_context_turns, select_negatives
 from dialoguecse_tf.records.contrastive import (CANDIDATE_INPUT_IDS, CANDIDATE_INPUT_MASK, CONTEXT_INPUT_IDS,
-                                                CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET,
-                                                ContrastiveRecordSpec, write_contrastive_records)
-from dialoguecse_tf.encoder.tokenization import Tokenizer
-from dialoguecse_tf.stage import ENCODER_DIR, configure, run_stage
-
-TOPICS = [
-    ["where is my order", "track my package", "my order is late", "when is delivery"],
-    ["i want a refund", "money back please", "refund my order", "give me my money back"],
-    ["change my address", "ship to a new address", "my address is wrong", "new address please"],
-    ["discount code please", "is there a discount", "hello discount", "code for discount"],
-]
-
+                                                CONTEXT_INPUT_MASK, CONTEXT_TURN_MASK, CONTEXT_TURN_OFFSET)
+from dialoguecse_tf.stage import ENCODER_DIR, run_stage
 
 CONTRASTIVE_METRICS = ("positive_ranked_first", "positive_cosine", "negative_cosine", "cosine_gap")
-
-
-def stage(settings: dict, objective: str = "dialoguecse", **overrides):
-    """(objective, TrainConfig) from the flat settings, as a command line gives them."""
-    return configure(objective, **{**settings, **overrides})
-
-
-@pytest.fixture
-def setup(tmp_path, tiny_vocab_file, tiny_bert_config):
-    """Topic-coherent dialogues, their contrastive records and a random-init checkpoint; returns the
-    settings every contrastive objective shares (each objective adds its own options). The records
-    keep left and right contexts apart ("sides"), which serves every objective and variant."""
-    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=10)
-    rng = np.random.default_rng(0)
-    dialogues = []
-    for i in range(40):
-        topic = TOPICS[i % 4]
-        dialogues.append(Dialogue(str(i), tuple(Turn(str(j % 2), topic[rng.integers(4)]) for j in range(5))))
-    spec = ContrastiveRecordSpec(max_seq_length=10, num_context_turns=4, num_negatives=5, context_layout="sides")
-    write_contrastive_records(dialogues, tokenizer, str(tmp_path / "records"), spec, random_seed=1)
-    config = tiny_bert_config.replace(num_hidden_layers=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    # A seeded start: otherwise it depends on what ran before in the process (or on nothing).
-    keras.utils.set_random_seed(0)
-    backbone = build_backbone(config)
-    save_checkpoint(str(tmp_path / "init"), backbone, config, tokenizer)
-    return dict(
-        train_file=(str(tmp_path / "records" / "contrastive-*"),), output_dir=str(tmp_path / "run"),
-        init_checkpoint=str(tmp_path / "init"), max_seq_length=10, num_context_turns=3, num_negatives=4,
-        num_frozen_layers=1, train_batch_size=8, learning_rate=3e-3, num_train_steps=40, log_steps=1,
-        save_checkpoints_steps=10, num_length_buckets=LENGTH_BUCKETS,
-    )
 
 
 def test_select_context_turns_keeps_nearest_in_dialogue_order():

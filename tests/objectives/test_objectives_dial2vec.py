@@ -10,6 +10,7 @@ from dialoguecse_tf.objectives.dial2vec import Dial2vecObjective, Dial2vecOption
 from dialoguecse_tf.records.spec import check_compatible
 from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT_MASK, DIALOGUE_ROLE_IDS,
                                               DIALOGUE_TURN_IDS, DialogueRecordSpec)
+from dial2vec_batches import random_batch
 
 
 def _released_loss(h, mask, roles, turns, window, temperature):
@@ -62,21 +63,11 @@ class _FixedOutputs:
         return {"sequence_output": self.sequence_output}
 
 
-def _random_batch(rng, batch, samples, length):
-    lengths = rng.integers(length // 2, length + 1, size=(batch, samples))
-    mask = (np.arange(length)[None, None, :] < lengths[..., None]).astype(np.int64)
-    # Turns of 1-3 tokens, alternating roles from a random first speaker; padding is turn 0, role 0.
-    turns = np.cumsum(rng.random((batch, samples, length)) < 0.4, axis=-1) * mask
-    first = rng.integers(0, 2, size=(batch, samples, 1))
-    roles = ((turns + first) % 2) * mask
-    return mask, roles, turns
-
-
 @pytest.mark.parametrize("window,temperature", [(0, 0.2), (1, 0.05), (10, 1.0)])
 def test_loss_equals_a_numpy_transcription_of_the_release(window, temperature):
     rng = np.random.default_rng(window)
     batch, samples, length, dim = 3, 4, 16, 8
-    mask, roles, turns = _random_batch(rng, batch, samples, length)
+    mask, roles, turns = random_batch(rng, batch, samples, length)
     h = rng.normal(size=(batch * samples, length, dim)).astype(np.float32)
     inputs = {DIALOGUE_INPUT_IDS: tf.ones((batch, samples, length), tf.int64),
               DIALOGUE_INPUT_MASK: tf.constant(mask), DIALOGUE_ROLE_IDS: tf.constant(roles),

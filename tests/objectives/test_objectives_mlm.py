@@ -13,6 +13,7 @@ from dialoguecse_tf.records.mlm import (INPUT_IDS, INPUT_MASK, MASKED_LM_POSITIO
                                         write_mlm_records)
 from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.stage import ENCODER_DIR, configure, run_stage
+from hf_folders import write_hf_folder
 from numpy_bert import bert_forward, layer_norm, gelu, random_bert_weights
 
 SENTENCES = [
@@ -100,8 +101,6 @@ def test_saved_encoder_gives_in_memory_outputs(tmp_path, tiny_bert_config, tiny_
 
 
 def test_checkpoint_without_mlm_head_gets_a_fresh_one(mlm_setup, tmp_path, caplog, tiny_bert_config, tiny_vocab_file):
-    from test_checkpoints import write_hf_folder
-
     weights = random_bert_weights(tiny_bert_config, seed=4)
     folder = write_hf_folder(tmp_path / "hf", weights, tiny_bert_config, tiny_vocab_file)
     objective, setup = mlm_setup
@@ -117,8 +116,6 @@ def test_head_only_warms_a_fresh_head_and_leaves_the_encoder_as_it_started(mlm_s
                                                                           tiny_vocab_file):
     """A start without an MLM head (a sentence-embedding model): the head trains alone first, and
     continued pretraining then starts from that head."""
-    from test_checkpoints import write_hf_folder
-
     folder = write_hf_folder(tmp_path / "hf", random_bert_weights(tiny_bert_config, seed=4), tiny_bert_config,
                              tiny_vocab_file)
     objective, setup = mlm_setup

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
 from forked_entry_points import run_entry_points
-from test_prep import _write_corpus
+from intent_corpus import write_corpus
 
 # Runs the entry points as subprocesses (CI runs them; deselect with -m "not slow").
 pytestmark = pytest.mark.slow
@@ -324,7 +324,7 @@ def _build_inputs(root):
         vocab_no_mask=write("vocab_no_mask.txt", vocab_text.replace("[MASK]\n", "")),
         vocab_bad_utf8=write("vocab_bad_utf8.txt", vocab_text.encode("utf-8").replace(b"the\n", b"th\xe9\n")),
     )
-    corpus = _write_corpus(root / "corpus.jsonl")
+    corpus = write_corpus(root / "corpus.jsonl")
     good_lines = open(corpus, encoding="utf-8").read().splitlines(keepends=True)
     paths.update(
         corpus=corpus,

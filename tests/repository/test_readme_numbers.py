@@ -411,7 +411,7 @@ CRASH, MULTI, BAD, FUZZ = ("tests/training/test_crash_safety.py", "tests/trainin
                            "tests/repository/test_bad_input.py", "tests/repository/test_fuzz_parsers.py")
 NUM_KILLS = Stated(CRASH, "NUM_KILLS = 3")
 DETERMINISM, LOOP = "tests/training/test_determinism.py", "tests/training/test_loop.py"
-CONTRASTIVE_STAGE = "tests/objectives/test_objectives_contrastive_stage.py"
+STAGE_RUNS = "tests/stage_runs.py"  # the contrastive `setup` fixture the multi-worker test trains from
 DETERMINISM_STEPS = Stated(DETERMINISM, "NUM_TRAIN_STEPS = 20")
 NAN_AT_STEP_4 = Stated(LOOP, '"loss became nan at step 4"')
 HISTORY = "what the test saw before the fix (the row's history; no committed file keeps it)"
@@ -465,9 +465,9 @@ RELIABILITY = {
                   "What held": (NAN_AT_STEP_4, NAN_AT_STEP_4, Stated(LOOP, 'endswith("ckpt-3")'))},
     "Multi-worker": {
         "What was tried": (Stated(MULTI, "num_workers: int = 2"), Stated(MULTI, '"127.0.0.1"'), STEPS_5,
-                           Stated(CONTRASTIVE_STAGE, "hidden_dropout_prob=0.0"), ROLLED_BACK_TO_2),
+                           Stated(STAGE_RUNS, "hidden_dropout_prob=0.0"), ROLLED_BACK_TO_2),
         "What held": (NotMeasured("worker names (worker 0 and worker 1)", 2),
-                      Stated(CONTRASTIVE_STAGE, "train_batch_size=8"), WEIGHT_TOLERANCE,
+                      Stated(STAGE_RUNS, "train_batch_size=8"), WEIGHT_TOLERANCE,
                       Stated(MULTI, "assert trained > 5e-3"), STEPS_5, Stated(MULTI, "atol=1e-5)"),
                       ROLLED_BACK_TO_2, WEIGHT_TOLERANCE),
         "Fixed on the way": Stated(LOOP, "np.testing.assert_allclose(b, a, atol=1e-6)")},

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_objectives_dial2vec import _random_batch
 from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.objectives.dial2vec import Dial2vecObjective, Dial2vecOptions
 from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
@@ -22,6 +21,7 @@ from dialoguecse_tf.records.dialogues import (DIALOGUE_INPUT_IDS, DIALOGUE_INPUT
 from dialoguecse_tf.records.mlm import (INPUT_IDS, INPUT_MASK, MASKED_LM_IDS, MASKED_LM_POSITIONS, MASKED_LM_WEIGHTS,
                                         SEGMENT_IDS)
 from dialoguecse_tf.training.accumulation import accumulated_gradients
+from dial2vec_batches import random_batch
 
 # 5 examples in passes of 2: 2 + 2 + 1.
 BATCH, MAX_EXAMPLES, LENGTH = 5, 2, 12
@@ -32,7 +32,7 @@ def _ids(rng, vocab_size, mask):
 
 
 def _dial2vec(vocab_size, rng):
-    mask, roles, turns = _random_batch(rng, BATCH, 3, LENGTH)
+    mask, roles, turns = random_batch(rng, BATCH, 3, LENGTH)
     batch = {DIALOGUE_INPUT_IDS: _ids(rng, vocab_size, mask), DIALOGUE_INPUT_MASK: tf.constant(mask),
              DIALOGUE_ROLE_IDS: tf.constant(roles), DIALOGUE_TURN_IDS: tf.constant(turns)}
     return Dial2vecObjective(Dial2vecOptions(num_negatives=2, num_frozen_layers=1)), batch

@@ -166,7 +166,7 @@ def test_mixed_precision_is_refused_without_a_gpu():
 def test_loss_scaled_mixed_precision_step_trains_dialoguecse(tiny_bert_config):
     """The mechanics the GPU path uses (float16 compute, float32 weights, loss scaling), run on CPU."""
     from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
-    from test_models_dialoguecse import _batch, _model
+    from tiny_dialoguecse import contrastive_batch, dialoguecse_model
 
     objective = DialogueCSEObjective(DialogueCSEOptions(variant="paper_text"))
 
@@ -177,11 +177,11 @@ def test_loss_scaled_mixed_precision_step_trains_dialoguecse(tiny_bert_config):
     try:
         strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
         with strategy.scope():
-            model = _model(tiny_bert_config, num_frozen_layers=0)
+            model = dialoguecse_model(tiny_bert_config, num_frozen_layers=0)
             optimizer = create_optimizer(1e-3, num_train_steps=10, num_warmup_steps=0, loss_scaling=True)
             optimizer.build(model.trainable_variables)
             step = tf.Variable(0, dtype=tf.int64)
-        batch = _batch(tiny_bert_config.vocab_size)
+        batch = contrastive_batch(tiny_bert_config.vocab_size)
         iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat()))
         train_step = build_train_step(strategy, model, optimizer, step_fn, step)
         before = [v.numpy() for v in model.trainable_variables]

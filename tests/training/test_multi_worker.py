@@ -13,7 +13,7 @@ import forked_entry_points
 from conftest import REPO_ROOT
 from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 from dialoguecse_tf.stage import run_stage
-from test_objectives_contrastive_stage import setup, stage  # noqa: F401 (fixture: tiny records, a dropout-free init checkpoint)
+from stage_runs import setup, stage  # noqa: F401 (fixture: tiny records, a dropout-free init checkpoint)
 
 WORKER_TIMEOUT_S = 240
 # Summing the gradient in two halves rounds differently from summing it at once, and Adam
