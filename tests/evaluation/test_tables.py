@@ -185,6 +185,7 @@ def test_table_columns_follow_the_task_order_then_unknown_metrics():
     assert [key for key, _ in metric_columns()[3:]] == [
         "acc_1shot", "acc_1shot_std", "acc_5shot", "acc_5shot_std",
         *(f"oos_{k}shot_{m}" for k in (1, 5) for m in ("acc", "in_acc", "oos_acc", "oos_recall")),
+        *(f"urs_r{k}" for k in (1, 3, 5, 10)), *(f"drs_{kind}r{k}" for kind in ("", "options_") for k in (1, 3, 5, 10)),
         "purity", "nmi", "ari", "spearman", "spearman_pairs", "dialogue_map", "dialogue_mrr"]
     rows = [{"ECD": {"mrr": 1.0, "corr": 2.0}}, {"ECD": {"map": 3.0, "recall": 4.0}, "JDDC": {"corr": 5.0}}]
     assert table_columns(["ECD", "JDDC", "MDC"], rows) == [
