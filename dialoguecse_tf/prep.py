@@ -16,9 +16,11 @@ from typing import Any
 
 from absl import logging
 
-from dialoguecse_tf.config_fields import field
+from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.config_io import CONFIG_FILE, config_to_dict, write_config
 from dialoguecse_tf.data.preprocessing import PrepStats, cap_utterances
+from dialoguecse_tf.data.response_sets import (build_dialogue_rs_rows, build_utterance_rs_rows, write_dialogue_rs_file,
+                                               write_utterance_rs_file)
 from dialoguecse_tf.data.sr_builder import build_sr_set, write_select_file
 from dialoguecse_tf.encoder.vocabulary import load_vocab
 from dialoguecse_tf.io_utils import check_output_dir, write_json
@@ -190,6 +192,67 @@ def run_build_sr_set(config: SrSetConfig) -> dict:
                         "shares their intent); %s", config.output_file, without, len(rows), consequence)
     return sr_stats
 
+
+# The files `run_build_rs_sets` writes, by level.
+RS_FILES = {"utterance": "rs_utterance.txt", "dialogue": "rs_dialogue.txt"}
+
+
+@dataclasses.dataclass(frozen=True)
+class RsSetsConfig:
+    """DSE's two response-selection sets built from a corpus (`data.response_sets`)."""
+
+    corpus: CorpusConfig
+    output_dir: str = dataclasses.field(metadata={"help": "Folder for rs_utterance.txt and rs_dialogue.txt (the "
+                                                          "release's AmazonQA and DSTC7-Ubuntu file shapes), "
+                                                          "config.json and prep_stats.json."})
+    random_seed: int = field(12345, "Seeds the draws of both sets (Python's random, one generator per set).")
+    response_speaker: str = field("SYSTEM", "The speaker whose turns are the responses, selected and drawn as "
+                                  "candidates (SGD: SYSTEM); the turn before each is the utterance-level query.")
+    min_context_turns: int = field(4, "Fewest turns before a dialogue-level row's response (DSTC7-Ubuntu's contexts "
+                                   "hold more than 3 turns).", minimum=1)
+
+    def __post_init__(self):
+        check_values(self)
+
+
+def run_build_rs_sets(config: RsSetsConfig) -> PrepStats:
+    """Writes the utterance- and dialogue-level response-selection sets of a corpus.
+
+    Args:
+      config: the corpus, the output folder and the draws' settings.
+
+    Returns:
+      The counts, also written to `output_dir/prep_stats.json`: the corpus read and kept, each
+      builder's integer counts under `rs_utterance_` and `rs_dialogue_`, `samples_written` (rows
+      of both files) and `write_seconds`.
+    """
+    check_outputs(config.output_dir)
+    stats = PrepStats()
+    start = time.perf_counter()
+    dialogues = load_dialogues(config.corpus, stats)
+    speakers = sorted({turn.speaker for dialogue in dialogues for turn in dialogue.turns})
+    if config.response_speaker not in speakers:
+        raise ValueError(f"no {config.response_speaker} turn in {list(config.corpus.input_file)} (its speakers: "
+                         f"{', '.join(speakers[:10])}); give --response_speaker")
+    utterance_rows, utterance_stats = build_utterance_rs_rows(dialogues, config.random_seed, config.response_speaker)
+    dialogue_rows, dialogue_stats = build_dialogue_rs_rows(dialogues, config.random_seed, config.response_speaker,
+                                                           config.min_context_turns)
+    if not dialogue_rows:
+        raise ValueError(f"no dialogue of {list(config.corpus.input_file)} has a {config.response_speaker} turn after "
+                         f"{config.min_context_turns} turns or more, so there is no dialogue-level row")
+    os.makedirs(config.output_dir, exist_ok=True)
+    write_utterance_rs_file(utterance_rows, os.path.join(config.output_dir, RS_FILES["utterance"]))
+    write_dialogue_rs_file(dialogue_rows, os.path.join(config.output_dir, RS_FILES["dialogue"]))
+    for level, counts in (("utterance", utterance_stats), ("dialogue", dialogue_stats)):
+        for key, value in counts.items():
+            if isinstance(value, int):
+                stats.increment(f"rs_{level}_{key}", value)
+    stats.increment("samples_written", len(utterance_rows) + len(dialogue_rows))
+    logging.info("[rs] %d utterance-level rows (%d blocks of 100), %d dialogue-level rows (%.1f context turns on "
+                 "average) -> %s", len(utterance_rows), utterance_stats["blocks"], len(dialogue_rows),
+                 dialogue_stats["mean_context_turns"], config.output_dir)
+    _finish(config_to_dict(config), config.output_dir, stats, start)
+    return stats
 
 def _finish(config: dict, output_dir: str, stats: PrepStats, start: float) -> None:
     """Counts the writing time and writes the config and the stats beside the output."""

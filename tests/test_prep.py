@@ -7,10 +7,11 @@ import time
 import pytest
 
 from dialoguecse_tf.prep import (
-    SR_MAX_SEQ_LENGTH, CorpusConfig, RecordsConfig, SrSetConfig, VocabConfig, load_dialogues, run_build_sr_set,
-    run_build_vocab, run_create_records,
+    RS_FILES, SR_MAX_SEQ_LENGTH, CorpusConfig, RecordsConfig, RsSetsConfig, SrSetConfig, VocabConfig, load_dialogues,
+    run_build_rs_sets, run_build_sr_set, run_build_vocab, run_create_records,
 )
 from dialoguecse_tf.data.preprocessing import CHARS_PER_TOKEN, PrepStats
+from dialoguecse_tf.data.response_sets import read_dialogue_rs_file, read_utterance_rs_file
 from dialoguecse_tf.data.sr_builder import read_select_file
 from dialoguecse_tf.io_utils import DataFormatError
 from dialoguecse_tf.records.contrastive import RECORD_TYPE_CONTRASTIVE, ContrastiveSettings
@@ -254,3 +255,31 @@ def test_unknown_word_pieces_are_counted_per_record_type_and_warned_about(tmp_pa
     assert (pair_stats["unknown_word_pieces"], pair_stats["word_pieces"]) == (unknown, pieces)
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "[UNK]" in r.getMessage()]
     assert len(warnings) == 2 and all(tiny_vocab_file in warning for warning in warnings)
+
+
+def test_rs_sets_of_sgd_dev_are_written_read_back_and_seeded(tmp_path, shared_data):
+    corpus = CorpusConfig((str(shared_data / "sgd" / "dev"),), "sgd")
+    stats = run_build_rs_sets(RsSetsConfig(corpus, str(tmp_path / "a")))
+    utterance = read_utterance_rs_file(tmp_path / "a" / RS_FILES["utterance"])
+    dialogue = read_dialogue_rs_file(tmp_path / "a" / RS_FILES["dialogue"])
+    assert len(utterance.queries) == utterance.scored_rows == stats["rs_utterance_rows"] == 14000
+    assert len(dialogue.contexts) == dialogue.responses_among_candidates == stats["rs_dialogue_rows"] == 2088
+    assert stats["dialogues_read"] == 2098 and stats["samples_written"] == 16088 and stats["rs_dialogue_no_target"] == 10
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["random_seed"] == 12345
+    run_build_rs_sets(RsSetsConfig(corpus, str(tmp_path / "b")))
+    for name in RS_FILES.values():
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    with pytest.raises(ValueError, match="min_context_turns"):
+        RsSetsConfig(corpus, str(tmp_path / "c"), min_context_turns=0)
+
+
+@pytest.mark.slow
+def test_rs_sets_entry_point(tmp_path, shared_data):
+    two_files = shared_data / "sgd" / "dev" / "dialogues_00[12].json"
+    done = _run("build_rs_sets.py", f"--input_file={two_files}", "--input_format=sgd", "--random_seed=3",
+                f"--output_dir={tmp_path / 'rs'}")
+    assert done.returncode == 0, done.stderr
+    assert len(read_dialogue_rs_file(tmp_path / "rs" / RS_FILES["dialogue"]).contexts) == 256
+    failed = _run("build_rs_sets.py", f"--input_file={tmp_path / 'missing.json'}", "--input_format=sgd",
+                  f"--output_dir={tmp_path / 'rs2'}")
+    assert failed.returncode == 1 and failed.stderr.strip().splitlines()[-1].startswith("error: FileNotFoundError:")

@@ -51,6 +51,7 @@ VOCAB = "data_prep/build_vocab.py"
 MLM_DATA = "data_prep/create_pretraining_data.py"
 CONTRASTIVE_DATA = "data_prep/create_contrastive_data.py"
 SR_SET = "data_prep/build_sr_set.py"
+RS_SETS = "data_prep/build_rs_sets.py"
 DEMO = "data_prep/generate_demo_corpus.py"
 PRETRAIN = "pretrain/run_pretraining.py"
 FINETUNE = "finetune/run_finetuning.py"
@@ -133,6 +134,10 @@ CASES = (
          "{bad_mdc}:1"),
     Case(SR_SET, "sgd_unknown_speaker", ("--input_file={bad_sgd}", "--input_format=sgd",
                                          "--output_file={out}/select.txt"), "{bad_sgd}:1: dialogue 1 ('1_00000')"),
+    Case(RS_SETS, "missing_flag", ("--input_file={corpus}",), "--output_dir"),
+    Case(RS_SETS, "missing_input", ("--input_file={missing}", "--output_dir={out}"), "{missing}"),
+    Case(RS_SETS, "malformed_line", ("--input_file={bad_jsonl}", "--output_dir={out}"), "{bad_jsonl}:3"),
+    Case(RS_SETS, "no_responding_speaker", ("--input_file={corpus}", "--output_dir={out}"), "--response_speaker"),
     Case(SPLIT, "missing_flag", ("--input_file={corpus}",), "--output_dir"),
     Case(SPLIT, "missing_input", ("--input_file={missing}", "--output_dir={out}"), "{missing}"),
     Case(SPLIT, "malformed_line", ("--input_file={bad_jsonl}", "--output_dir={out}"), "{bad_jsonl}:3"),
@@ -215,6 +220,8 @@ CASES = (
          + EVAL_ARGS, "{select_out_of_range}:3"),
     Case(EVALUATE, "select_without_negatives", ("--checkpoint={ckpt}", "--select_file={select_no_negatives}")
          + EVAL_ARGS, "{select_no_negatives}"),
+    Case(EVALUATE, "rs_dialogue_candidate_count", ("--checkpoint={ckpt}", "--eval_task=X:rs_dialogue:{rs_bad}")
+         + EVAL_ARGS, "{rs_bad}:2"),
     Case(EVALUATE, "bad_sts_score", ("--checkpoint={ckpt}", "--sts_file={sts_bad_score}") + EVAL_ARGS,
          "{sts_bad_score}:2"),
     Case(EVALUATE, "checkpoint_vocab_size_differs", ("--checkpoint={ckpt_vocab_differs}", "--sts_file={sts}")
@@ -336,6 +343,7 @@ def _build_inputs(root):
         bad_self_dialogue=write("bad_self_dialogue.csv", "AssignmentId,WorkerId,Answer.sentence1\nA1,W1,hi\n"),
         bad_sgd=write("dialogues_001.json", json.dumps([{"dialogue_id": "1_00000", "services": ["Hotels_1"], "turns": [
             {"speaker": "BOT", "utterance": "hi", "frames": [{"actions": [{"act": "INFORM"}]}]}]}])),
+        rs_bad=write("rs_dialogue.txt", "".join(f"context\tanswer\t{'|'.join(['c'] * count)}\n" for count in (100, 99))),
         texts=write("texts.txt", "where is my order\ni want a refund\n"),
         blank_texts=write("blank_texts.txt", "\n \n\t\n"),
         # What the embed CLI reads of an export before loading it: the version folder and its config.
