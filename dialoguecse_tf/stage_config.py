@@ -19,6 +19,7 @@ import json
 
 from dialoguecse_tf.config_fields import check_values, field
 from dialoguecse_tf.evaluation.suite import SuiteEntry, parse_entry, suite_entries, suite_from_legacy
+from dialoguecse_tf.evaluation.tasks.registry import get_task
 from dialoguecse_tf.io_utils import read_json_object
 from dialoguecse_tf.objectives.registry import get_objective_class
 from dialoguecse_tf.training.strategy import STRATEGIES
@@ -119,9 +120,15 @@ class TrainConfig:
 
     def eval_entries(self) -> list[SuiteEntry]:
         """The evaluation suite run during training ([] for none); the eval_*_file flags give
-        the dataset "dev"."""
+        the dataset "dev". A fine-tuned task is refused: each of its runs trains the encoder anew
+        (minutes to hours), and the training stage hands evaluations no encoder to copy."""
         if self.eval_suite or self.eval_task:
-            return suite_entries(self.eval_suite, self.eval_task)
+            entries = suite_entries(self.eval_suite, self.eval_task)
+            fine_tuned = [str(entry) for entry in entries if get_task(entry.task).input_kind == "finetune"]
+            if fine_tuned:
+                raise ValueError(f"fine-tuned evaluation tasks do not run during training: {fine_tuned}; evaluate "
+                                 "the written encoder with evaluation/run_evaluation.py")
+            return entries
         files = {flag: (getattr(self, name) or "",) for name, flag in _LEGACY_EVAL_FILES.items()}
         return suite_from_legacy((), files) if any(path for (path,) in files.values()) else []
 

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from dialoguecse_tf import stage_config
 from dialoguecse_tf.experiments.tools import TOOLS
 
@@ -96,3 +98,9 @@ def test_runs_are_read_and_digested_without_importing_the_stage(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_fine_tuned_evaluation_tasks_do_not_run_during_training(tmp_path):
+    config = stage_config.TrainConfig(eval_task=(f"B77:intent_ft:{tmp_path}", f"DEV:sr:{tmp_path / 's.txt'}"))
+    with pytest.raises(ValueError, match=r"fine-tuned evaluation tasks do not run during training: \['B77:intent_ft:"):
+        config.eval_entries()

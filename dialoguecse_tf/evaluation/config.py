@@ -18,6 +18,7 @@ from dialoguecse_tf.evaluation.dialogue_sets import DIALOGUE_LABELS
 from dialoguecse_tf.evaluation.registry import (BASELINES, DIALOGUE_PROTOCOLS, check_dialogue_protocol, display_name,
                                                 get_baseline)
 from dialoguecse_tf.evaluation.suite import LEGACY_FILE_FLAGS, SuiteEntry, suite_entries, suite_from_legacy
+from dialoguecse_tf.evaluation.tasks.finetune_base import PRESET_NAMES as FINETUNE_PRESETS
 from dialoguecse_tf.evaluation.tasks.registry import get_task, task_names
 
 # "lines": one sentence per line; the others are the corpus readers' formats, whose
@@ -99,6 +100,10 @@ class EvaluationConfig:
         "dataset, '' for none.")
     dialogue_label: str = field("service", "Label of a dialogue: its service (e.g. Restaurants_2, as dial2vec) or "
                                 "its domain (Restaurants).", choices=DIALOGUE_LABELS)
+    finetune_preset: str = field(
+        "release", "Settings of the fine-tuned tasks (intent_ft, dialogue_act): release, DSE's ft.sh; cpu, fewer "
+        "runs, epochs and scored items, sized for 2 CPU cores (each task's module says what it cuts).",
+        choices=FINETUNE_PRESETS, added_as="release")
     dialogue_protocol: tuple[str, ...] = field(
         ("interlocutor",), "How each checkpoint's row embeds dialogues: one protocol for every checkpoint, or one "
         "per checkpoint in the same order. " + "; ".join(f"{name}: {text}" for name, text in DIALOGUE_PROTOCOLS.items())

@@ -10,10 +10,13 @@
      "models": [{"display_name": "BERT-flow", "checkpoint": "runs/ecd/pretrain/encoder", "baseline": "flow" | null,
                  "description": "...", "fit": {...} | null,
                  "dialogue_protocol": "interlocutor" | "utterance_mean" | "utterance_token_mean" | "plain_mean" | null,
-                 "metrics": {"ECD": {"corr": 55.04, "map": 52.16, "mrr": 71.06}}}]}
+                 "metrics": {"ECD": {"corr": 55.04, "map": 52.16, "mrr": 71.06}},
+                 "not_applicable": {"Banking77": ["Intent (fine-tuned)"]}}]}
 
 Metrics are percentages. `dialogue_protocol` (absent in files written before it existed) names
 how the row embedded dialogues (`registry.DIALOGUE_PROTOCOLS`), null without a dialogue task.
+`not_applicable` (present only when a task does not apply to the row: a baseline row and a
+fine-tuned task) names those tasks per dataset; the row has no metric for them.
 Datasets carry the SHA-256 of their files so that merging (`tables`) refuses to put numbers from
 different files under one column name; each evaluation task (`evaluation/tasks/`) adds its
 `<task>_file`, `<task>_sha256` and count keys, and its metrics become table columns in task order.
@@ -51,8 +54,11 @@ def new_results(config: dict, datasets: list[dict]) -> dict:
 
 
 def model_record(display_name: str, checkpoint: str, baseline: str | None, description: str,
-                 fit: dict | None, metrics: dict, dialogue_protocol: str | None = None) -> dict:
-    return {
+                 fit: dict | None, metrics: dict, dialogue_protocol: str | None = None,
+                 not_applicable: dict | None = None) -> dict:
+    """One row's entry; `not_applicable` ({dataset: [task label, ...]}, kept only when not empty)
+    names the tasks the row has no number for because they do not apply to it."""
+    record = {
         "display_name": display_name,
         "checkpoint": portable_path(checkpoint),
         "baseline": baseline,
@@ -61,6 +67,9 @@ def model_record(display_name: str, checkpoint: str, baseline: str | None, descr
         "dialogue_protocol": dialogue_protocol,
         "metrics": metrics,
     }
+    if not_applicable:
+        record["not_applicable"] = not_applicable
+    return record
 
 
 def read_results(path: str) -> dict:

@@ -20,7 +20,8 @@ from dialoguecse_tf.serving.embed import read_texts
 
 def build_suite(config: EvaluationConfig) -> EvaluationSuite:
     """Reads and validates every file of the config's suite (`DataFormatError` names file and line)."""
-    options = {"dialogue_label": config.dialogue_label, "intent_split": config.intent_split}
+    options = {"dialogue_label": config.dialogue_label, "intent_split": config.intent_split,
+               "finetune_preset": config.finetune_preset}
     return EvaluationSuite.from_entries(config.entries(), options)
 
 
@@ -85,12 +86,20 @@ class _UnknownCounter:
             self.reported = True
 
 
+def _encoder_factory(embedders):
+    from dialoguecse_tf.evaluation.finetune import EncoderFactory
+
+    return EncoderFactory(embedders.backbone, embedders.tokenizer)
+
+
 def run_evaluation(config: EvaluationConfig) -> dict:
     """Evaluates every (checkpoint, baseline) row on every dataset.
 
     All inputs are read and checked before the first model loads, so a bad file fails in
     seconds. `results.json` / `results.md` in `config.output_dir` are rewritten after each row,
     so a long run shows its progress and keeps what it finished; each row's metrics are logged.
+    A checkpoint row runs the fine-tuned tasks on fresh copies of its encoder; a baseline row
+    reports them as not applicable (no metric; said in its description and `not_applicable`).
 
     Args:
       config: the models, baselines, evaluation suite and output folder.
@@ -109,9 +118,12 @@ def run_evaluation(config: EvaluationConfig) -> dict:
 
     results = new_results(config_to_dict(config), [dataset.record() for dataset in suite.datasets])
     options = config.fit_options()
+    fine_tuned = suite.fine_tuned()
     for (checkpoint, named_rows), protocol in zip(config.model_rows(), config.dialogue_protocols()):
         embedders = CheckpointEmbedders.from_checkpoint(checkpoint, config.max_seq_length, config.batch_size)
         unknown = _UnknownCounter(embedders.tokenizer)
+        # The checkpoint's weights, copied before any row runs: every fine-tuning run starts from them.
+        make_encoder = _encoder_factory(embedders) if fine_tuned else None
         for name, baseline in named_rows:
             start = time.perf_counter()
             built = (
@@ -123,10 +135,15 @@ def run_evaluation(config: EvaluationConfig) -> dict:
             if "dialogues" in suite.input_kinds:
                 row_protocol = protocol
                 dialogues = embedders.dialogues(protocol, config.dialogue_max_seq_length, config.pooling)
-            metrics = suite(unknown.wrap(built.embed_fn), dialogues and unknown.wrap_dialogues(dialogues.embed_fn))
-            description = built.description + (f"; {dialogues.description}" if dialogues else "")
+            # A baseline row is a fixed reading of the checkpoint's frozen vectors: no encoder of its own to fine-tune.
+            metrics = suite(unknown.wrap(built.embed_fn), dialogues and unknown.wrap_dialogues(dialogues.embed_fn),
+                            make_encoder if baseline is None else None)
+            not_applicable = fine_tuned if baseline is not None else {}
+            description = built.description + (f"; {dialogues.description}" if dialogues else "") + "".join(
+                f"; {dataset} {', '.join(labels)}: not applicable (a baseline row has no encoder of its own to "
+                "fine-tune)" for dataset, labels in not_applicable.items())
             results["models"].append(model_record(name, checkpoint, baseline, description, built.fit, metrics,
-                                                  row_protocol))
+                                                  row_protocol, not_applicable))
             write_results(results, config.output_dir)
             summary = "; ".join(
                 f"{dataset}: " + ", ".join(f"{key} {value:.2f}" for key, value in values.items())

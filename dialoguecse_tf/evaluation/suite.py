@@ -168,14 +168,19 @@ class EvaluationDataset:
     def input_kinds(self) -> set:
         return {evaluator.input_kind for evaluator in self.evaluators}
 
-    def __call__(self, encode, encode_dialogues=None) -> dict:
-        """`encode` embeds sentences, `encode_dialogues` dialogues (needed by dialogue tasks)."""
+    def __call__(self, encode, encode_dialogues=None, make_encoder=None) -> dict:
+        """`encode` embeds sentences, `encode_dialogues` dialogues (needed by dialogue tasks);
+        `make_encoder` makes fresh trainable copies of the encoder for the fine-tuned tasks, which
+        are left out without it (a row with no encoder of its own to fine-tune: `fine_tuned`)."""
         metrics = {}
         for evaluator in self.evaluators:
             if evaluator.input_kind == "dialogues":
                 if encode_dialogues is None:
                     raise ValueError(f"dataset {self.name!r}: {evaluator.label} needs a dialogue encoder")
                 metrics.update(evaluator(encode_dialogues))
+            elif evaluator.input_kind == "finetune":
+                if make_encoder is not None:
+                    metrics.update(evaluator(make_encoder))
             else:
                 metrics.update(evaluator(encode))
         return metrics
@@ -220,8 +225,14 @@ class EvaluationSuite:
     def input_kinds(self) -> set:
         return set().union(*(dataset.input_kinds for dataset in self.datasets))
 
-    def __call__(self, encode, encode_dialogues=None) -> dict:
-        return {dataset.name: dataset(encode, encode_dialogues) for dataset in self.datasets}
+    def __call__(self, encode, encode_dialogues=None, make_encoder=None) -> dict:
+        return {dataset.name: dataset(encode, encode_dialogues, make_encoder) for dataset in self.datasets}
+
+    def fine_tuned(self) -> dict:
+        """{dataset: [label of each fine-tuned task]}, the datasets that have one."""
+        tasks = {dataset.name: [evaluator.label for evaluator in dataset.evaluators
+                                if evaluator.input_kind == "finetune"] for dataset in self.datasets}
+        return {name: labels for name, labels in tasks.items() if labels}
 
     def primary(self) -> tuple[str, str, bool]:
         """(dataset, metric, higher is better) selecting the best checkpoint: the first

@@ -342,3 +342,37 @@ def test_a_new_task_is_its_module_and_one_registry_line(tiny_setup, monkeypatch)
     assert metrics["mean_pair_cosine"] == pytest.approx(expected, abs=1e-4)
     assert results["datasets"][0]["pair_cosine_pairs"] == 4
     assert "Pair cos." in (tmp_path / "out" / "results.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_fine_tuned_tasks_train_checkpoint_rows_and_do_not_apply_to_baseline_rows(tiny_setup, monkeypatch):
+    from dialoguecse_tf.evaluation.runner import run_evaluation
+    from dialoguecse_tf.evaluation.tasks.finetune_base import FineTuneSettings
+    from dialoguecse_tf.evaluation.tasks.intent_finetune import IntentFineTuneEvaluator
+
+    tmp_path, checkpoint = tiny_setup
+    items = [[sentence, str(i // 4)] for i, sentence in enumerate(SENTENCES)]
+    (tmp_path / "intents").mkdir()
+    for name in ("train.json", "test.json"):
+        (tmp_path / "intents" / name).write_text(json.dumps(items), encoding="utf-8")
+    monkeypatch.setitem(IntentFineTuneEvaluator.presets, "cpu", FineTuneSettings(
+        learning_rate=1e-3, batch_size=4, max_epochs=2, eval_steps=1, max_seq_length=12, num_runs=2))
+    tasks = (f"TOY:sr:{tmp_path / 'select.txt'}", f"TOY:intent_ft:{tmp_path / 'intents'}")
+    rows = []
+    for name, baselines in (("checkpoint", ()), ("baselines", ("avg", "cls"))):
+        config = EvaluationConfig(checkpoint=(checkpoint,), model_name=("Tiny",), max_seq_length=12, batch_size=8,
+                                  output_dir=str(tmp_path / name), eval_task=tasks, baselines=baselines,
+                                  finetune_preset="cpu")
+        rows += run_evaluation(config)["models"]
+    tiny, avg, cls = rows
+    assert list(tiny["metrics"]["TOY"]) == ["map", "mrr", "ft_acc_1shot", "ft_acc_1shot_std", "ft_acc_5shot",
+                                            "ft_acc_5shot_std"]
+    assert "not_applicable" not in tiny
+    for row in (avg, cls):
+        assert list(row["metrics"]["TOY"]) == ["map", "mrr"]
+        assert row["not_applicable"] == {"TOY": ["Intent (fine-tuned)"]}
+        assert "TOY Intent (fine-tuned): not applicable (a baseline row has no encoder of its own" in row["description"]
+    # The sentence columns are untouched by the fine-tuning: the checkpoint row's SR equals its avg baseline's.
+    assert tiny["metrics"]["TOY"]["map"] == avg["metrics"]["TOY"]["map"]
+    table = (tmp_path / "baselines" / "results.md").read_text(encoding="utf-8")
+    assert "not applicable" in table

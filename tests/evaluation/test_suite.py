@@ -21,8 +21,8 @@ def test_an_entry_string_splits_at_its_first_two_colons():
         with pytest.raises(ValueError, match=rf"evaluation task '{text}': expected DATASET:TASK:PATH"):
             parse_entry(text)
     with pytest.raises(ValueError, match="evaluation task 'ECD:map:s.txt': unknown evaluation task 'map'; known "
-                                         "tasks: dsts, sr, intent, oos, rs_utterance, rs_dialogue, clustering, relatedness, "
-                                         "dialogue_retrieval"):
+                                         "tasks: dsts, sr, intent, oos, rs_utterance, rs_dialogue, intent_ft, dialogue_act, "
+                                         "clustering, relatedness, dialogue_retrieval"):
         parse_entry("ECD:map:s.txt")
 
 

@@ -186,6 +186,8 @@ def test_table_columns_follow_the_task_order_then_unknown_metrics():
         "acc_1shot", "acc_1shot_std", "acc_5shot", "acc_5shot_std",
         *(f"oos_{k}shot_{m}" for k in (1, 5) for m in ("acc", "in_acc", "oos_acc", "oos_recall")),
         *(f"urs_r{k}" for k in (1, 3, 5, 10)), *(f"drs_{kind}r{k}" for kind in ("", "options_") for k in (1, 3, 5, 10)),
+        "ft_acc_1shot", "ft_acc_1shot_std", "ft_acc_5shot", "ft_acc_5shot_std",
+        *(f"da_{f1}_{k}shot{std}" for k in (10, 20) for f1 in ("micro_f1", "macro_f1") for std in ("", "_std")),
         "purity", "nmi", "ari", "spearman", "spearman_pairs", "dialogue_map", "dialogue_mrr"]
     rows = [{"ECD": {"mrr": 1.0, "corr": 2.0}}, {"ECD": {"map": 3.0, "recall": 4.0}, "JDDC": {"corr": 5.0}}]
     assert table_columns(["ECD", "JDDC", "MDC"], rows) == [

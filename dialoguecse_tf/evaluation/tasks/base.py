@@ -6,7 +6,10 @@ checks at once (evaluators whose `read` is the same function share one reading o
 file), and is then called with an encoder: `evaluator(encode) -> {metric: value}`.
 For `input_kind` "sentences", `encode` is any `list[str] -> [N, D]` callable
 (`SentenceEncoder.encode`, or a baseline's embed function); for "dialogues" a
-`list[Dialogue] -> [N, D]` callable (`DialogueEncoder.encode_dialogues`). Metric keys are
+`list[Dialogue] -> [N, D]` callable (`DialogueEncoder.encode_dialogues`); for "finetune" (a task
+that trains the encoder, `finetune_base`) a function of no argument returning a fresh trainable
+copy of the row's encoder (`finetune.EncoderFactory`), which only checkpoint rows have: a
+baseline row gets no number for such a task and says it does not apply. Metric keys are
 distinct across tasks (a dataset's results are one dict). Metrics are percentages.
 
 Adding a task is one module with a `register_task`-decorated subclass, plus its import in
@@ -33,7 +36,7 @@ class Evaluator:
     metrics: ClassVar[tuple]  # ((key, table header), ...) in table order
     primary_metric: ClassVar[str]
     higher_is_better: ClassVar[bool] = True
-    input_kind: ClassVar[str] = "sentences"  # or "dialogues": called with a dialogue encoder
+    input_kind: ClassVar[str] = "sentences"  # "dialogues": a dialogue encoder; "finetune": an encoder factory
     accepts_folder: ClassVar[bool] = False  # whether its input may be a folder (an intent set, SGD dialogues)
     option_names: ClassVar[tuple] = ()  # suite-wide options `read` takes (EvaluationConfig fields)
 

@@ -7,6 +7,7 @@ A new task is its module, decorated with `base.register_task`, and one name in t
 from dialoguecse_tf.evaluation.tasks import dsts, sr  # noqa: F401  isort: skip
 from dialoguecse_tf.evaluation.tasks import intent, oos  # noqa: F401  isort: skip
 from dialoguecse_tf.evaluation.tasks import rs_utterance, rs_dialogue  # noqa: F401  isort: skip
+from dialoguecse_tf.evaluation.tasks import intent_finetune, dialogue_act  # noqa: F401  isort: skip
 from dialoguecse_tf.evaluation.tasks import clustering, relatedness, dialogue_retrieval  # noqa: F401  isort: skip
 from dialoguecse_tf.evaluation.tasks import base
 
