@@ -260,14 +260,14 @@ def _read_sgd(path: str) -> ActDataset:
     examples = {split: tuple(example for fail, pairs_of_dialogue in dialogues
                              for example in _indexed(pairs_of_dialogue, index, fail))
                 for split, dialogues in pairs.items()}
-    return ActDataset(path, "sgd", labels, examples["train"], examples["dev"], os.path.join(path, "dev"))
+    return ActDataset(path, "sgd", labels, examples["train"], examples["dev"], scored_split(path))
 
 
 def _read_tod_bert(path: str) -> ActDataset:
     labels = _read_labels(os.path.join(path, "labels.txt"))
     index = {label: i for i, label in enumerate(labels)}
     train, test = (tuple(_read_tod_bert_file(os.path.join(path, name), index)) for name in ("train.json", "test.json"))
-    return ActDataset(path, "tod_bert", labels, train, test, os.path.join(path, "test.json"))
+    return ActDataset(path, "tod_bert", labels, train, test, scored_split(path))
 
 
 def layout_of(path: str) -> str:
@@ -279,6 +279,19 @@ def layout_of(path: str) -> str:
             return "sgd"
     raise ValueError(f"{path}: a dialogue-act set is a folder holding {', '.join(_TOD_BERT_FILES)} (TOD-BERT's "
                      f"universal_dialog_act layout) or an SGD folder with {' and '.join(_SGD_SPLITS)}/ subfolders")
+
+
+def scored_split(path: str) -> str:
+    """The file or folder of the folder `path` whose examples are scored (SGD: `dev/`, TOD-BERT's
+    layout: `test.json`); the rest of what it reads is the pool training sets are drawn from.
+
+    Args:
+      path: str, a folder of either layout.
+
+    Returns:
+      str path.
+    """
+    return os.path.join(path, "test.json" if layout_of(path) == "tod_bert" else "dev")
 
 
 def dataset_files(path: str) -> list:
