@@ -499,6 +499,32 @@ def _pipeline_batches_per_s(data):
 
 
 # benchmarks/README.md's fast-path table: its effects are the benchmarks' fields, its defaults the code's.
+def _preset(task, preset, *names):
+    """Fields of a fine-tuned task's preset (`FineTuneSettings`), as the settings table prints them."""
+    module = f"dialoguecse_tf.evaluation.tasks.{task}"
+
+    def value():
+        import importlib
+        settings = getattr(importlib.import_module(module), preset)
+        return [getattr(settings, name) for name in names]
+    return Computed(f"{module}.{preset}: {', '.join(names)}", value)
+
+
+# docs/dse.md's table of the fine-tuned tasks' presets, cell by cell from the code.
+FINETUNE_PRESETS = {
+    label: {f"`{task}` {preset.lower()}": _preset(module, preset, *names)
+            for task, module in (("intent_ft", "intent_finetune"), ("dialogue_act", "dialogue_act"))
+            for preset in ("RELEASE", "CPU")}
+    for label, names in (("learning rate, batch", ("learning_rate", "batch_size")),
+                         ("at most epochs (the schedule's length)", ("max_epochs",)),
+                         ("patience; validation every", ("patience", "eval_steps")),
+                         ("dropout, tokens", ("dropout", "max_seq_length")),
+                         ("runs", ("num_runs",)))}
+FINETUNE_PRESETS["validation items a run"] = {"`intent_ft` cpu": _preset("intent_finetune", "CPU", "max_validation_items")}
+FINETUNE_PRESETS["test items"] = {f"`{task}` cpu": _preset(module, "CPU", "max_test_items")
+                                  for task, module in (("intent_ft", "intent_finetune"), ("dialogue_act", "dialogue_act"))}
+
+
 FAST_PATH = {
     "trim padding to the batch's longest sentence": {"effect measured here": (
         Field(ENCODE, _speedup("tf encode() fast", "tf encode() padded", "sentences_per_s")),
@@ -553,6 +579,8 @@ DECLARED = {
                 "SiameseBERT_M, main run (3 seeds)": "SiameseBERT_M (3 seeds)"}),
     ("docs/dse.md", "### DSE on the English track: results", 0): _results(
         "results/dse_sgd_minilm/table.md", labels={"MiniLM (untouched)": "MiniLM"}, any_order=True),
+    ("docs/dse.md", "### Fine-tuned evaluations: intent classification and dialogue action prediction", 0): Source(
+        "tests", stated=FINETUNE_PRESETS, why="the presets of the code, each cell the fields it prints"),
     ("docs/reliability.md", "# Reliability: what was tried and what held", 0): Source(
         "tests", stated=RELIABILITY, why="each row names the test whose assertions and tolerances it states"),
     ("docs/reliability.md", "## The experiment runner and a new user's runs (the 2026-11b probes, issue 48)", 0): Source(
