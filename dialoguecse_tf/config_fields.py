@@ -21,6 +21,13 @@ POOLING_HELP = ("mean (masked token mean, the papers'), cls (the [CLS] vector) o
 # dialogue longer than its sequence is cut.
 NUM_ROLES = 2
 TRUNCATIONS = ("head", "recent_turns")
+# The compute precisions `precision.py` runs a model in (variables float32 in every one), here free
+# of TensorFlow so that command lines are checked at once, and the help of every flag choosing one.
+PRECISIONS = ("float32", "bfloat16", "float16")
+PRECISION_HELP = ("float32; bfloat16: mixed, bfloat16 compute with float32 variables (checkpoints stay float32), "
+                  "similarities, softmax and losses in float32, refused on a CPU without bfloat16 arithmetic (x86: "
+                  "avx512_bf16 or amx_bf16 in /proc/cpuinfo), untested on GPU; float16: mixed, float16 compute, GPU "
+                  "only, untested (docs/usage.md, Precision).")
 
 
 _NOT_ADDED = object()

@@ -7,6 +7,11 @@ of in-batch losses whose negatives are the other examples of the whole global ba
 
 Layout of the pair losses: [B, K, D] pairs, pair k of example b compared, candidate 0 of
 each example being the positive.
+
+Precision: similarities, temperatures, softmax and losses are computed in float32 whatever the
+model computes in (`precision`: a cosine / 0.05 logit in bfloat16 keeps about 3 significant
+digits), so each function here casts 16-bit float embeddings, similarities or scores it is given
+to float32 first (float32 and float64 inputs, which every model gives it, are left as they are).
 """
 
 import keras
@@ -17,6 +22,12 @@ from keras import ops
 # with no valid turn) gets cosine 0 instead of NaN. `keras.ops.normalize` is not used:
 # it clips rsqrt(0) = inf afterwards, and the gradient through that inf is NaN.
 _SQUARED_NORM_EPSILON = 1e-12
+
+
+def _at_least_float32(x):
+    """`x` cast to float32 when it is a 16-bit float (mixed precision), else as it is."""
+    x = ops.convert_to_tensor(x)
+    return ops.cast(x, "float32") if keras.backend.standardize_dtype(x.dtype) in ("float16", "bfloat16") else x
 
 
 def l2_normalize(x):
@@ -40,8 +51,10 @@ def pair_similarities(first, second):
       second: float Tensor of the same shape [..., D].
 
     Returns:
-      float Tensor of shape [...]: cos(first[i], second[i]); 0 where either vector is zero.
+      float Tensor of shape [...], float32 at least: cos(first[i], second[i]); 0 where either
+      vector is zero.
     """
+    first, second = _at_least_float32(first), _at_least_float32(second)
     return ops.sum(l2_normalize(first) * l2_normalize(second), axis=-1)
 
 
@@ -59,13 +72,13 @@ def nt_xent_per_example_loss(similarities, temperature: float):
       temperature: tau, positive.
 
     Returns:
-      float Tensor of shape [B], each example's loss.
+      float Tensor of shape [B], float32 at least, each example's loss.
 
     Raises:
       ValueError: if `temperature` is not positive.
     """
     _check_temperature(temperature)
-    logits = similarities / temperature
+    logits = _at_least_float32(similarities) / temperature
     return ops.logsumexp(logits, axis=-1) - logits[:, 0]
 
 
@@ -112,10 +125,10 @@ def ranking_per_example_loss(scores):
       scores: float Tensor of shape [B, K], logits of each example's K candidates.
 
     Returns:
-      float Tensor of shape [B], -log softmax(scores[b])[0].
+      float Tensor of shape [B], float32 at least, -log softmax(scores[b])[0].
     """
     labels = ops.zeros_like(scores[:, 0], dtype="int32")
-    return keras.losses.sparse_categorical_crossentropy(labels, scores, from_logits=True)
+    return keras.losses.sparse_categorical_crossentropy(labels, _at_least_float32(scores), from_logits=True)
 
 
 def masked_lm_per_token_loss(labels, logits):
@@ -252,8 +265,8 @@ def dse_per_anchor_loss(first, second, temperature: float, contrast_type: str = 
       contrast_type: "HardNeg" or "Orig" (`CONTRAST_TYPES`).
 
     Returns:
-      float Tensor of shape [2N], the per-anchor losses (first sides' anchors, then second
-      sides'); the release's loss is their mean.
+      float Tensor of shape [2N], float32 at least, the per-anchor losses (first sides'
+      anchors, then second sides'); the release's loss is their mean.
 
     Raises:
       ValueError: if `temperature` is not positive or `contrast_type` is unknown.
@@ -262,7 +275,7 @@ def dse_per_anchor_loss(first, second, temperature: float, contrast_type: str = 
     if contrast_type not in CONTRAST_TYPES:
         raise ValueError(f"contrast_type must be one of {CONTRAST_TYPES}, got {contrast_type!r}")
     num_pairs = tf.shape(first)[0]
-    texts = tf.concat([first, second], axis=0)
+    texts = tf.concat([_at_least_float32(first), _at_least_float32(second)], axis=0)
     logits = tf.matmul(texts, texts, transpose_b=True) / temperature
     partner, excluded = pair_layout(num_pairs)
     positive = tf.gather(logits, partner, batch_dims=1)
@@ -292,13 +305,14 @@ def simcse_per_anchor_loss(first, second, temperature: float):
       temperature: tau, positive.
 
     Returns:
-      float Tensor of shape [N], the per-anchor losses; the release's `CrossEntropyLoss` is
-      their mean.
+      float Tensor of shape [N], float32 at least, the per-anchor losses; the release's
+      `CrossEntropyLoss` is their mean.
 
     Raises:
       ValueError: if `temperature` is not positive.
     """
     _check_temperature(temperature)
+    first, second = _at_least_float32(first), _at_least_float32(second)
     logits = tf.matmul(l2_normalize(first), l2_normalize(second), transpose_b=True) / temperature
     return tf.reduce_logsumexp(logits, axis=-1) - tf.linalg.diag_part(logits)
 

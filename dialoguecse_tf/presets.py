@@ -100,7 +100,7 @@ PRESETS["cpu_dse"] = {**_DSE, "train_batch_size": 64, "learning_rate": 3e-5, "he
 # Unsupervised SimCSE (Gao et al., EMNLP 2021), the release's published BERT-base settings (its
 # README's table and run_unsup_example.sh): batch 64, lr 3e-5 with linear decay and no warmup,
 # 32 tokens, 1 epoch, tau 0.05, the cls pooler with its MLP in training only, the Trainer's seed
-# 42. The release also trains in fp16 (add --mixed_precision on a GPU) and keeps the checkpoint
+# 42. The release also trains in fp16 (add --precision=float16 on a GPU) and keeps the checkpoint
 # best on STS-B dev, evaluated every 125 steps. The project has no STS-B: with --eval_sts_file or
 # --eval_select_file (e.g. a D-STS or SR dev set) the stage keeps the encoder best on it every
 # 125 steps in best_encoder/; without one, the final encoder is the result.

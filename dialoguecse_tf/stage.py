@@ -25,6 +25,7 @@ from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.encoder.checkpoints import load_or_initialize, save_checkpoint
 from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.io_utils import check_output_dir, write_json
+from dialoguecse_tf.precision import check_precision
 from dialoguecse_tf.presets import PRESETS
 from dialoguecse_tf.records.reader import read_dataset, resolve_records
 from dialoguecse_tf.records.spec import check_compatible
@@ -38,7 +39,7 @@ from dialoguecse_tf.training.accumulation import accumulated_gradients
 from dialoguecse_tf.training.grad_cache import chunked_gradients
 from dialoguecse_tf.training.health import EncoderHealth
 from dialoguecse_tf.training.optimizers import resolve_num_train_steps
-from dialoguecse_tf.training.strategy import create_strategy, enable_mixed_precision, make_dataset
+from dialoguecse_tf.training.strategy import create_strategy, make_dataset
 from dialoguecse_tf.training.train_log import TENSORBOARD_DIR, TRAIN_LOG_FILE
 
 ENCODER_DIR = "encoder"
@@ -238,6 +239,8 @@ def _check_config(objective, config: TrainConfig) -> None:
     if not config.output_dir:
         raise ValueError("output_dir is required")
     warn_unusual_learning_rate(config.learning_rate)
+    # Before anything is built: a precision this machine would emulate is refused in one line.
+    check_precision(config.precision, "TPU" if config.distribution_strategy == "tpu" else None)
     check_output_dir(config.output_dir)
     config.eval_entries()
     _replica_gradients(objective, config)
@@ -273,14 +276,14 @@ def _with_warmup_steps(config: TrainConfig, num_train_steps: int) -> TrainConfig
 def _build(objective, config: TrainConfig, strategy, num_train_steps: int) -> _Parts:
     """The seeded start, the objective's model around a backbone, and the optimizer."""
     keras.utils.set_random_seed(config.random_seed)
-    if config.mixed_precision:
-        enable_mixed_precision()
     start = load_or_initialize(config.init_checkpoint, config.bert_config_file, config.vocab_file,
                                config.do_lower_case, config.max_seq_length)
     with strategy.scope():
         # A fresh backbone even when the checkpoint brought one: the model's variables must be
         # created inside the strategy's scope. Its random initialisation is then overwritten.
-        backbone = build_backbone(start.config)
+        # It computes in the run's precision (its variables float32 in every one), and the
+        # objective's model takes that from it (`precision`).
+        backbone = build_backbone(start.config, precision=config.precision)
         model = objective.build_model(backbone, start.config, start.tokenizer, config.num_length_buckets)
         if start.backbone is not None:
             backbone.set_weights(start.backbone.get_weights())

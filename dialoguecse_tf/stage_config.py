@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 import json
 
-from dialoguecse_tf.config_fields import check_values, field
+from dialoguecse_tf.config_fields import PRECISION_HELP, PRECISIONS, check_values, field
 from dialoguecse_tf.evaluation.suite import SuiteEntry, parse_entry, suite_entries, suite_from_legacy
 from dialoguecse_tf.evaluation.tasks.registry import get_task
 from dialoguecse_tf.io_utils import read_json_object
@@ -40,6 +40,12 @@ _EVAL_SETTINGS = (*_LEGACY_EVAL_FILES, *_SUITE_SETTINGS)
 # Settings added after encoders recorded their digest, with the value at which a run trains as
 # before: left out there, so that the encoders written before keep their digest.
 _ADDED_SETTINGS = {"max_examples_per_pass": 0}
+# `precision` replaced the boolean `mixed_precision` (float16 compute, GPU only): the value that
+# setting had for each precision it could say. Records written before hold it; digests and run
+# keys write these precisions in its terms (`in_former_terms`), so the encoders and runs made
+# before keep their digests and keys.
+FORMER_PRECISION_SETTING = "mixed_precision"
+_FORMER_PRECISION = {"float32": False, "float16": True}
 _DIGEST_LENGTH = 16
 
 
@@ -92,7 +98,8 @@ class TrainConfig:
         "without dropout). Losses summed over examples accumulate the passes' gradients; in-batch negatives (dse, "
         "simcse) embed the passes, take the whole batch's loss, then embed each again to backpropagate it "
         "(GradCache: one more forward pass). See training/accumulation.py. 0: the whole batch at once.", minimum=0)
-    mixed_precision: bool = field(False, "float16 compute, float32 weights and dynamic loss scaling; GPU only.")
+    precision: str = field("float32", "Compute precision of training: " + PRECISION_HELP + " In training float16 "
+                           "adds dynamic loss scaling.", choices=PRECISIONS)
     eval_select_file: str | None = field(None, "SR set (select.txt) to evaluate on every eval_steps and at the end.")
     eval_sts_file: str | None = field(None, "D-STS set (sts.txt) to evaluate on every eval_steps and at the end.")
     eval_dialogue_file: str | None = field(None, "Labelled dialogues (an SGD folder or file) for dial2vec's "
@@ -150,7 +157,26 @@ def load_stage_config(path: str):
     if "objective" not in record or not isinstance(record.get("options"), dict):
         raise ValueError(f"{path}: not a training config.json (needs 'objective' and 'options')")
     values = {k: v for k, v in record.items() if k not in ("objective", "options", *REMOVED_SETTINGS)}
+    former = values.pop(FORMER_PRECISION_SETTING, None)
+    if former is not None and "precision" not in values:
+        values["precision"] = "float16" if former else "float32"
     return configure(record["objective"], **record["options"], **values)
+
+
+def in_former_terms(values: dict) -> dict:
+    """`values` (a record's or a run key's settings) with `precision` written as the former
+    `mixed_precision` where that setting could say it (float32: false, float16: true), so that
+    runs and encoders made before `precision` keep their keys and digests; bfloat16 stays
+    `precision`. Values without `precision` (a record written before it) are returned as they are."""
+    if "precision" not in values:
+        return values
+    values = dict(values)
+    precision = values.pop("precision")
+    if precision in _FORMER_PRECISION:
+        values[FORMER_PRECISION_SETTING] = _FORMER_PRECISION[precision]
+    else:
+        values["precision"] = precision
+    return values
 
 
 def configure(objective_name: str, **values):
@@ -180,7 +206,7 @@ def _weight_settings(record: dict) -> dict:
     for key, default in _ADDED_SETTINGS.items():
         if values.get(key, default) == default:
             values.pop(key, None)
-    return values
+    return in_former_terms(values)
 
 
 def settings_digest(record: dict) -> str:

@@ -4,7 +4,7 @@ README.md model card (dialoguecse_tf/serving/savedmodel.py)."""
 from absl import flags
 
 from dialoguecse_tf.cli.flag_utils import config_from_flags, run
-from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES
+from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES, PRECISION_HELP, PRECISIONS
 from dialoguecse_tf.serving.savedmodel import ExportConfig, run_export
 
 flags.DEFINE_string("checkpoint", None, "Checkpoint folder: this project's, Google TF1 BERT or HuggingFace BERT.")
@@ -18,6 +18,8 @@ flags.DEFINE_integer("dialogue_max_seq_length", None, "Tokens per dialogue of th
 flags.DEFINE_enum("dialogue_pooling", "interlocutor", ["interlocutor", "mean"],
                   "Dialogue embedding of the embed_dialogues signature: the two roles' token means summed "
                   "(dial2vec) or the mean over all tokens.")
+flags.DEFINE_enum("precision", "float32", list(PRECISIONS), "Compute precision of the exported graph (its "
+                  "signatures return float32 in every one): " + PRECISION_HELP)
 flags.mark_flags_as_required(["checkpoint", "export_dir"])
 FLAGS = flags.FLAGS
 

@@ -15,6 +15,7 @@ from dialoguecse_tf.losses import (
     pair_similarities,
     ranking_per_example_loss,
     replica_share_of_global_loss,
+    simcse_per_anchor_loss,
 )
 
 
@@ -284,3 +285,28 @@ def test_replica_shares_of_a_gathered_in_batch_loss_give_one_device_value_and_gr
     for side in range(2):
         local = [g.numpy() for g in strategy.experimental_local_results(gradients[side])]
         np.testing.assert_allclose(np.concatenate(local), expected_gradients[side].numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_bfloat16_inputs_are_compared_in_float32():
+    """Similarities, logits over a temperature and losses in float32, whatever the model computes
+    in: given bfloat16 embeddings (the values rounded to bfloat16 already), every loss equals the
+    float32 loss of the same rounded values."""
+    rng = np.random.default_rng(7)
+    vectors = {name: tf.cast(tf.constant(rng.normal(size=shape), tf.float32), tf.bfloat16)
+               for name, shape in {"free": (3, 4, 8), "aware": (3, 4, 8), "first": (5, 8), "second": (5, 8)}.items()}
+    rounded = {name: tf.cast(value, tf.float32) for name, value in vectors.items()}
+    similarities = pair_similarities(vectors["free"], vectors["aware"])
+    assert similarities.dtype == tf.float32
+    np.testing.assert_allclose(similarities, pair_similarities(rounded["free"], rounded["aware"]), rtol=1e-6)
+    half_similarities = tf.cast(similarities, tf.bfloat16)
+    for loss, expected in [
+        (nt_xent_per_example_loss(half_similarities, 0.05),
+         nt_xent_per_example_loss(tf.cast(half_similarities, tf.float32), 0.05)),
+        (ranking_per_example_loss(half_similarities), ranking_per_example_loss(tf.cast(half_similarities, tf.float32))),
+        (dse_per_anchor_loss(vectors["first"], vectors["second"], 0.05),
+         dse_per_anchor_loss(rounded["first"], rounded["second"], 0.05)),
+        (simcse_per_anchor_loss(vectors["first"], vectors["second"], 0.05),
+         simcse_per_anchor_loss(rounded["first"], rounded["second"], 0.05)),
+    ]:
+        assert loss.dtype == tf.float32
+        np.testing.assert_allclose(loss, expected, rtol=1e-6)

@@ -6,10 +6,11 @@ import os
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import stage_runs
 from stage_runs import assert_best_is_the_first_argmax
-from dialoguecse_tf import stage
+from dialoguecse_tf import precision, stage
 from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
@@ -153,3 +154,41 @@ def test_an_output_dir_that_is_a_file_is_refused_before_the_records_are_read(tmp
         with pytest.raises(NotADirectoryError, match=f"output_dir {output_dir}{where} is not a folder"):
             stage.run_stage(objective, config, verbose=False)
     assert (tmp_path / "taken").read_text() == "a file"
+
+
+def test_a_bfloat16_run_writes_float32_checkpoints_that_load_in_any_precision(contrastive_run):
+    objective, config = stage.configure("dialoguecse", **contrastive_run, precision="bfloat16")
+    logs = stage.run_stage(objective, config, verbose=False)
+    assert np.isfinite(logs["loss"])
+    run_dir = contrastive_run["output_dir"]
+    assert json.load(open(os.path.join(run_dir, stage.CONFIG_FILE)))["precision"] == "bfloat16"
+    encoder_dir = os.path.join(run_dir, stage.ENCODER_DIR)
+    # The written encoder and the resumable checkpoint hold float32 variables only (and the step).
+    written = tf.train.load_checkpoint(os.path.join(encoder_dir, "bert_model.ckpt")).get_variable_to_dtype_map()
+    assert set(written.values()) == {tf.float32}
+    resumable = tf.train.load_checkpoint(os.path.join(run_dir, "checkpoints")).get_variable_to_dtype_map()
+    assert {dtype for dtype in resumable.values() if dtype.is_floating} == {tf.float32}
+    loaded = load_checkpoint(encoder_dir, 10)
+    assert loaded.backbone.compute_dtype == "float32"
+    half = load_checkpoint(encoder_dir, 10, precision="bfloat16").backbone
+    assert half.compute_dtype == "bfloat16"
+    for plain_weight, half_weight in zip(loaded.backbone.get_weights(), half.get_weights()):
+        np.testing.assert_array_equal(plain_weight, half_weight)
+
+
+def test_a_precision_the_cpu_would_emulate_is_refused_before_anything_is_built(contrastive_run, monkeypatch):
+    monkeypatch.setattr(precision, "_first_gpu", lambda: None)
+    monkeypatch.setattr(precision, "cpu_bfloat16_flags", lambda: ())
+    objective, config = stage_from_args([f"--{name}={value}" for name, value in {
+        "objective": "dialoguecse", "precision": "bfloat16", "train_file": contrastive_run["train_file"][0],
+        "output_dir": contrastive_run["output_dir"], "init_checkpoint": contrastive_run["init_checkpoint"],
+        "max_seq_length": 10}.items()])
+    assert config.precision == "bfloat16"
+    with pytest.raises(ValueError) as refused:
+        stage.run_stage(objective, config, verbose=False)
+    assert "\n" not in str(refused.value)
+    assert str(refused.value).startswith("precision bfloat16 needs a CPU with bfloat16 arithmetic (x86: avx512_bf16")
+    assert not os.path.exists(contrastive_run["output_dir"])
+    # float16 has no CPU to run on at all.
+    with pytest.raises(ValueError, match="precision float16 needs a GPU"):
+        stage.run_stage(*stage.configure("dialoguecse", **contrastive_run, precision="float16"), verbose=False)

@@ -104,3 +104,38 @@ def test_fine_tuned_evaluation_tasks_do_not_run_during_training(tmp_path):
     config = stage_config.TrainConfig(eval_task=(f"B77:intent_ft:{tmp_path}", f"DEV:sr:{tmp_path / 's.txt'}"))
     with pytest.raises(ValueError, match=r"fine-tuned evaluation tasks do not run during training: \['B77:intent_ft:"):
         config.eval_entries()
+
+
+def test_precision_keeps_the_digests_and_keys_of_the_runs_made_before_it():
+    # `precision` replaced `mixed_precision`: at float32 (and float16) a record and a run key say
+    # what they said before it existed; bfloat16, which nothing could say before, adds itself.
+    objective, config = stage_config.configure("dse", temperature=0.05, train_file=("/r/pairs-*",),
+                                               init_checkpoint="/start", output_dir="/run", learning_rate=3e-5)
+    record = stage_config.stage_record(objective, config.resolved(objective))
+    assert record["precision"] == "float32" and "mixed_precision" not in record
+    former = {**{key: value for key, value in record.items() if key != "precision"}, "mixed_precision": False}
+    assert stage_config.settings_digest(record) == stage_config.settings_digest(former) == "b43affc47e80b671"
+    assert stage_config.settings_digest({**record, "precision": "float16"}) == stage_config.settings_digest(
+        {**former, "mixed_precision": True})
+    assert stage_config.settings_digest({**record, "precision": "bfloat16"}) not in (
+        stage_config.settings_digest(record), stage_config.settings_digest({**record, "precision": "float16"}))
+    flags = {"objective": "mlm", "train_file": "r/*", "output_dir": "o"}
+    default = TOOLS["train"].effective_settings(flags)
+    assert default["mixed_precision"] is False and "precision" not in default
+    assert TOOLS["train"].effective_settings({**flags, "precision": "float32"}) == default
+    assert TOOLS["train"].effective_settings({**flags, "precision": "float16"}) == {**default, "mixed_precision": True}
+    bfloat16 = TOOLS["train"].effective_settings({**flags, "precision": "bfloat16"})
+    assert bfloat16 == {**{k: v for k, v in default.items() if k != "mixed_precision"}, "precision": "bfloat16"}
+    # An evaluation's key leaves the new setting out at its default.
+    assert "precision" not in TOOLS["evaluate"].effective_settings({})
+    assert TOOLS["evaluate"].effective_settings({"precision": "bfloat16"})["precision"] == "bfloat16"
+
+
+@pytest.mark.parametrize("former, precision", [(False, "float32"), (True, "float16")])
+def test_a_config_json_written_with_mixed_precision_loads_as_its_precision(tmp_path, former, precision):
+    path = tmp_path / stage_config.CONFIG_FILE
+    path.write_text(json.dumps(_record(mixed_precision=former)), encoding="utf-8")
+    objective, config = stage_config.load_stage_config(str(path))
+    assert config.precision == precision
+    resolved = stage_config.stage_record(objective, config.resolved(objective))
+    assert stage_config.differing_settings(resolved, {**resolved, "precision": precision}) == []

@@ -7,14 +7,14 @@ checkpoint or an exported SavedModel.
 
 Blank lines stay rows (row i is line i) but are never nearest neighbours; a file of only blank
 lines is refused. The output file is checked before anything is loaded. With --export_dir,
---max_seq_length, --pooling and the --dialogue_* settings are the export's: giving other values
+--max_seq_length, --pooling, --precision and the --dialogue_* settings are the export's: giving other values
 is an error. Progress goes to stderr, so stdout holds only the --nearest_neighbors listing.
 """
 
 from absl import flags, logging
 
 from dialoguecse_tf.cli import flag_utils
-from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES
+from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES, PRECISION_HELP, PRECISIONS
 from dialoguecse_tf.serving.embed import (
     DEFAULT_DIALOGUE_MAX_SEQ_LENGTH,
     DEFAULT_DIALOGUE_POOLING,
@@ -50,11 +50,13 @@ flags.DEFINE_enum("dialogue_pooling", DEFAULT_DIALOGUE_POOLING, ["interlocutor",
 flags.DEFINE_integer("dialogue_max_seq_length", DEFAULT_DIALOGUE_MAX_SEQ_LENGTH,
                      "Tokens per dialogue, cut as the checkpoint's training cut them (a dial2vec run's "
                      "--truncation; otherwise the first tokens are kept).")
+flags.DEFINE_enum("precision", "float32", list(PRECISIONS), "Compute precision of a checkpoint's encoder (the "
+                  "vectors are float32 in every one): " + PRECISION_HELP)
 flags.mark_flags_as_required(["output_file"])
 flags.mark_flags_as_mutual_exclusive(["checkpoint", "export_dir"], required=True)
 FLAGS = flags.FLAGS
 # Passed on only when given: None lets the library take an export's own value or the default.
-_IF_GIVEN = ("max_seq_length", "pooling", "normalize", "dialogue_max_seq_length", "dialogue_pooling")
+_IF_GIVEN = ("max_seq_length", "pooling", "normalize", "dialogue_max_seq_length", "dialogue_pooling", "precision")
 
 
 def main(argv):

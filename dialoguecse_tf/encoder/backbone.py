@@ -11,6 +11,7 @@ import keras_hub
 import tensorflow as tf
 
 from dialoguecse_tf.encoder.bert_config import BertConfig
+from dialoguecse_tf.precision import DEFAULT_PRECISION, dtype_policy, precision_of
 
 
 def activation_fn(name: str):
@@ -21,7 +22,8 @@ def activation_fn(name: str):
     return keras.activations.get(name)
 
 
-def build_backbone(config: BertConfig, name: str = "bert_backbone") -> keras_hub.models.BertBackbone:
+def build_backbone(config: BertConfig, name: str = "bert_backbone",
+                   precision: str = DEFAULT_PRECISION) -> keras_hub.models.BertBackbone:
     """Builds a randomly initialised backbone whose numerics follow `config`.
 
     `BertBackbone` fixes a few details that BERT checkpoints vary (tanh-approximated
@@ -34,11 +36,16 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone") -> keras_hub
       config: BertConfig, the encoder's shape and numerics (activation, dropout rates,
         LayerNorm epsilon, initializer range).
       name: str, the backbone's Keras name (part of its weights' paths).
+      precision: one of `precision.PRECISIONS`, its compute dtype ("bfloat16": Keras's
+        "mixed_bfloat16" policy, bfloat16 compute with float32 variables); "float32" leaves it
+        to Keras's global policy, float32 unless changed. Not checked against the machine
+        (`precision.check_precision`): the entry points do that.
 
     Returns:
       keras_hub.models.BertBackbone with random weights; `backbone.bert_config` is `config`
       (what models serialise it by). Its inputs are `token_ids`, `segment_ids` and
-      `padding_mask` of shape [N, L], L at most `config.max_position_embeddings`.
+      `padding_mask` of shape [N, L], L at most `config.max_position_embeddings`; its
+      outputs are in its compute dtype, its variables float32.
 
     Example:
       >>> backbone = build_backbone(BertConfig.from_json_file("bert_config.json"))
@@ -53,6 +60,7 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone") -> keras_hub
         dropout=config.hidden_dropout_prob,
         max_sequence_length=config.max_position_embeddings,
         num_segments=config.type_vocab_size,
+        dtype=None if precision == DEFAULT_PRECISION else dtype_policy(precision),
         name=name,
     )
     activation = activation_fn(config.hidden_act)
@@ -70,13 +78,35 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone") -> keras_hub
 
 
 def backbone_config(backbone) -> dict:
-    """What a model's `get_config` stores for its backbone: the full BertConfig."""
-    return {"bert_config": backbone.bert_config.to_dict(), "name": backbone.name}
+    """What a model's `get_config` stores for its backbone: the full BertConfig, and its precision
+    unless float32."""
+    precision = precision_of(backbone)
+    return {"bert_config": backbone.bert_config.to_dict(), "name": backbone.name,
+            **({"precision": precision} if precision != DEFAULT_PRECISION else {})}
 
 
 def backbone_from_config(config: dict):
     """The backbone `backbone_config` describes (random weights, as every `from_config`)."""
-    return build_backbone(BertConfig.from_dict(config["bert_config"]), name=config["name"])
+    return build_backbone(BertConfig.from_dict(config["bert_config"]), name=config["name"],
+                          precision=config.get("precision", DEFAULT_PRECISION))
+
+
+def with_precision(backbone, precision: str):
+    """`backbone` itself when it computes in `precision`, else a copy of it that does, holding the
+    same weights (float32 variables in both), built by `build_backbone` from its `bert_config`.
+
+    Args:
+      backbone: a backbone `build_backbone` made.
+      precision: one of `precision.PRECISIONS`.
+
+    Returns:
+      keras_hub.models.BertBackbone.
+    """
+    if precision_of(backbone) == precision:
+        return backbone
+    copy = build_backbone(backbone.bert_config, backbone.name, precision)
+    copy.set_weights(backbone.get_weights())
+    return copy
 
 
 def _reinitialize(backbone, stddev: float) -> None:

@@ -35,6 +35,7 @@ from dialoguecse_tf.encoder.pooling import DEFAULT_POOLING, POOLING_MODES
 from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.encoder.weight_names import MLM_HEAD_PREFIX, backbone_weights, hf_to_google
 from dialoguecse_tf.io_utils import read_json_object
+from dialoguecse_tf.precision import DEFAULT_PRECISION, check_precision
 from dialoguecse_tf.serving.layout import EXPORT_INFO_FILE
 
 CHECKPOINT_MARKER_FILE = "dialoguecse_checkpoint.json"
@@ -123,7 +124,8 @@ def backbone_to_tf1_variables(backbone) -> dict:
     """
     result = {}
     for row in backbone_weights(backbone):
-        value = np.asarray(row.variable.numpy())
+        # float32 whatever the backbone computes in (its variables are float32 in every precision).
+        value = np.asarray(row.variable.numpy(), dtype=np.float32)
         if len(row.keras_shape) == 3:
             # Attention kernels: [H, heads, head] -> [H, H] and [heads, head, H] -> [H, H].
             if row.name.endswith("attention/output/dense/kernel"):
@@ -247,6 +249,7 @@ def load_checkpoint(
     max_seq_length: int = 128,
     do_lower_case: bool | None = None,
     vocab_file: str | None = None,
+    precision: str = DEFAULT_PRECISION,
 ) -> LoadedCheckpoint:
     """Loads an encoder and its tokenizer from any supported checkpoint form.
 
@@ -259,6 +262,9 @@ def load_checkpoint(
         (Google folders do not record it; uncased is assumed there, right for
         `chinese_L-12_H-768_A-12`).
       vocab_file: str or None, overrides the folder's `vocab.txt`.
+      precision: one of `precision.PRECISIONS`, the backbone's compute precision, checked
+        against this machine first (`precision.check_precision`); its variables, and so the
+        weights loaded, are float32 in every precision.
 
     Returns:
       LoadedCheckpoint: its `config`, a `backbone` (keras_hub.models.BertBackbone from
@@ -269,18 +275,20 @@ def load_checkpoint(
     Raises:
       FileNotFoundError: if `path` does not exist.
       ValueError: if `path` is no checkpoint, a weight is missing or mis-shaped for its
-        config, or `max_seq_length` exceeds the checkpoint's positions.
+        config, `max_seq_length` exceeds the checkpoint's positions, or this machine does not
+        run `precision`.
 
     Example:
       >>> loaded = load_checkpoint("chinese_L-12_H-768_A-12", max_seq_length=64)
       >>> loaded.backbone.hidden_dim, loaded.tokenizer.vocab_size
       (768, 21128)
     """
+    check_precision(precision)
     source_format = detect_format(path)
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     metadata = {}
     if source_format == FORMAT_KERAS_HUB:
-        return _load_keras_hub_preset(folder, path, max_seq_length, do_lower_case, vocab_file)
+        return _load_keras_hub_preset(folder, path, max_seq_length, do_lower_case, vocab_file, precision)
     if source_format == FORMAT_HF:
         config = BertConfig.from_hf_json_file(os.path.join(folder, HF_CONFIG_FILE))
         variables = read_hf_variables(folder)
@@ -292,7 +300,7 @@ def load_checkpoint(
             metadata = read_json_object(os.path.join(folder, CHECKPOINT_MARKER_FILE), "a checkpoint marker")
     tokenizer = _load_tokenizer(folder, vocab_file, do_lower_case, max_seq_length)
     _check_tokenizer_fits(tokenizer, config, path)
-    backbone = build_backbone(config)
+    backbone = build_backbone(config, precision=precision)
     mlm_head = assign_bert_variables(backbone, variables, source=path)
     return LoadedCheckpoint(config, backbone, tokenizer, source_format, path, mlm_head, metadata)
 
@@ -315,7 +323,8 @@ def _keras_hub_bert_config(folder: str) -> BertConfig:
                                 source=config_path)
 
 
-def _load_keras_hub_preset(folder, path, max_seq_length, do_lower_case, vocab_file) -> LoadedCheckpoint:
+def _load_keras_hub_preset(folder, path, max_seq_length, do_lower_case, vocab_file,
+                           precision: str = DEFAULT_PRECISION) -> LoadedCheckpoint:
     config = _keras_hub_bert_config(folder)
     if do_lower_case is None:
         tokenizer_path = os.path.join(folder, "tokenizer.json")
@@ -326,7 +335,7 @@ def _load_keras_hub_preset(folder, path, max_seq_length, do_lower_case, vocab_fi
     tokenizer = Tokenizer(vocab_file or os.path.join(folder, KERAS_HUB_VOCAB_FILE), do_lower_case=do_lower_case,
                           max_seq_length=max_seq_length)
     _check_tokenizer_fits(tokenizer, config, path)
-    backbone = build_backbone(config)
+    backbone = build_backbone(config, precision=precision)
     try:
         backbone.load_weights(os.path.join(folder, KERAS_HUB_WEIGHTS_FILE))
     except (ValueError, OSError) as error:

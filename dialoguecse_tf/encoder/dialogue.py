@@ -14,10 +14,11 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.data.dialogue import Dialogue
-from dialoguecse_tf.encoder.backbone import run_backbone
+from dialoguecse_tf.encoder.backbone import run_backbone, with_precision
 from dialoguecse_tf.encoder.packing import TRUNCATIONS, pack_dialogues, ragged_dialogues, speaker_roles
 from dialoguecse_tf.encoder.pooling import DIALOGUE_POOLING_MODES, interlocutor_mean, masked_mean
 from dialoguecse_tf.encoder.sentence import encode_in_batches
+from dialoguecse_tf.precision import DEFAULT_PRECISION, check_precision, precision_of
 
 
 def dialogue_turns(dialogue) -> tuple[list[str], list[int]]:
@@ -67,7 +68,8 @@ class DialogueEncoder(tf.Module):
     """A tokenizer and a BERT backbone that embed whole dialogues (`pooling`: "interlocutor",
     dial2vec's sum of the two roles' token means, or "mean" over all tokens). `truncation` and
     `separators` are `packing`'s; `role_segment_ids` feeds the roles as BERT's token
-    types (default: all zero, as the release's BERT path).
+    types (default: all zero, as the release's BERT path). In every precision the vectors are
+    float32: BERT's outputs are cast to float32 before pooling.
 
     Example:
       >>> encoder = DialogueEncoder.from_checkpoint("runs/dial2vec/encoder", max_seq_length=256)
@@ -77,7 +79,7 @@ class DialogueEncoder(tf.Module):
 
     def __init__(self, backbone, tokenizer, max_seq_length: int = 512, pooling: str = "interlocutor",
                  truncation: str = "head", role_segment_ids: bool = False, separators: bool = True,
-                 name: str = "dialogue_encoder"):
+                 name: str = "dialogue_encoder", precision: str | None = None):
         """Constructor for DialogueEncoder.
 
         Args:
@@ -89,10 +91,13 @@ class DialogueEncoder(tf.Module):
           role_segment_ids: bool, whether the roles are fed as BERT's token types.
           separators: bool, whether a [SEP] follows each turn.
           name: str, the tf.Module's name.
+          precision: None, the backbone's own; or one of `precision.PRECISIONS`, checked
+            against this machine, the backbone then copied into it unless it computes in it
+            already (`backbone.with_precision`).
 
         Raises:
-          ValueError: for an unknown `pooling` or `truncation`, or a `max_seq_length` beyond
-            the backbone's positions.
+          ValueError: for an unknown `pooling` or `truncation`, a `max_seq_length` beyond
+            the backbone's positions, or a `precision` this machine does not run.
         """
         super().__init__(name=name)
         if pooling not in DIALOGUE_POOLING_MODES:
@@ -102,6 +107,9 @@ class DialogueEncoder(tf.Module):
         if max_seq_length > backbone.max_sequence_length:
             raise ValueError(f"max_seq_length {max_seq_length} exceeds the backbone's {backbone.max_sequence_length} "
                              "positions")
+        if precision is not None:
+            check_precision(precision)
+            backbone = with_precision(backbone, precision)
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.max_seq_length = int(max_seq_length)
@@ -112,13 +120,16 @@ class DialogueEncoder(tf.Module):
         self._embed_fn = tf.function(self._embed, reduce_retracing=True)
 
     @classmethod
-    def from_checkpoint(cls, path: str, max_seq_length: int = 512, pooling: str = "interlocutor", **kwargs):
+    def from_checkpoint(cls, path: str, max_seq_length: int = 512, pooling: str = "interlocutor",
+                        precision: str = DEFAULT_PRECISION, **kwargs):
         """The checkpoint's encoder, reading dialogues as its training did (`dialogue_settings`).
 
         Args:
           path: str, a checkpoint folder of any form `load_checkpoint` reads.
           max_seq_length: int, the packed dialogue's length.
           pooling: "interlocutor" or "mean".
+          precision: one of `precision.PRECISIONS`: "bfloat16" computes in bfloat16 (float32
+            vectors still), where this machine has bfloat16 arithmetic.
           **kwargs: `load_checkpoint`'s `do_lower_case` and `vocab_file`.
 
         Returns:
@@ -127,12 +138,12 @@ class DialogueEncoder(tf.Module):
 
         Raises:
           FileNotFoundError: if `path` does not exist.
-          ValueError: if `path` is no checkpoint, does not match its config, or a setting is
-            invalid (see the constructor).
+          ValueError: if `path` is no checkpoint, does not match its config, a setting is
+            invalid (see the constructor), or this machine does not run `precision`.
         """
         from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
-        loaded = load_checkpoint(path, max_seq_length=max_seq_length, **kwargs)
+        loaded = load_checkpoint(path, max_seq_length=max_seq_length, precision=precision, **kwargs)
         return cls(loaded.backbone, loaded.tokenizer, max_seq_length, pooling, **dialogue_settings(loaded.metadata))
 
     def describe(self) -> str:
@@ -148,6 +159,11 @@ class DialogueEncoder(tf.Module):
     @property
     def dimension(self) -> int:
         return self.backbone.hidden_dim
+
+    @property
+    def precision(self) -> str:
+        """The precision the backbone computes in (`precision.PRECISIONS`)."""
+        return precision_of(self.backbone)
 
     def pool(self, sequence_output, padding_mask, roles):
         """This encoder's dialogue pooling.

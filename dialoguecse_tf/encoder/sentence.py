@@ -9,8 +9,9 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from dialoguecse_tf.encoder.backbone import run_backbone, trim_padding
+from dialoguecse_tf.encoder.backbone import run_backbone, trim_padding, with_precision
 from dialoguecse_tf.encoder.pooling import POOLING_MODES, SentencePooling
+from dialoguecse_tf.precision import DEFAULT_PRECISION, check_precision, precision_of
 from dialoguecse_tf.progress import Progress
 
 
@@ -62,7 +63,8 @@ class SentenceEncoder(tf.Module):
     `embed_tokens` and `embed_texts` are graph functions, so the export stage can put
     them into a SavedModel as they are. `trim_padding` (the fast path, on by default)
     runs each batch at the length of its longest sentence instead of `max_seq_length`;
-    `jit_compile` compiles the backbone and pooling with XLA.
+    `jit_compile` compiles the backbone and pooling with XLA. In every precision the vectors
+    are float32: BERT's outputs are cast to float32 before pooling (`precision`).
 
     Example:
       >>> encoder = SentenceEncoder.from_checkpoint("runs/dialoguecse/encoder")
@@ -71,7 +73,7 @@ class SentenceEncoder(tf.Module):
     """
 
     def __init__(self, backbone, tokenizer, pooling: str = "mean", trim_padding: bool = True,
-                 jit_compile: bool = False, name: str = "sentence_encoder"):
+                 jit_compile: bool = False, name: str = "sentence_encoder", precision: str | None = None):
         """Constructor for SentenceEncoder.
 
         Args:
@@ -83,13 +85,20 @@ class SentenceEncoder(tf.Module):
             (same vectors, less work).
           jit_compile: bool, whether the backbone and pooling are compiled with XLA.
           name: str, the tf.Module's name.
+          precision: None, the backbone's own; or one of `precision.PRECISIONS`, checked
+            against this machine, the backbone then copied into it unless it computes in it
+            already (`backbone.with_precision`: the same float32 weights).
 
         Raises:
-          ValueError: if `pooling` is not one of `POOLING_MODES`.
+          ValueError: if `pooling` is not one of `POOLING_MODES`, or this machine does not run
+            `precision`.
         """
         super().__init__(name=name)
         if pooling not in POOLING_MODES:
             raise ValueError(f"pooling must be one of {POOLING_MODES}, got {pooling!r}")
+        if precision is not None:
+            check_precision(precision)
+            backbone = with_precision(backbone, precision)
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.pooling = pooling
@@ -101,7 +110,8 @@ class SentenceEncoder(tf.Module):
         self._forward = tf.function(self._pooled_output, jit_compile=True) if jit_compile else self._pooled_output
 
     @classmethod
-    def from_checkpoint(cls, path: str, max_seq_length: int = 128, pooling: str | None = None, **kwargs):
+    def from_checkpoint(cls, path: str, max_seq_length: int = 128, pooling: str | None = None,
+                        precision: str = DEFAULT_PRECISION, **kwargs):
         """Builds an encoder from a checkpoint folder of any form `load_checkpoint` reads.
 
         Args:
@@ -110,6 +120,8 @@ class SentenceEncoder(tf.Module):
           max_seq_length: int, the length texts are cut to.
           pooling: str or None; None takes the pooling the checkpoint records
             (`checkpoints.sentence_pooling`), else mean.
+          precision: one of `precision.PRECISIONS`: "bfloat16" computes in bfloat16 (float32
+            vectors still), where this machine has bfloat16 arithmetic.
           **kwargs: `load_checkpoint`'s `do_lower_case` and `vocab_file`.
 
         Returns:
@@ -118,15 +130,15 @@ class SentenceEncoder(tf.Module):
 
         Raises:
           FileNotFoundError: if `path` does not exist.
-          ValueError: if `path` is no checkpoint, does not match its config, or the pooling
-            is not one of `POOLING_MODES`.
+          ValueError: if `path` is no checkpoint, does not match its config, the pooling
+            is not one of `POOLING_MODES`, or this machine does not run `precision`.
 
         Example:
           >>> encoder = SentenceEncoder.from_checkpoint("runs/dialoguecse/encoder", max_seq_length=64)
         """
         from dialoguecse_tf.encoder.checkpoints import load_checkpoint, sentence_pooling
 
-        loaded = load_checkpoint(path, max_seq_length=max_seq_length, **kwargs)
+        loaded = load_checkpoint(path, max_seq_length=max_seq_length, precision=precision, **kwargs)
         return cls(loaded.backbone, loaded.tokenizer, pooling=sentence_pooling(loaded, pooling))
 
     @property
@@ -136,6 +148,11 @@ class SentenceEncoder(tf.Module):
     @property
     def dimension(self) -> int:
         return self.backbone.hidden_dim
+
+    @property
+    def precision(self) -> str:
+        """The precision the backbone computes in (`precision.PRECISIONS`)."""
+        return precision_of(self.backbone)
 
     def _embed_tokens(self, token_ids, padding_mask, normalize=False):
         if self.trim_padding:
@@ -147,7 +164,9 @@ class SentenceEncoder(tf.Module):
 
     def _pooled_output(self, token_ids, padding_mask):
         outputs = run_backbone(self.backbone, token_ids, padding_mask)
-        return self._pool(outputs["sequence_output"], padding_mask, outputs["pooled_output"])
+        # Pooled (and normalised) in float32 whatever the backbone computes in.
+        return self._pool(tf.cast(outputs["sequence_output"], tf.float32), padding_mask,
+                          tf.cast(outputs["pooled_output"], tf.float32))
 
     def embed_tokens(self, token_ids, padding_mask, normalize: bool = False):
         """Embeds token ids (a graph function).

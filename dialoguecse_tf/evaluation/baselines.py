@@ -88,8 +88,11 @@ class CheckpointEmbedders:
         self._cache: dict[str, CachedEmbedder] = {}
 
     @classmethod
-    def from_checkpoint(cls, path: str, max_seq_length: int = 128, batch_size: int = 64) -> "CheckpointEmbedders":
-        loaded = load_checkpoint(path, max_seq_length=max_seq_length)
+    def from_checkpoint(cls, path: str, max_seq_length: int = 128, batch_size: int = 64,
+                        precision: str = "float32") -> "CheckpointEmbedders":
+        """The embedders of a checkpoint loaded in `precision` (`load_checkpoint`; its vectors are
+        float32 in every precision, and the fitted baselines fit them in float64)."""
+        loaded = load_checkpoint(path, max_seq_length=max_seq_length, precision=precision)
         return cls(loaded.backbone, loaded.tokenizer, batch_size, loaded.metadata, sentence_pooling(loaded))
 
     def _cached(self, key: str, make_encoder: Callable[[], SentenceEncoder]) -> CachedEmbedder:

@@ -11,7 +11,7 @@ import dataclasses
 import glob
 import os
 
-from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES, field, field_kind
+from dialoguecse_tf.config_fields import POOLING_HELP, POOLING_MODES, PRECISION_HELP, PRECISIONS, field, field_kind
 from dialoguecse_tf.data.intent import SPLITS as INTENT_SPLITS
 from dialoguecse_tf.data.readers import READERS
 from dialoguecse_tf.evaluation.dialogue_sets import DIALOGUE_LABELS
@@ -131,6 +131,8 @@ class EvaluationConfig:
                                 choices=POOLING_MODES)
     max_seq_length: int = field(128, "Longer sentences are truncated (paper: 50 for ECD, 100 for JDDC).")
     batch_size: int = field(64, "Sentences per forward pass.")
+    precision: str = field("float32", "Compute precision of every checkpoint row's encoder (its vectors float32 in "
+                           "every one): " + PRECISION_HELP, choices=PRECISIONS, added_as="float32")
     whitening_dim: int | None = field(None, "Dimensions kept by BERT-whitening; unset keeps all.")
     flow_couplings: int = field(FlowConfig.num_couplings, "BERT-flow: ActNorm + affine coupling blocks.")
     flow_hidden_units: int = field(FlowConfig.hidden_units, "BERT-flow: width of each coupling's MLP.")
@@ -159,6 +161,8 @@ class EvaluationConfig:
             get_baseline(name)
         if self.pooling is not None and self.pooling not in POOLING_MODES:
             raise ValueError(f"pooling must be one of {POOLING_MODES}, got {self.pooling!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.train_text_format not in TRAIN_TEXT_FORMATS:
             raise ValueError(f"train_text_format must be one of {TRAIN_TEXT_FORMATS}, got {self.train_text_format!r}")
         if self.needs_train_texts and not self.train_text_file:

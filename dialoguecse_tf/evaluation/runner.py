@@ -14,6 +14,7 @@ from dialoguecse_tf.evaluation.config import EvaluationConfig
 from dialoguecse_tf.evaluation.results_io import model_record, new_results
 from dialoguecse_tf.evaluation.suite import EvaluationSuite
 from dialoguecse_tf.evaluation.tables import write_results
+from dialoguecse_tf.precision import check_precision
 from dialoguecse_tf.records.source import corpus_texts
 from dialoguecse_tf.serving.embed import read_texts
 
@@ -107,6 +108,7 @@ def run_evaluation(config: EvaluationConfig) -> dict:
     Returns:
       The results dict written to `results.json` (`results_io.new_results`, one record per row).
     """
+    check_precision(config.precision)
     config.check_files()
     suite = build_suite(config)
     train_texts = None
@@ -120,7 +122,8 @@ def run_evaluation(config: EvaluationConfig) -> dict:
     options = config.fit_options()
     fine_tuned = suite.fine_tuned()
     for (checkpoint, named_rows), protocol in zip(config.model_rows(), config.dialogue_protocols()):
-        embedders = CheckpointEmbedders.from_checkpoint(checkpoint, config.max_seq_length, config.batch_size)
+        embedders = CheckpointEmbedders.from_checkpoint(checkpoint, config.max_seq_length, config.batch_size,
+                                                        config.precision)
         unknown = _UnknownCounter(embedders.tokenizer)
         # The checkpoint's weights, copied before any row runs: every fine-tuning run starts from them.
         make_encoder = _encoder_factory(embedders) if fine_tuned else None

@@ -185,12 +185,13 @@ def _training_settings(flags: dict) -> dict:
     and objective defaults included (`config_fields.key_settings`)."""
     from dialoguecse_tf.cli.train_flags import stage_from_args
     from dialoguecse_tf.config_fields import key_settings
-    from dialoguecse_tf.stage_config import REMOVED_SETTINGS
+    from dialoguecse_tf.stage_config import REMOVED_SETTINGS, in_former_terms
 
     args = [argument for name, value in flags.items() for argument in flag_arguments(name, value)]
     objective, config = stage_from_args(args)
-    # Removed settings too, at the value every run had: the runs keyed before keep their keys.
-    settings = {"objective": objective.name, **key_settings(objective.options), **key_settings(config),
+    # Removed settings too, at the value every run had, and a replaced one in its former terms
+    # where it can say the value: the runs keyed before keep their keys.
+    settings = {"objective": objective.name, **key_settings(objective.options), **in_former_terms(key_settings(config)),
                 **REMOVED_SETTINGS}
     for where in ("output_dir", "overwrite_output_dir"):
         settings.pop(where)

@@ -79,10 +79,13 @@ class DSEModel(keras.Model):
         self.head_init = head_init
         self.initializer_range = initializer_range
         initializer = head_initializer(head_init, initializer_range)
+        # The projections are what the loss normalises and compares: float32 in every precision
+        # (`precision`), as the pooled embeddings they are computed from.
         self.head = keras.Sequential([
             keras.layers.Dense(backbone.hidden_dim, activation="relu", use_bias=False, name="hidden",
-                               kernel_initializer=initializer),
-            keras.layers.Dense(projection_size, use_bias=False, name="projection", kernel_initializer=initializer),
+                               kernel_initializer=initializer, dtype="float32"),
+            keras.layers.Dense(projection_size, use_bias=False, name="projection", kernel_initializer=initializer,
+                               dtype="float32"),
         ], name=HEAD_NAME)
         self.head.build((None, backbone.hidden_dim))
 
@@ -95,7 +98,7 @@ class DSEModel(keras.Model):
           training: bool, whether dropout is on.
 
         Returns:
-          A dict: `embeddings`, float32 Tensor of shape [B, 2, D], and `projections`, float
+          A dict: `embeddings`, float32 Tensor of shape [B, 2, D], and `projections`, float32
           Tensor of shape [B, 2, projection_size].
         """
         outputs, flat_mask = encode_pairs(self.backbone, inputs[PAIR_INPUT_IDS], inputs[PAIR_INPUT_MASK],

@@ -47,6 +47,9 @@ class BertPretrainer(keras.Model):
             intermediate_activation=activation_fn(bert_config.hidden_act),
             layer_norm_epsilon=bert_config.layer_norm_eps,
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=bert_config.initializer_range),
+            # The backbone's precision, as the embedding table it projects onto: its logits are
+            # cast to float32 before the softmax (`losses.masked_lm_per_token_loss`).
+            dtype=backbone.dtype_policy,
             name="mlm_head",
         )
         self.mlm_head.build((None, None, bert_config.hidden_size))

@@ -78,8 +78,11 @@ class SiameseBertModel(keras.Model):
         self.matching_hidden_size = matching_hidden_size
         self.cls_id = cls_id
         self.num_length_buckets = check_num_length_buckets(num_length_buckets)
-        self.matching_hidden = keras.layers.Dense(matching_hidden_size, activation="relu", name="matching_hidden")
-        self.matching_score = keras.layers.Dense(1, name="matching_score")
+        # The scores are the loss's logits: float32 in every precision (`precision`), as the
+        # embeddings they are computed from.
+        self.matching_hidden = keras.layers.Dense(matching_hidden_size, activation="relu", dtype="float32",
+                                                  name="matching_hidden")
+        self.matching_score = keras.layers.Dense(1, dtype="float32", name="matching_score")
         self.matching_hidden.build((None, 4 * backbone.hidden_dim))
         self.matching_score.build((None, matching_hidden_size))
 
@@ -110,7 +113,7 @@ class SiameseBertModel(keras.Model):
           training: bool, whether dropout is on.
 
         Returns:
-          A dict: `scores` float Tensor of shape [B, K], the matching layer's logits;
+          A dict: `scores` float32 Tensor of shape [B, K], the matching layer's logits;
           `context` float32 Tensor of shape [B, K, D] (each example's context embedding,
           repeated per candidate) and `responses` float32 Tensor of shape [B, K, D].
         """

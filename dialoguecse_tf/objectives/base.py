@@ -117,7 +117,7 @@ class Objective:
 
         Args:
           config: stage_config.TrainConfig; reads learning_rate, num_warmup_steps and
-            mixed_precision.
+            precision (float16 scales the loss).
           num_train_steps: int, the steps of the run (the decay's length).
           model: what `build_model` returned.
 
@@ -127,7 +127,7 @@ class Objective:
         from dialoguecse_tf.training import optimizers
 
         return optimizers.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
-                                           loss_scaling=config.mixed_precision)
+                                           loss_scaling=config.precision == "float16")
 
     def prepare_batch(self, batch: dict) -> dict:
         """Applied to each global batch of records (a tf.data map) before it is split among

@@ -171,7 +171,7 @@ class DialogueCSEObjective(ContrastiveObjective):
                             config.num_warmup_steps)
         return optimizers.create_released_optimizer(
             config.learning_rate, self.options.lr_decay_rate, self.options.lr_decay_steps,
-            self.options.min_learning_rate, self.options.clip_norm, loss_scaling=config.mixed_precision)
+            self.options.min_learning_rate, self.options.clip_norm, loss_scaling=config.precision == "float16")
 
     def example_losses(self, model, batch, training):
         """Eq. 8 (released: divided by K) of each example's [K] candidate cosines, and

@@ -162,13 +162,15 @@ class DSEObjective(Objective):
         """The release's constant-rate Adam, the head at `head_learning_rate_scale` times the rate.
 
         Raises:
-          ValueError: under mixed precision (the release trains in float32).
+          ValueError: with precision float16, whose loss scaling this Adam lacks (the release
+            trains in float32; bfloat16 needs no loss scaling).
         """
         if config.num_warmup_steps:
             logging.warning("dse: the release trains at a constant rate; num_warmup_steps=%d is ignored",
                             config.num_warmup_steps)
-        if config.mixed_precision:
-            raise ValueError("dse: mixed precision is not supported (the release trains in float32)")
+        if config.precision == "float16":
+            raise ValueError("dse: precision float16 is not supported (its Adam does no loss scaling; the release "
+                             "trains in float32): use float32, or bfloat16, which needs no loss scaling")
         return TwoRateAdam(model.head_variables(), self.options.head_learning_rate_scale,
                            learning_rate=config.learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
 
@@ -178,7 +180,8 @@ class DSEObjective(Objective):
 
     def loss_of_embeddings(self, projections, global_batch_size):
         """`dse_per_anchor_loss`'s mean over the 2N texts of every replica's pairs (normalised
-        here), and `pair_metrics`."""
+        here, in float32), and `pair_metrics`."""
+        projections = tf.cast(projections, tf.float32)
         first, _ = losses.gather_across_replicas(losses.l2_normalize(projections[:, 0]))
         second, _ = losses.gather_across_replicas(losses.l2_normalize(projections[:, 1]))
         per_anchor = losses.dse_per_anchor_loss(first, second, self.options.temperature, self.options.contrast_type)

@@ -35,7 +35,7 @@ Paper and release: the release's README says its published unsupervised models u
 hyperparameters newer than the paper's, with slightly better results (l.15, 102); the settings
 here are the release's (its README's table, l.236-244, and run_unsup_example.sh).
 
-Departures: the release trains with `--fp16` (run_unsup_example.sh:25; `--mixed_precision` here,
+Departures: the release trains with `--fp16` (run_unsup_example.sh:25; `--precision=float16` here,
 GPU only); it evaluates every 125 steps on STS-B dev and keeps the best checkpoint
 (run_unsup_example.sh:15-18), a set the project lacks (see `presets.paper_simcse`); it
 reshuffles the whole set every epoch and keeps the last partial batch (the Trainer's
@@ -143,14 +143,16 @@ class SimCSEObjective(Objective):
     def create_optimizer(self, config, num_train_steps: int, model):
         return optimizers.create_optimizer(config.learning_rate, num_train_steps, config.num_warmup_steps,
                                            weight_decay=self.options.weight_decay, epsilon=1e-8,
-                                           loss_scaling=config.mixed_precision)
+                                           loss_scaling=config.precision == "float16")
 
     def embed(self, model, batch, training):
         """Both views of each example, float32 Tensor of shape [b, 2, D]."""
         return model(batch, training=training)["embeddings"]
 
     def loss_of_embeddings(self, views, global_batch_size):
-        """`simcse_per_anchor_loss`'s mean over every replica's N anchors, and `view_metrics`."""
+        """`simcse_per_anchor_loss`'s mean over every replica's N anchors, and `view_metrics`
+        (in float32)."""
+        views = tf.cast(views, tf.float32)
         first, _ = losses.gather_across_replicas(views[:, 0])
         second, _ = losses.gather_across_replicas(views[:, 1])
         per_anchor = losses.simcse_per_anchor_loss(first, second, self.options.temperature)

@@ -27,6 +27,7 @@ import numpy as np
 from absl import logging
 
 from dialoguecse_tf.io_utils import atomic_open
+from dialoguecse_tf.precision import DEFAULT_PRECISION
 from dialoguecse_tf.serving.layout import export_settings, export_version_dir
 
 OUTPUT_SUFFIXES = (".npy", ".jsonl", ".json")
@@ -34,7 +35,7 @@ DEFAULT_MAX_SEQ_LENGTH = 128
 DEFAULT_DIALOGUE_MAX_SEQ_LENGTH = 512
 DEFAULT_DIALOGUE_POOLING = "interlocutor"
 # Settings a SavedModel fixes when it is written; `None` in `EmbedConfig` takes the export's.
-_EXPORT_FIXED = ("max_seq_length", "pooling", "dialogue_max_seq_length", "dialogue_pooling")
+_EXPORT_FIXED = ("max_seq_length", "pooling", "dialogue_max_seq_length", "dialogue_pooling", "precision")
 _SENTENCE_ONLY = ("max_seq_length", "pooling")
 _DIALOGUE_ONLY = ("dialogue_max_seq_length", "dialogue_pooling")
 
@@ -55,6 +56,7 @@ class EmbedConfig:
     dialogue_format: str | None = None
     dialogue_max_seq_length: int | None = None
     dialogue_pooling: str | None = None
+    precision: str | None = None  # a checkpoint's compute precision (`precision`): None is float32
 
     def __post_init__(self):
         if (self.checkpoint is None) == (self.export_dir is None):
@@ -123,6 +125,8 @@ def check_output_file(path: str) -> None:
 
 def check_export_request(config: EmbedConfig, settings: dict, version_dir: str) -> None:
     """Refuses settings that `version_dir`'s SavedModel cannot honour (it fixed them when written)."""
+    # Exports written before the setting existed compute in float32.
+    settings = {"precision": DEFAULT_PRECISION, **settings}
     for name in _EXPORT_FIXED:
         asked = getattr(config, name)
         if asked is not None and asked != settings.get(name):
@@ -168,7 +172,8 @@ def _embed_texts(config: EmbedConfig, texts: list, version_dir: str | None) -> n
         _report_unknown(exported, texts, config.input_file, f"the vocabulary of {version_dir}")
         return exported.encode(texts, batch_size=config.batch_size, verbose=True)
     encoder = SentenceEncoder.from_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length or
-                                              DEFAULT_MAX_SEQ_LENGTH, pooling=config.pooling)
+                                              DEFAULT_MAX_SEQ_LENGTH, pooling=config.pooling,
+                                              precision=config.precision or DEFAULT_PRECISION)
     _report_unknown(encoder.tokenizer, texts, config.input_file)
     return encoder.encode(texts, batch_size=config.batch_size, verbose=True)
 
@@ -198,7 +203,8 @@ def _embed_dialogues(config: EmbedConfig, version_dir: str | None):
     else:
         encoder = DialogueEncoder.from_checkpoint(config.checkpoint,
                                                   config.dialogue_max_seq_length or DEFAULT_DIALOGUE_MAX_SEQ_LENGTH,
-                                                  config.dialogue_pooling or DEFAULT_DIALOGUE_POOLING)
+                                                  config.dialogue_pooling or DEFAULT_DIALOGUE_POOLING,
+                                                  precision=config.precision or DEFAULT_PRECISION)
         _report_unknown(encoder.tokenizer, texts, config.input_file)
         vectors = encoder.encode_dialogues(dialogues, verbose=True)
     return [dialogue.dialogue_id for dialogue in dialogues], vectors

@@ -8,6 +8,8 @@ A second signature takes token ids for clients that tokenize themselves; a third
 and `dialogue_lengths` (turns per dialogue). A dialogue's first speaker is role 0 and the other
 role 1; a dialogue with other than two speakers is refused, as `encode_dialogues()` refuses it.
 Every signature checks its inputs with readable messages (`tf.errors.InvalidArgumentError`).
+An export computes in the precision it was written with (`ExportConfig.precision`, recorded in
+`export_config.json`); its signatures take strings and int32 ids and return float32 in every one.
 """
 
 import dataclasses
@@ -112,6 +114,7 @@ class ExportConfig:
     version: int | None = None
     dialogue_max_seq_length: int | None = None
     dialogue_pooling: str = "interlocutor"
+    precision: str = "float32"  # the graph's compute precision (`precision`); the vectors are float32
 
 
 def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool = False,
@@ -174,7 +177,7 @@ def run_export(config: ExportConfig) -> str:
     from dialoguecse_tf.encoder.checkpoints import load_checkpoint, sentence_pooling
     from dialoguecse_tf.serving.model_card import card, checkpoint_facts, write_card
 
-    loaded = load_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length)
+    loaded = load_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length, precision=config.precision)
     encoder = SentenceEncoder(loaded.backbone, loaded.tokenizer, pooling=sentence_pooling(loaded, config.pooling))
     # The dialogue signature reads dialogues as the encoder's training did (a dial2vec run's
     # truncation and token types, recorded in its metadata).

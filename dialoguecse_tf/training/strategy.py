@@ -1,9 +1,8 @@
-"""Distribution strategies (Model Garden's names), mixed precision, and the input pipeline
-that splits each seeded global batch among the replicas of all workers."""
+"""Distribution strategies (Model Garden's names) and the input pipeline that splits each seeded
+global batch among the replicas of all workers (the compute precision is `precision.py`'s)."""
 
 import os
 
-import keras
 import tensorflow as tf
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -43,16 +42,6 @@ def split_cpu(num_devices: int) -> None:
     """
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices)
-
-
-def enable_mixed_precision() -> None:
-    """float16 compute with float32 weights for every model built afterwards (GPU only).
-
-    CPUs have no fast float16 matrix units, so there it would only cost accuracy.
-    """
-    if not tf.config.list_logical_devices("GPU"):
-        raise ValueError("mixed_precision needs a GPU: on CPU float16 is slower than float32")
-    keras.mixed_precision.set_dtype_policy("mixed_float16")
 
 
 def make_dataset(dataset: tf.data.Dataset, global_batch_size: int, seed: int,

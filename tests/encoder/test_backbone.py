@@ -4,6 +4,8 @@ import tensorflow as tf
 
 from dialoguecse_tf.encoder.checkpoints import assign_bert_variables, backbone_to_tf1_variables
 from dialoguecse_tf.encoder.backbone import (
+    backbone_config,
+    backbone_from_config,
     build_backbone,
     check_num_length_buckets,
     encode_sequences,
@@ -11,6 +13,7 @@ from dialoguecse_tf.encoder.backbone import (
     freeze_pooler,
     run_backbone,
     trim_padding,
+    with_precision,
 )
 from numpy_bert import bert_forward, random_bert_weights
 
@@ -185,3 +188,27 @@ def test_check_num_length_buckets_rejects_non_positive_ints(value):
     with pytest.raises(ValueError, match="num_length_buckets"):
         check_num_length_buckets(value)
     assert check_num_length_buckets(3) == 3
+
+
+def test_a_bfloat16_backbone_computes_in_bfloat16_on_float32_variables(tiny_bert_config):
+    weights = random_bert_weights(tiny_bert_config, seed=3)
+    plain = build_backbone(tiny_bert_config)
+    assign_bert_variables(plain, weights, source="test")
+    half = with_precision(plain, "bfloat16")
+    assert half.compute_dtype == "bfloat16" and {v.dtype for v in half.weights} == {"float32"}
+    assert with_precision(half, "bfloat16") is half and with_precision(plain, "float32") is plain
+    # Its variables hold the same float32 numbers, which the written checkpoint reads.
+    for name, value in backbone_to_tf1_variables(half).items():
+        assert value.dtype == np.float32
+        np.testing.assert_array_equal(value, backbone_to_tf1_variables(plain)[name])
+    token_ids, mask = _inputs(tiny_bert_config)
+    assert run_backbone(half, tf.constant(token_ids), tf.constant(mask))["sequence_output"].dtype == tf.bfloat16
+    encoded = encode_sequences(half, token_ids, mask, num_length_buckets=2)
+    assert encoded.dtype == tf.float32
+    real = mask.astype(bool)
+    reference = encode_sequences(plain, token_ids, mask).numpy()[real]
+    # bfloat16's rounding through two layers: within a few percent of the float32 outputs' scale.
+    assert np.abs(encoded.numpy()[real] - reference).max() < 0.05 * np.abs(reference).max()
+    # Models serialise the precision with the backbone; a float32 backbone's config is as before.
+    assert "precision" not in backbone_config(plain)
+    assert backbone_from_config(backbone_config(half)).compute_dtype == "bfloat16"

@@ -218,3 +218,29 @@ def test_run_export_writes_a_card_that_loads_as_it_says(tmp_path, encoder, tiny_
     expected = encoder.encode(namespace["texts"], normalize=normalize)
     assert np.abs(namespace["embeddings"] - expected).max() < 1e-5
     assert path.endswith("/1") and [name for name in os.listdir(tmp_path / "export") if name.startswith(".")] == []
+
+
+@pytest.mark.slow
+def test_a_bfloat16_export_keeps_its_signatures_float32_in_and_out(tmp_path, encoder, tiny_bert_config):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops before loading)
+
+    from dialoguecse_tf.serving.savedmodel import ExportConfig, ExportedEncoder, run_export
+
+    checkpoint = save_checkpoint(str(tmp_path / "ckpt"), encoder.backbone, tiny_bert_config, encoder.tokenizer)
+    path = run_export(ExportConfig(checkpoint, str(tmp_path / "export"), max_seq_length=16, precision="bfloat16"))
+    assert json.loads((tmp_path / "export" / "1" / "export_config.json").read_text())["precision"] == "bfloat16"
+    signatures = tf.saved_model.load(path).signatures
+    for name, inputs in {"serving_default": {"text": tf.string},
+                         "embed_tokens": {"token_ids": tf.int32, "padding_mask": tf.int32},
+                         "embed_dialogues": {"turns": tf.string, "speakers": tf.string,
+                                             "dialogue_lengths": tf.int32}}.items():
+        _, given = signatures[name].structured_input_signature
+        assert {key: spec.dtype for key, spec in given.items()} == inputs
+        assert signatures[name].structured_outputs["embedding"].dtype == tf.float32
+    served = ExportedEncoder(path).encode(TEXTS)
+    expected = encoder.encode(TEXTS)
+    assert served.dtype == np.float32
+    cosines = (served * expected).sum(1) / (np.linalg.norm(served, axis=1) * np.linalg.norm(expected, axis=1))
+    # Within bfloat16's rounding of float32's vectors (as tests/encoder/test_sentence.py bounds encode()).
+    assert cosines.min() > 0.999, cosines

@@ -207,3 +207,17 @@ def test_an_export_refuses_other_settings_and_normalizes_on_request(tmp_path, ti
                                  recorded, export)
     with pytest.raises(ValueError, match="normalize=False: the export .* normalizes"):
         check_export_request(dataclasses.replace(config, normalize=False), {"normalize": True}, export)
+
+
+def test_an_export_computes_in_the_precision_it_was_written_with():
+    from dialoguecse_tf.serving.embed import EmbedConfig, check_export_request
+
+    config = EmbedConfig("-", "v.npy", export_dir="export")
+    # Written before the setting existed: float32.
+    check_export_request(dataclasses.replace(config, precision="float32"), {}, "export/1")
+    with pytest.raises(ValueError, match="precision='bfloat16': the export export/1 was written with "
+                                         "precision='float32' and cannot change it"):
+        check_export_request(dataclasses.replace(config, precision="bfloat16"), {}, "export/1")
+    check_export_request(dataclasses.replace(config, precision="bfloat16"), {"precision": "bfloat16"}, "export/1")
+    with pytest.raises(ValueError, match="precision='float32': the export"):
+        check_export_request(dataclasses.replace(config, precision="float32"), {"precision": "bfloat16"}, "export/1")

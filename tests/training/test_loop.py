@@ -10,7 +10,7 @@ from dialoguecse_tf.training.loop import LoopConfig, NonFiniteLossError, build_t
 from dialoguecse_tf.training.optimizers import (
     ExponentialDecayFloor, WarmupLinearDecay, create_optimizer, resolve_num_train_steps,
 )
-from dialoguecse_tf.training.strategy import create_strategy, enable_mixed_precision
+from dialoguecse_tf.training.strategy import create_strategy
 from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, read_train_log
 from harness import run_serialization_test
 
@@ -155,14 +155,6 @@ def test_xla_train_step_matches_the_plain_one():
     assert plain[0][-1] < plain[0][0]
 
 
-def test_mixed_precision_is_refused_without_a_gpu():
-    if tf.config.list_logical_devices("GPU"):
-        pytest.skip("this machine has a GPU")
-    with pytest.raises(ValueError, match="needs a GPU"):
-        enable_mixed_precision()
-    assert keras.mixed_precision.dtype_policy().name == "float32"
-
-
 def test_loss_scaled_mixed_precision_step_trains_dialoguecse(tiny_bert_config):
     """The mechanics the GPU path uses (float16 compute, float32 weights, loss scaling), run on CPU."""
     from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
@@ -285,7 +277,7 @@ def test_released_dialoguecse_optimizer_is_the_release_recipe():
 
     # A fast schedule so that decay and floor both act within a few steps.
     options = DialogueCSEOptions(lr_decay_rate=0.5, lr_decay_steps=2, min_learning_rate=0.02, clip_norm=3.0)
-    config = type("Config", (), {"learning_rate": 0.1, "num_warmup_steps": 0, "mixed_precision": False})()
+    config = type("Config", (), {"learning_rate": 0.1, "num_warmup_steps": 0, "precision": "float32"})()
     optimizer = DialogueCSEObjective(options).create_optimizer(config, 100, None)
     assert isinstance(optimizer, keras.optimizers.Adam) and not isinstance(optimizer, keras.optimizers.AdamW)
     rng = np.random.default_rng(3)
