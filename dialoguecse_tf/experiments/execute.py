@@ -68,14 +68,14 @@ def command_line(run: Run) -> list[str]:
     return run.tool.command(flags, run.inputs, run.output_dir)
 
 
-def run_experiment(planner: Planner, invocation: str, suffix: str = "") -> list[dict]:
+def run_experiment(planner: Planner, invocation: str) -> list[dict]:
     """Runs what the plan does not reuse and writes the results folder; returns the runs' records.
 
     The run folder is held for the whole run (`processes.run_dir_lock`) when a step writes in it:
     a second runner into it stops at once. Each such step's log is `<run_dir>/logs/<run>.log`."""
     writes = any(run.tool.cached and run.status != "reuse" for run in planner.order)
     with run_dir_lock(planner.run_dir) if writes else contextlib.nullcontext():
-        return _run_experiment(planner, invocation, suffix)
+        return _run_experiment(planner, invocation, planner.rows_suffix)
 
 
 def _run_experiment(planner: Planner, invocation: str, suffix: str) -> list[dict]:

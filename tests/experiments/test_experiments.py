@@ -216,6 +216,21 @@ def test_rows_and_only_pick_one_benchmark_part(tmp_path):
         _planner("benchmark", tmp_path, only=["zh_evaluation"])
 
 
+def test_an_evaluation_of_some_rows_has_a_folder_of_its_own(tmp_path):
+    """Evaluating other rows later (a benchmark split into parts) leaves a finished part's run as
+    it is, so it is reused, as its results' parts/ folder is kept."""
+    whole = _planner("benchmark", tmp_path, only=["zh_eval"]).order[-1]
+    some = _planner("benchmark", tmp_path, rows=["dial2vec"], only=["zh_eval"]).order[-1]
+    others = _planner("benchmark", tmp_path, rows=["dse", "simcse"], only=["zh_eval"]).order[-1]
+    assert whole.output_dir == os.path.join(str(tmp_path), "runs", "zh_eval")
+    assert some.output_dir == whole.output_dir + "-dial2vec"
+    assert others.output_dir == whole.output_dir + "-dse+simcse"
+    # The trainings the rows read keep their folders (and so their reuse).
+    trained = {run.name: run.output_dir for run in _planner("benchmark", tmp_path, only=["zh_eval"]).order}
+    assert all(trained[run.name] == run.output_dir
+               for run in _planner("benchmark", tmp_path, rows=["dial2vec"], only=["zh_eval"]).order[:-1])
+
+
 def _write(tmp_path, text, name="tiny"):
     path = tmp_path / f"{name}.yaml"
     path.write_text(text)
