@@ -216,6 +216,21 @@ def test_rows_and_only_pick_one_benchmark_part(tmp_path):
         _planner("benchmark", tmp_path, only=["zh_evaluation"])
 
 
+def test_the_benchmark_starts_each_track_where_its_docs_say(tmp_path):
+    """English: every trained row from MiniLM itself (the start results/sgd_mlm_start chose,
+    docs/english_track.md); Chinese: DialogueCSE and SiameseBERT_M from the MLM encoder, as the
+    DialogueCSE paper does."""
+    from dialoguecse_tf.experiments.plan import minilm_dir
+
+    planner = _planner("benchmark", tmp_path)
+    starts = {run.name: run.flags.get("init_checkpoint") for run in planner.order if run.step.tool == "train"}
+    mlm = {track: next(run.output_dir for run in planner.order if run.name == f"{track}_mlm") for track in ("zh", "en")}
+    english = {name: start for name, start in starts.items() if name.startswith("en_") and name != "en_mlm"}
+    assert len(english) == 21 and set(english.values()) == {minilm_dir()}
+    chinese = {name: start for name, start in starts.items() if name.startswith(("zh_siamese_m", "zh_dialoguecse"))}
+    assert len(chinese) == 9 and set(chinese.values()) == {os.path.join(mlm["zh"], "encoder")}
+
+
 def test_an_evaluation_of_some_rows_has_a_folder_of_its_own(tmp_path):
     """Evaluating other rows later (a benchmark split into parts) leaves a finished part's run as
     it is, so it is reused, as its results' parts/ folder is kept."""
