@@ -216,6 +216,8 @@ class Planner:
             upstream = self.runs[model.step]
             if run.value is not None and any(c.value is not None for c in upstream):
                 upstream = [c for c in upstream if c.value == run.value]
+            if run.step.model_seeds == "first":
+                upstream = [c for c in upstream if c.seed == upstream[0].seed]
             for source in upstream:
                 needs.append(source.name)
                 name = model.name + (f" [seed {source.seed}]" if source.seed is not None else "")

@@ -38,6 +38,7 @@ from dialoguecse_tf.evaluation.provenance import REPO_ROOT
 
 EXPERIMENTS_DIR = os.path.join(REPO_ROOT, "experiments")
 SEED_MODES = ("none", "all", "first")
+MODEL_SEED_MODES = ("all", "first")
 
 
 @dataclasses.dataclass
@@ -72,6 +73,9 @@ class StepSpec(hyperparams.Config):
     like: str = ""  # a step this one starts from: its fields but name, results and part, flags merged
     vary: Dict[str, Any] = dataclasses.field(default_factory=dict)  # {flag: [values]}: one run per value
     models: List[ModelSpec] = dataclasses.field(default_factory=list)  # evaluate
+    # evaluate: the rows of a seeded train step, all: one per seed; first: the first seed's only
+    # (a task too costly for every seed, e.g. the fine-tuned ones on CPU).
+    model_seeds: str = "all"
     suite: List[SuiteEntrySpec] = dataclasses.field(default_factory=list)  # evaluate
     part: str = ""  # evaluate: results also go to {results_dir}/parts/<part>[-<rows>]
     inputs: List[str] = dataclasses.field(default_factory=list)  # merge / plot / select_rows inputs
@@ -343,6 +347,8 @@ def check_spec(spec: ExperimentSpec, source: str) -> None:
             raise ValueError(f"{where}: seeds must be one of {SEED_MODES}, got {step.seeds!r}")
         if step.seeds != "none" and not spec.seeds:
             raise ValueError(f"{where}: seeds {step.seeds!r} but the experiment declares no seeds")
+        if step.model_seeds not in MODEL_SEED_MODES:
+            raise ValueError(f"{where}: model_seeds must be one of {MODEL_SEED_MODES}, got {step.model_seeds!r}")
         vary = step.vary.as_dict()
         if len(vary) > 1 or any(not isinstance(values, list) or not values for values in vary.values()):
             raise ValueError(f"{where}: vary takes one flag and a non-empty list of its values")

@@ -231,6 +231,17 @@ def test_the_benchmark_starts_each_track_where_its_docs_say(tmp_path):
     assert len(chinese) == 9 and set(chinese.values()) == {os.path.join(mlm["zh"], "encoder")}
 
 
+def test_the_fine_tuned_evaluations_score_the_first_seed_of_each_row(tmp_path):
+    """model_seeds: first keeps one row per seeded train step, its first seed's; the other
+    evaluations keep every seed."""
+    planner = _planner("benchmark", tmp_path, only=["en_eval", "en_eval_ft"])
+    evaluations = {run.name: run for run in planner.order if run.name in ("en_eval", "en_eval_ft")}
+    every = [name for name, _, _ in evaluations["en_eval"].models]
+    first = [name for name, _, _ in evaluations["en_eval_ft"].models]
+    assert len(every) == 23 and len(first) == 9
+    assert first == [name for name in every if "[seed" not in name or name.endswith("[seed 12345]")]
+
+
 def test_an_evaluation_of_some_rows_has_a_folder_of_its_own(tmp_path):
     """Evaluating other rows later (a benchmark split into parts) leaves a finished part's run as
     it is, so it is reused, as its results' parts/ folder is kept."""
@@ -263,6 +274,8 @@ def _write(tmp_path, text, name="tiny"):
      "unknown step 'x'"),
     ("run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: vocab, flags: {input_file: '{nowhere}'}}]\n",
      "unknown reference {nowhere}"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: e, tool: evaluate, model_seeds: last}]\n",
+     "model_seeds must be one of ('all', 'first'), got 'last'"),
     ("name: other\nrun_dir: r\nresults_dir: s\n", "differs from the file's name"),
     ("steps: []\n", "give run_dir and results_dir"),
 ])
