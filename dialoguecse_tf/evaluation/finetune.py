@@ -21,6 +21,7 @@ from absl import logging
 from dialoguecse_tf.encoder.backbone import build_backbone, freeze_pooler, run_backbone
 from dialoguecse_tf.encoder.pooling import masked_mean
 from dialoguecse_tf.evaluation.tasks.finetune_base import FineTuneSettings, accuracy, multilabel_f1
+from dialoguecse_tf.precision import precision_of
 
 # Inference only: the batch changes no number, only the time.
 EVAL_BATCH_SIZE = 64
@@ -53,17 +54,18 @@ class EncoderFactory:
           tokenizer: encoder.tokenization.Tokenizer of the backbone's vocabulary.
         """
         self.config = backbone.bert_config
+        self.precision = precision_of(backbone)
         self.weights = [np.array(value) for value in backbone.get_weights()]
         self.tokenizer = tokenizer
 
     def __call__(self) -> TrainableEncoder:
-        """A new backbone with the factory's weights, every layer trainable but the [CLS] pooler
-        (mean pooling never reaches it), and the tokenizer.
+        """A new backbone with the factory's weights, in its backbone's precision, every layer
+        trainable but the [CLS] pooler (mean pooling never reaches it), and the tokenizer.
 
         Returns:
           TrainableEncoder.
         """
-        backbone = build_backbone(self.config)
+        backbone = build_backbone(self.config, precision=self.precision)
         backbone.set_weights(self.weights)
         freeze_pooler(backbone)
         return TrainableEncoder(backbone, self.tokenizer)
@@ -252,6 +254,8 @@ class _Classifier:
 
     def _forward(self, token_ids, padding_mask, training=False):
         sequence = run_backbone(self.backbone, token_ids, padding_mask, training=training)["sequence_output"]
+        # Pooled, and the head and loss computed, in float32 whatever the backbone computes in.
+        sequence = tf.cast(sequence, tf.float32)
         return self.head(self.dropout(masked_mean(sequence, padding_mask), training=training))
 
     def _train(self, token_ids, padding_mask, labels):

@@ -106,6 +106,20 @@ def test_a_seeded_run_repeats_exactly(factory):
     assert not all(np.array_equal(a, b) for a, b in zip(weights[0], weights[2]))
 
 
+@pytest.mark.slow
+def test_a_bfloat16_encoder_fine_tunes_in_bfloat16_with_a_float32_head(tiny_bert_config, tiny_vocab_file):
+    """A checkpoint loaded in bfloat16 (`--precision=bfloat16`) gives bfloat16 copies, whose
+    pooled vectors, head and loss stay float32, and they learn the toy set as float32's do."""
+    keras.utils.set_random_seed(0)
+    made = EncoderFactory(build_backbone(tiny_bert_config, precision="bfloat16"),
+                          Tokenizer(tiny_vocab_file, max_seq_length=16))
+    copy = made()
+    assert copy.backbone.compute_dtype == "bfloat16" and {v.dtype for v in copy.backbone.weights} == {"float32"}
+    rng = np.random.default_rng(0)
+    result = fine_tune(made, single_label(rng, 8), single_label(rng, 8), single_label(rng, 8), 3, False, TOY, 0)
+    assert result.test["acc"] > 90 and result.best_validation == 100.0
+
+
 def test_each_copy_starts_from_the_factorys_weights(factory, tiny_bert_config, tiny_vocab_file):
     source = build_backbone(tiny_bert_config)
     made = EncoderFactory(source, Tokenizer(tiny_vocab_file))
