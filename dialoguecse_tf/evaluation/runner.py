@@ -111,6 +111,13 @@ def run_evaluation(config: EvaluationConfig) -> dict:
     check_precision(config.precision)
     config.check_files()
     suite = build_suite(config)
+    fine_tuned = suite.fine_tuned()
+    if fine_tuned and config.precision == "float16":
+        # As training refuses it for DSE: the release's AdamW does no loss scaling, which float16
+        # gradients need; bfloat16 has float32's range and needs none.
+        tasks = ", ".join(f"{name}: {label}" for name, labels in fine_tuned.items() for label in labels)
+        raise ValueError(f"precision float16 cannot fine-tune ({tasks}): its optimizer does no loss scaling; use "
+                         "float32 or bfloat16")
     train_texts = None
     if config.needs_train_texts:
         train_texts = read_train_texts(config.train_text_file, config.train_text_format)
@@ -120,7 +127,6 @@ def run_evaluation(config: EvaluationConfig) -> dict:
 
     results = new_results(config_to_dict(config), [dataset.record() for dataset in suite.datasets])
     options = config.fit_options()
-    fine_tuned = suite.fine_tuned()
     for (checkpoint, named_rows), protocol in zip(config.model_rows(), config.dialogue_protocols()):
         embedders = CheckpointEmbedders.from_checkpoint(checkpoint, config.max_seq_length, config.batch_size,
                                                         config.precision)

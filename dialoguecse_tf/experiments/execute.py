@@ -82,6 +82,9 @@ def _run_experiment(planner: Planner, invocation: str, suffix: str) -> list[dict
     results_dir = planner.results_dir
     os.makedirs(results_dir, exist_ok=True)
     started = time.time()
+    # The commit the runs start from: a long run's results are labelled with it even if the
+    # repository moves on before they are written.
+    commit = git_commit() or "unknown"
     records = []
     for run in planner.order:
         if run.status == "link":
@@ -103,7 +106,9 @@ def _run_experiment(planner: Planner, invocation: str, suffix: str) -> list[dict
             logging.info("=== [%s] %s%s", time.strftime("%H:%M:%S"), run.name,
                          " (files of a stopped attempt are there)" if resumed else "")
             start = time.time()
-            _execute(run, os.path.join(planner.run_dir, LOG_DIR, f"{run.name}.log") if run.tool.cached else None)
+            # An evaluation of some rows logs apart, as it runs apart (`Planner.rows_suffix`).
+            log_name = run.name + (planner.rows_suffix if run.step.models else "")
+            _execute(run, os.path.join(planner.run_dir, LOG_DIR, f"{log_name}.log") if run.tool.cached else None)
             seconds = round(time.time() - start)
             if run.tool.cached:
                 write_json(os.path.join(run.output_dir, STEP_FILE),
@@ -113,10 +118,10 @@ def _run_experiment(planner: Planner, invocation: str, suffix: str) -> list[dict
                          time.time() - started)
         records.append({"run": run.name, "tool": run.step.tool, "key": run.key, "status": run.status,
                         "seconds": seconds, "resumed": resumed, "command": _portable_command(run)})
-        _collect(planner, run, records, invocation, suffix)
+        _collect(planner, run, records, invocation, commit, suffix)
     # A run that only evaluated parts leaves the folder's own records (those of its last merge) alone.
     if any(run.tool.writes_results or run.step.results.as_dict() or run.step.keep_train_log for run in planner.order):
-        _write_records(planner, records, invocation, round(time.time() - started))
+        _write_records(planner, records, invocation, commit, round(time.time() - started))
     logging.info("runs under %s; results in %s: %s", portable_path(planner.run_dir), portable_path(results_dir),
                  ", ".join(sorted(os.listdir(results_dir))))
     return records
@@ -156,7 +161,7 @@ def _portable_list(value: str) -> str:
     return ",".join(portable_path(item) if os.path.isabs(item) else item for item in value.split(","))
 
 
-def _collect(planner: Planner, run: Run, records: list, invocation: str, suffix: str) -> None:
+def _collect(planner: Planner, run: Run, records: list, invocation: str, commit: str, suffix: str) -> None:
     """Copies what the step declares into the results folder."""
     results_dir = planner.results_dir
     if run.step.keep_train_log:
@@ -175,7 +180,7 @@ def _collect(planner: Planner, run: Run, records: list, invocation: str, suffix:
         part_records = [record for record in records if record["run"] in needed]
         _write_timings(os.path.join(part_dir, "stage_seconds.tsv"), part_records)
         _write_experiment(os.path.join(part_dir, EXPERIMENT_FILE), planner, part_records)
-        _write_command(os.path.join(part_dir, "command.txt"), invocation,
+        _write_command(os.path.join(part_dir, "command.txt"), invocation, commit,
                        [f"this part's runs: {', '.join(record['run'] for record in part_records)}"])
 
 
@@ -199,9 +204,9 @@ def _write_timings(path: str, records: list) -> None:
             f.write(f"{record['run']}\t{seconds}{reused}{resumed}\n")
 
 
-def _write_command(path: str, invocation: str, notes: list[str]) -> None:
+def _write_command(path: str, invocation: str, commit: str, notes: list[str]) -> None:
     with open(path, "w", encoding="utf-8") as f:
-        f.write(f"# produced by:\n{invocation}\n# commit: {git_commit() or 'unknown'}\n")
+        f.write(f"# produced by:\n{invocation}\n# commit: {commit}\n")
         for note in notes:
             f.write(f"# {note}\n")
 
@@ -221,9 +226,9 @@ def _write_experiment(path: str, planner: Planner, records: list) -> None:
     write_json(path, experiment_record(planner, records))
 
 
-def _write_records(planner: Planner, records: list, invocation: str, seconds: int) -> None:
+def _write_records(planner: Planner, records: list, invocation: str, commit: str, seconds: int) -> None:
     results_dir = planner.results_dir
     _write_timings(os.path.join(results_dir, "stage_seconds.tsv"), records)
     _write_experiment(os.path.join(results_dir, EXPERIMENT_FILE), planner, records)
-    _write_command(os.path.join(results_dir, "command.txt"), invocation,
+    _write_command(os.path.join(results_dir, "command.txt"), invocation, commit,
                    [f"total wall seconds: {seconds} (stage_seconds.tsv: each run's; experiment.json: each command)"])

@@ -345,6 +345,26 @@ def test_a_new_task_is_its_module_and_one_registry_line(tiny_setup, monkeypatch)
 
 
 @pytest.mark.slow
+def test_fine_tuned_tasks_are_refused_in_float16_before_any_model_loads(tiny_setup, monkeypatch):
+    """float16 gradients need loss scaling, which the fine-tuning's AdamW (the release's) lacks."""
+    from dialoguecse_tf.evaluation import runner
+
+    tmp_path, checkpoint = tiny_setup
+    (tmp_path / "intents").mkdir()
+    items = [[sentence, str(i // 4)] for i, sentence in enumerate(SENTENCES)]
+    for name in ("train.json", "test.json"):
+        (tmp_path / "intents" / name).write_text(json.dumps(items), encoding="utf-8")
+    # As on a GPU, where float16 passes the machine's check.
+    monkeypatch.setattr(runner, "check_precision", lambda precision: None)
+    config = EvaluationConfig(checkpoint=(checkpoint,), model_name=("Tiny",), max_seq_length=12,
+                              output_dir=str(tmp_path / "out"), eval_task=(f"TOY:intent_ft:{tmp_path / 'intents'}",),
+                              precision="float16")
+    with pytest.raises(ValueError, match=r"^precision float16 cannot fine-tune \(TOY: Intent \(fine-tuned\)\): its "
+                                         r"optimizer does no loss scaling; use float32 or bfloat16$"):
+        runner.run_evaluation(config)
+    assert not (tmp_path / "out").exists()
+
+
 def test_fine_tuned_tasks_train_checkpoint_rows_and_do_not_apply_to_baseline_rows(tiny_setup, monkeypatch):
     from dialoguecse_tf.evaluation.runner import run_evaluation
     from dialoguecse_tf.evaluation.tasks.finetune_base import FineTuneSettings
