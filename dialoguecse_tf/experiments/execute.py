@@ -106,9 +106,8 @@ def _run_experiment(planner: Planner, invocation: str, suffix: str) -> list[dict
             logging.info("=== [%s] %s%s", time.strftime("%H:%M:%S"), run.name,
                          " (files of a stopped attempt are there)" if resumed else "")
             start = time.time()
-            # An evaluation of some rows logs apart, as it runs apart (`Planner.rows_suffix`).
-            log_name = run.name + (planner.rows_suffix if run.step.models else "")
-            _execute(run, os.path.join(planner.run_dir, LOG_DIR, f"{log_name}.log") if run.tool.cached else None)
+            log = os.path.join(planner.run_dir, LOG_DIR, planner.folder_name(run.step, run.name) + ".log")
+            _execute(run, log if run.tool.cached else None)
             seconds = round(time.time() - start)
             if run.tool.cached:
                 write_json(os.path.join(run.output_dir, STEP_FILE),

@@ -110,10 +110,8 @@ class Planner:
                     for value in values:
                         name = step.name + (f"_seed{seed}" if seed is not None else "")
                         name += f"_{value}" if flag else ""
-                        # An evaluation of some rows only has a folder of its own, as its part has:
-                        # evaluating the other rows later must not replace it.
                         folder = self.results_dir if TOOLS[step.tool].writes_results else os.path.join(
-                            self.run_dir, name + (self.rows_suffix if step.models else ""))
+                            self.run_dir, self.folder_name(step, name))
                         runs.append(Run(step, name, seed, value, folder))
             self.runs[step.name] = runs
 
@@ -121,6 +119,11 @@ class Planner:
     def rows_suffix(self) -> str:
         """What `--rows` adds to the names of an evaluation's folder and its part ("-a+b"), or ""."""
         return "-" + "+".join(self.rows) if self.rows else ""
+
+    def folder_name(self, step, name: str) -> str:
+        """The name of run `name`'s folder and log: an evaluation of some rows has its own, as its
+        part has, so evaluating the other rows later does not replace it."""
+        return name + (self.rows_suffix if step.models else "")
 
     def _check_rows(self, rows: list[str]) -> None:
         known = {self.row_id(model) for step in self.spec.steps for model in step.models}

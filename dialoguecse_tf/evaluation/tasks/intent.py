@@ -23,6 +23,13 @@ def few_shot_accuracies(dataset, encode, shots: int, num_runs: int = NUM_RUNS) -
     return [100.0 * float(np.mean(scores.argmax(axis=1) == gold)) for scores in runs]
 
 
+def shot_columns(key: str, header: str, shots=SHOTS) -> tuple:
+    """(metric key, table header) of each k's accuracy and its std over runs, in table order:
+    `{key}_{k}shot` headed "{header}{k}-shot acc.", then its `_std`."""
+    return tuple(column for k in shots for column in ((f"{key}_{k}shot", f"{header}{k}-shot acc."),
+                                                       (f"{key}_{k}shot_std", f"{header}{k}-shot std")))
+
+
 @register_task
 class IntentEvaluator(Evaluator):
     name = "intent"
@@ -31,8 +38,7 @@ class IntentEvaluator(Evaluator):
     count_key = "intent_test_items"
     description = ("few-shot intent classification: nearest prototype of k sampled utterances per intent, "
                    "k = 1 and 5, 10 runs")
-    metrics = tuple(column for k in SHOTS for column in ((f"acc_{k}shot", f"{k}-shot acc."),
-                                                          (f"acc_{k}shot_std", f"{k}-shot std")))
+    metrics = shot_columns("acc", "")
     primary_metric = f"acc_{SHOTS[0]}shot"
     accepts_folder = True  # train.json and test.json
     option_names = ("intent_split",)

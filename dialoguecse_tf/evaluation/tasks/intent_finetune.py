@@ -26,11 +26,12 @@ the same for every run and model.
 import numpy as np
 
 from dialoguecse_tf.data.intent import read_intent_dataset
+from dialoguecse_tf.evaluation.prototypes import SHOTS
 from dialoguecse_tf.evaluation.tasks.base import register_task
 from dialoguecse_tf.evaluation.tasks.finetune_base import (FineTuneEvaluator, FineTuneSettings, few_shot_split,
                                                            seeded_subset)
+from dialoguecse_tf.evaluation.tasks.intent import shot_columns
 
-SHOTS = (1, 5)
 RELEASE = FineTuneSettings(learning_rate=3e-5, batch_size=8, max_epochs=50, patience=5, eval_steps=10,
                            dropout=0.1, max_seq_length=64, num_runs=10)
 CPU = FineTuneSettings(learning_rate=3e-5, batch_size=8, max_epochs=20, patience=5, eval_steps=10,
@@ -47,8 +48,7 @@ class IntentFineTuneEvaluator(FineTuneEvaluator):
     count_key = "intent_ft_test_items"
     description = ("few-shot intent classification by fine-tuning: the encoder, mean-pooled, and a linear layer "
                    "trained on k sampled utterances per intent, early-stopped on k more, k = 1 and 5, accuracy")
-    metrics = tuple(column for k in SHOTS for column in ((f"ft_acc_{k}shot", f"FT {k}-shot acc."),
-                                                          (f"ft_acc_{k}shot_std", f"FT {k}-shot std")))
+    metrics = shot_columns("ft_acc", "FT ")
     primary_metric = f"ft_acc_{SHOTS[0]}shot"
     accepts_folder = True  # Banking77's train.json and test.json
     option_names = ("intent_split", "finetune_preset")
