@@ -8,6 +8,7 @@ dataclass itself. The module imports nothing heavy, so command lines are checked
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import typing
 
@@ -62,9 +63,16 @@ def key_settings(config, values: dict | None = None) -> dict:
     return {name: value for name, value in values.items() if not (name in added and value == added[name])}
 
 
+@functools.cache
+def type_hints(config_class) -> dict:
+    """`typing.get_type_hints(config_class)`, evaluated once per class: a plan of the benchmark
+    checks thousands of fields, and evaluating the annotations' strings each time took seconds."""
+    return typing.get_type_hints(config_class)
+
+
 def field_kind(config_class, name: str) -> tuple[type, bool]:
     """(base type, is a tuple of that type) of field `name`, with Optional unwrapped."""
-    hint = typing.get_type_hints(config_class)[name]
+    hint = type_hints(config_class)[name]
     args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
     origin = typing.get_origin(hint)
     if origin is tuple:
@@ -111,7 +119,7 @@ def check_values(instance) -> None:
     for spec in dataclasses.fields(instance):
         value = getattr(instance, spec.name)
         if value is None:
-            if type(None) in typing.get_args(typing.get_type_hints(type(instance))[spec.name]):
+            if type(None) in typing.get_args(type_hints(type(instance))[spec.name]):
                 continue
             raise ValueError(f"{name_of}.{spec.name} must be set, got None")
         base, is_tuple = field_kind(type(instance), spec.name)

@@ -3,12 +3,11 @@
 import dataclasses
 import functools
 import sys
-import typing
 
 from absl import app
 from absl import flags as absl_flags
 
-from dialoguecse_tf.config_fields import field_kind
+from dialoguecse_tf.config_fields import field_kind, type_hints
 from dialoguecse_tf.data.readers import READERS
 
 # Flags defined here belong to the entry point that asks for them (its --helpshort lists them).
@@ -35,7 +34,7 @@ def config_from_flags(config_class, flag_values, **overrides):
     Nested dataclass fields are filled the same way, so one flag name maps to one config
     field everywhere. List-valued flags become tuples to keep configs hashable.
     """
-    hints = typing.get_type_hints(config_class)
+    hints = type_hints(config_class)
     values = {}
     for field in dataclasses.fields(config_class):
         if field.name in overrides:

@@ -249,8 +249,12 @@ class _Classifier:
         self.head.build((None, self.backbone.hidden_dim))
         self.variables = self.backbone.trainable_variables + self.head.trainable_variables
         self.optimizer = release_optimizer(self.variables, settings, num_train_steps)
-        self._train_step = tf.function(self._train, reduce_retracing=True)
-        self._logits = tf.function(self._forward, reduce_retracing=True)
+        # One trace per function for every batch shape (batches are cut to their longest row): a
+        # trace of the encoder costs seconds, and a run retraced once more without the signatures.
+        ids = tf.TensorSpec([None, None], tf.int32)
+        labels = tf.TensorSpec([None, num_labels] if multi_label else [None], tf.int32)
+        self._train_step = tf.function(self._train, input_signature=[ids, ids, labels])
+        self._logits = tf.function(self._forward, input_signature=[ids, ids])
 
     def _forward(self, token_ids, padding_mask, training=False):
         sequence = run_backbone(self.backbone, token_ids, padding_mask, training=training)["sequence_output"]
@@ -272,7 +276,7 @@ class _Classifier:
 
     def train_step(self, batch: Split) -> float:
         token_ids, padding_mask = _trimmed(batch.token_ids, batch.padding_mask)
-        return float(self._train_step(token_ids, padding_mask, batch.labels))
+        return float(self._train_step(token_ids, padding_mask, np.asarray(batch.labels, np.int32)))
 
     def predict(self, split: Split) -> np.ndarray:
         """[N] class indices, or [N, C] 0/1 (sigmoid above 0.5, i.e. a positive logit)."""

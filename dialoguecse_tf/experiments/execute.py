@@ -23,7 +23,7 @@ from absl import logging
 from dialoguecse_tf.evaluation.provenance import git_commit, portable_path, utc_now
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner, Run
 from dialoguecse_tf.experiments.processes import run_command, run_dir_lock
-from dialoguecse_tf.experiments.tools import check_flags, missing_inputs, remove_output
+from dialoguecse_tf.experiments.tools import ask_for_script_flags, check_flags, missing_inputs, remove_output
 from dialoguecse_tf.io_utils import write_json
 
 SUITE_FILE = "suite.json"
@@ -47,6 +47,7 @@ def check_plan(planner: Planner) -> None:
     (training and evaluation were checked when their keys were computed), and every file or
     glob a step reads that no step of the experiment writes matches something."""
     missing = []
+    ask_for_script_flags(planner.order)
     for run in planner.order:
         check_flags(run)
         missing += [f"{run.step.name}: {path}" for path in missing_inputs(run, (planner.run_dir, planner.results_dir))]

@@ -34,6 +34,7 @@ import yaml
 from official.core import registry
 from official.modeling import hyperparams
 
+from dialoguecse_tf.config_fields import type_hints
 from dialoguecse_tf.evaluation.provenance import REPO_ROOT
 
 EXPERIMENTS_DIR = os.path.join(REPO_ROOT, "experiments")
@@ -369,7 +370,7 @@ def _field_names(config_class) -> str:
 
 def _check_keys(data, config_class, source: str, where: str) -> None:
     """Unknown keys and wrong types against the dataclass fields, recursively."""
-    hints = typing.get_type_hints(config_class)
+    hints = type_hints(config_class)
     fields = {field.name for field in dataclasses.fields(config_class)}
     for key, value in data.items():
         place = f"{where}.{key}" if where else key

@@ -51,11 +51,17 @@ class EncoderHealth:
         self.token_ids = tf.constant(ids, tf.int32)
         self.padding_mask = tf.ones_like(self.token_ids)
         self.start = None  # (spread, norm) when training started or resumed
+        # Traced once: a check comes at every logging step, and an eager pass of the backbone
+        # costs more than a tiny model's training step (0.08 s against 0.01 s on 2 CPU cores).
+        self._embed = tf.function(self._probe_vectors)
+
+    def _probe_vectors(self) -> tf.Tensor:
+        outputs = run_backbone(self.backbone, self.token_ids, self.padding_mask)["sequence_output"]
+        return masked_mean(tf.cast(outputs, tf.float32), self.padding_mask)
 
     def measure(self) -> tuple[float, float]:
         """(spread, mean norm) of the probe's mean-pooled vectors now."""
-        outputs = run_backbone(self.backbone, self.token_ids, self.padding_mask)["sequence_output"]
-        return spread_and_norm(masked_mean(tf.cast(outputs, tf.float32), self.padding_mask).numpy())
+        return spread_and_norm(self._embed().numpy())
 
     def check(self, step: int, learning_rate: float | None = None) -> None:
         """Records the start at the first call; raises EncoderCollapseError when the probe has

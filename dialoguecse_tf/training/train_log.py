@@ -4,8 +4,6 @@ run extends."""
 import json
 import os
 
-import tensorflow as tf
-
 TENSORBOARD_DIR = "tensorboard"
 # The logged scalars as JSON Lines, one {"step": n, ...} per logging step and per evaluation:
 # TensorBoard's event files are not a format to commit or diff, this is.
@@ -14,6 +12,9 @@ TRAIN_LOG_FILE = "train_log.jsonl"
 
 def open_logs(strategy, output_dir: str, start_step: int):
     """(TensorBoard writer, text log or None): only the chief writes them."""
+    # Imported here: the readers of a log (tables, plots) start without TensorFlow's seconds.
+    import tensorflow as tf
+
     if not strategy.extended.should_save_summary:
         return tf.summary.create_noop_writer(), None
     return (tf.summary.create_file_writer(os.path.join(output_dir, TENSORBOARD_DIR)),

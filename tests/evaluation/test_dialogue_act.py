@@ -85,7 +85,6 @@ def test_the_task_on_tod_berts_layout(tmp_path, monkeypatch, tiny_bert_config, t
     metrics = evaluator(factory)
     assert list(metrics) == [key for key, _ in DialogueActEvaluator.metrics]
     assert all(0 <= value <= 100 for value in metrics.values())
-    assert evaluator(factory) == metrics
     digest = evaluator.record()["dialogue_act_sha256"]
     (folder / "test.json").write_text(json.dumps([_dialogue(rng)]), encoding="utf-8")
     assert DialogueActEvaluator(str(folder)).record()["dialogue_act_sha256"] != digest

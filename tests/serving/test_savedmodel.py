@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
 from forked_entry_points import run_python
 from dialoguecse_tf.encoder.backbone import build_backbone
 from dialoguecse_tf.encoder.checkpoints import save_checkpoint
@@ -50,11 +50,31 @@ def encoder(tiny_bert_config, tiny_vocab_file):
     return SentenceEncoder(build_backbone(tiny_bert_config), tokenizer)
 
 
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """(encoder, {normalize: version folder}): one tiny encoder's checkpoint exported by
+    export/export_savedmodel.py without and with --normalize, each to `<folder>/export/1`; the
+    checks below read these two exports (an export costs seconds of tracing)."""
+    folder = tmp_path_factory.mktemp("savedmodel")
+    vocab_file = write_tiny_vocab(folder / "vocab.txt")
+    config = tiny_bert_config_for(vocab_file)
+    encoder = SentenceEncoder(build_backbone(config), Tokenizer(vocab_file, max_seq_length=16))
+    checkpoint = save_checkpoint(str(folder / "ckpt"), encoder.backbone, config, encoder.tokenizer)
+    paths = {}
+    for normalize in (False, True):
+        export_dir = folder / f"normalize_{normalize}" / "export"
+        done = run_python([REPO_ROOT / "export" / "export_savedmodel.py", f"--checkpoint={checkpoint}",
+                           f"--export_dir={export_dir}", "--max_seq_length=16", f"--normalize={normalize}"], text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        paths[normalize] = str(export_dir / "1")
+    return encoder, paths
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("normalize", [False, True])
-def test_export_serves_the_same_vectors_as_encode_in_a_fresh_process(tmp_path, encoder, normalize):
-    path = export_savedmodel(encoder, str(tmp_path / "export"), normalize=normalize)
-    assert path.endswith("/1")
+def test_export_serves_the_same_vectors_as_encode_in_a_fresh_process(tmp_path, exported, normalize):
+    encoder, paths = exported
+    path = paths[normalize]
     (tmp_path / "texts.json").write_text(json.dumps(TEXTS), encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-c", CHECK_IN_FRESH_PROCESS, path, str(tmp_path / "texts.json"), str(tmp_path / "out.npy")],
@@ -70,29 +90,26 @@ def test_export_serves_the_same_vectors_as_encode_in_a_fresh_process(tmp_path, e
 
 
 @pytest.mark.slow
-def test_saved_model_cli_lists_both_signatures_and_versions_increase(tmp_path, encoder):
-    first = export_savedmodel(encoder, str(tmp_path / "export"))
-    assert next_version(str(tmp_path / "export")) == 2
+def test_saved_model_cli_lists_both_signatures_and_versions_increase(exported):
+    encoder, paths = exported
+    export_dir = os.path.dirname(paths[False])
+    assert next_version(export_dir) == 2
     cli = REPO_ROOT / ".venv" / "bin" / "saved_model_cli"
-    shown = subprocess.run([str(cli) if cli.exists() else "saved_model_cli", "show", "--dir", first, "--all"],
+    shown = subprocess.run([str(cli) if cli.exists() else "saved_model_cli", "show", "--dir", paths[False], "--all"],
                            capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "signature_def['serving_default']" in shown.stdout
     assert "signature_def['embed_tokens']" in shown.stdout
     assert "inputs['text']" in shown.stdout and "outputs['embedding']" in shown.stdout
     with pytest.raises(FileExistsError):
-        export_savedmodel(encoder, str(tmp_path / "export"), version=1)
+        export_savedmodel(encoder, export_dir, version=1)
 
 
 @pytest.mark.slow
-def test_export_entry_point_and_embed_cli_from_export(tmp_path, encoder, tiny_bert_config):
-    checkpoint = save_checkpoint(str(tmp_path / "ckpt"), encoder.backbone, tiny_bert_config, encoder.tokenizer)
-    done = run_python([REPO_ROOT / "export" / "export_savedmodel.py", f"--checkpoint={checkpoint}",
-                       f"--export_dir={tmp_path / 'export'}", "--max_seq_length=16"], text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert (tmp_path / "export" / "1" / "export_config.json").exists()
+def test_the_embed_cli_reads_an_export(tmp_path, exported):
+    encoder, paths = exported
     (tmp_path / "in.txt").write_text("where is my order\n退货\n", encoding="utf-8")
-    embedded = run_python(["-m", "dialoguecse_tf.cli.embed", f"--export_dir={tmp_path / 'export'}",
+    embedded = run_python(["-m", "dialoguecse_tf.cli.embed", f"--export_dir={os.path.dirname(paths[False])}",
                            f"--input_file={tmp_path / 'in.txt'}", f"--output_file={tmp_path / 'out.jsonl'}"], text=True)
     assert embedded.returncode == 0, embedded.stderr[-2000:]
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -102,23 +119,20 @@ def test_export_entry_point_and_embed_cli_from_export(tmp_path, encoder, tiny_be
 
 
 @pytest.mark.slow
-def test_the_dialogue_signature_gives_encode_dialogues_vectors(tmp_path, tiny_bert_config, tiny_vocab_file):
+def test_the_dialogue_signature_gives_encode_dialogues_vectors(exported):
     from dialoguecse_tf.encoder.dialogue import DialogueEncoder
     from dialoguecse_tf.serving.savedmodel import ExportedEncoder
 
-    backbone = build_backbone(tiny_bert_config)
-    tokenizer = Tokenizer(tiny_vocab_file, max_seq_length=16)
+    encoder, paths = exported
+    path = paths[False]
     dialogues = [
         [("user", "where is my order"), ("agent", "the order is late"), ("user", "i want a refund please")],
         [("agent", "hello"), ("user", "change my address " * 6), ("agent", "thanks")],
         [("a", "hi"), ("b", "hello")],
     ]
-    dialogue_encoder = DialogueEncoder(backbone, tokenizer, max_seq_length=20)
-    expected = dialogue_encoder.encode_dialogues(dialogues)
-    path = export_savedmodel(SentenceEncoder(backbone, tokenizer), str(tmp_path / "export"),
-                             dialogue_encoder=dialogue_encoder)
-    exported = ExportedEncoder(path)
-    served = exported.encode_dialogues(dialogues, batch_size=2)
+    # The export packs dialogues at the checkpoint's maximum length (24 positions) by default.
+    expected = DialogueEncoder(encoder.backbone, encoder.tokenizer, max_seq_length=24).encode_dialogues(dialogues)
+    served = ExportedEncoder(path).encode_dialogues(dialogues, batch_size=2)
     np.testing.assert_allclose(served, expected, atol=1e-5)
     import tensorflow as tf
 
@@ -151,10 +165,10 @@ def test_the_dialogue_signature_reads_dialogues_as_the_checkpoint_was_trained(tm
 
 
 @pytest.mark.slow
-def test_the_token_and_dialogue_signatures_refuse_what_the_library_refuses(tmp_path, encoder):
+def test_the_token_and_dialogue_signatures_refuse_what_the_library_refuses(exported):
     import tensorflow as tf
 
-    signatures = tf.saved_model.load(export_savedmodel(encoder, str(tmp_path / "export"))).signatures
+    signatures = tf.saved_model.load(exported[1][False]).signatures
     tokens = signatures["embed_tokens"]
     served = tokens(token_ids=tf.constant([[2, 5, 3]]), padding_mask=tf.constant([[1, 1, 1]]))["embedding"]
     assert served.shape == (1, 32)
@@ -176,30 +190,31 @@ def test_the_token_and_dialogue_signatures_refuse_what_the_library_refuses(tmp_p
                       dialogue_lengths=tf.constant(lengths, tf.int32))
 
 
-def test_an_export_counts_unknown_word_pieces_as_its_tokenizer_does(tmp_path, encoder):
+def test_an_export_counts_unknown_word_pieces_as_its_tokenizer_does(exported):
     """dialoguecse-embed --export_dir reports the [UNK] share of its input: the export keeps no
     vocabulary file, so it counts with its own tokenizer, as `Tokenizer.count_unknown` does."""
     from dialoguecse_tf.serving.savedmodel import ExportedEncoder
 
-    path = export_savedmodel(encoder, str(tmp_path / "export"))
+    encoder, paths = exported
+    path = paths[False]
     texts = ["where is my order", "zebra quantum xylophone", "退 货 猫", "", "track my package please"]
     expected = encoder.tokenizer.count_unknown(texts)
     assert expected[0] > 0 and ExportedEncoder(path).count_unknown(texts) == expected
 
 
 @pytest.mark.parametrize("normalize", [False, True])
-def test_run_export_writes_a_card_that_loads_as_it_says(tmp_path, encoder, tiny_bert_config, normalize):
+def test_the_export_writes_a_card_that_loads_as_it_says(exported, normalize):
     import re
 
     import yaml
 
-    from dialoguecse_tf.serving.savedmodel import ExportConfig, run_export
-
-    checkpoint = save_checkpoint(str(tmp_path / "ckpt"), encoder.backbone, tiny_bert_config, encoder.tokenizer)
-    path = run_export(ExportConfig(checkpoint, str(tmp_path / "export"), max_seq_length=16, normalize=normalize))
-    settings = json.loads((tmp_path / "export" / "1" / "export_config.json").read_text())
+    encoder, paths = exported
+    path = paths[normalize]
+    # The card's code loads "export/1", relative to the folder holding the export.
+    folder = os.path.dirname(os.path.dirname(path))
+    settings = json.loads(open(os.path.join(path, "export_config.json"), encoding="utf-8").read())
     assert settings["pooling"] == "mean" and settings["normalize"] is normalize and settings["version"] is None
-    text = (tmp_path / "export" / "1" / "README.md").read_text(encoding="utf-8")
+    text = open(os.path.join(path, "README.md"), encoding="utf-8").read()
     block, body = text[len("---\n"):].split("\n---\n", 1)
     assert text.startswith("---\n") and yaml.safe_load(block) == {
         "pipeline_tag": "feature-extraction", "tags": ["tensorflow", "saved_model", "feature-extraction",
@@ -210,14 +225,14 @@ def test_run_export_writes_a_card_that_loads_as_it_says(tmp_path, encoder, tiny_
     assert 'model_path = "export/1"' in code
     namespace = {}
     here = os.getcwd()
-    os.chdir(tmp_path)
+    os.chdir(folder)
     try:
         exec(compile(code, "README.md", "exec"), namespace)
     finally:
         os.chdir(here)
     expected = encoder.encode(namespace["texts"], normalize=normalize)
     assert np.abs(namespace["embeddings"] - expected).max() < 1e-5
-    assert path.endswith("/1") and [name for name in os.listdir(tmp_path / "export") if name.startswith(".")] == []
+    assert [name for name in os.listdir(os.path.dirname(path)) if name.startswith(".")] == []
 
 
 @pytest.mark.slow
