@@ -54,9 +54,9 @@ def test_an_edited_block_fails_the_check_naming_it_and_docs_rewrites_it(docs_cop
     done = _check(docs_copy)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and f"docs/results_ecd.md:{block.line} (results/ecd_cpu/table.md)" in done.stderr
+    # Rewritten to the committed text, which test_the_committed_docs_hold_their_generated_tables checks.
     assert [b.name for b in update_docs(str(docs_copy))] == [block.name]
     assert doc.read_text(encoding="utf-8") == text
-    assert _check(docs_copy).returncode == 0
 
 
 def test_selectors_pick_columns_and_rows_rename_rows_and_headers(tmp_path):
