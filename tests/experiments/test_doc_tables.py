@@ -21,6 +21,7 @@ def _check(repo_root):
                           env={**os.environ, "PYTHONPATH": str(repo_root)})
 
 
+@pytest.mark.slow
 def test_the_committed_docs_hold_their_generated_tables():
     blocks = [block for doc in doc_paths(str(REPO_ROOT)) for block in find_blocks(doc, str(REPO_ROOT))]
     assert len(blocks) >= 10, "the results tables of README and docs/ are generated blocks"
@@ -41,6 +42,7 @@ def docs_copy(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_an_edited_block_fails_the_check_naming_it_and_docs_rewrites_it(docs_copy):
     doc = docs_copy / "docs" / "results_ecd.md"
     text = doc.read_text(encoding="utf-8")

@@ -190,6 +190,7 @@ def test_the_token_and_dialogue_signatures_refuse_what_the_library_refuses(expor
                       dialogue_lengths=tf.constant(lengths, tf.int32))
 
 
+@pytest.mark.slow
 def test_an_export_counts_unknown_word_pieces_as_its_tokenizer_does(exported):
     """dialoguecse-embed --export_dir reports the [UNK] share of its input: the export keeps no
     vocabulary file, so it counts with its own tokenizer, as `Tokenizer.count_unknown` does."""
@@ -202,6 +203,7 @@ def test_an_export_counts_unknown_word_pieces_as_its_tokenizer_does(exported):
     assert expected[0] > 0 and ExportedEncoder(path).count_unknown(texts) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("normalize", [False, True])
 def test_the_export_writes_a_card_that_loads_as_it_says(exported, normalize):
     import re
