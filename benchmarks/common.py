@@ -17,16 +17,20 @@ import sys
 import time
 
 import numpy as np
-from absl import flags
+from absl import app, flags
 
 from dialoguecse_tf.evaluation.provenance import REPO_ROOT, git_commit, portable_path
 from dialoguecse_tf.io_utils import write_json
+from dialoguecse_tf.precision import check_precision
 
 RESULTS_DIR = os.path.join("benchmarks", "results")
+# The precisions a benchmark times the library in (`--precision`): float16 is GPU only, and the
+# PyTorch peers run on the CPU.
+PRECISIONS = ("float32", "bfloat16")
 
 
 def define_flags(repeats: int | None = None, steps_per_repeat: int | None = None, hf_folder: bool = False,
-                 machine_note: bool = False) -> None:
+                 machine_note: bool = False, precision: bool = False) -> None:
     """Defines the flags the benchmarks share, each with its one help text, as key flags of the
     calling benchmark (its --help lists them beside its own).
 
@@ -38,10 +42,12 @@ def define_flags(repeats: int | None = None, steps_per_repeat: int | None = None
       steps_per_repeat: default of `--steps_per_repeat`, or None for no such flag.
       hf_folder: whether to define `--hf_folder` (the weights both sides of a comparison load).
       machine_note: whether to define `--machine_note`.
+      precision: whether to define `--precision` (read it through `precisions`).
     """
     definitions = [(flags.DEFINE_string, "output_json", None,
                     "Where the results go; default: benchmarks/results/<benchmark>.json, the benchmark named by "
-                    "its script (and its --mode, where it has modes).")]
+                    "its script (and its --mode, where it has modes), <benchmark>_bfloat16.json where --precision "
+                    "times bfloat16.")]
     if repeats is not None:
         definitions.append((flags.DEFINE_integer, "repeats", repeats,
                             "Timed repeats per candidate (the candidates alternating)."))
@@ -55,6 +61,14 @@ def define_flags(repeats: int | None = None, steps_per_repeat: int | None = None
     if machine_note:
         definitions.append((flags.DEFINE_string, "machine_note", "",
                             "What else ran on the machine (recorded in the results)."))
+    if precision:
+        definitions.append((flags.DEFINE_list, "precision", ["float32"],
+                            f"Compute precisions to time the library in, of {PRECISIONS}: bfloat16 as the entry "
+                            "points' --precision=bfloat16 runs it (bfloat16 compute, float32 variables; "
+                            "dialoguecse_tf/precision.py), beside the PyTorch peer in float32 and with its BERT "
+                            "under torch.autocast('cpu', torch.bfloat16). float32 is timed in every run, since the "
+                            "bfloat16 ratios divide by its times; bfloat16 is refused on a CPU without bfloat16 "
+                            "arithmetic."))
     caller = sys._getframe(1).f_globals["__name__"]
     module = sys.argv[0] if caller == "__main__" else caller
     for define, name, default, help_text in definitions:
@@ -62,9 +76,35 @@ def define_flags(repeats: int | None = None, steps_per_repeat: int | None = None
         flags.FLAGS.register_key_flag_for_module(module, flags.FLAGS[name])
 
 
-def results_path(output_json: str | None, name: str) -> str:
-    """Where a benchmark's results go: `output_json` if given, else benchmarks/results/`name`.json."""
-    return output_json or os.path.join(RESULTS_DIR, f"{name}.json")
+def precisions(requested: list) -> tuple:
+    """The precisions of `--precision` to time, in `PRECISIONS`' order, float32 always among them.
+
+    Before anything is built, bfloat16 is refused in one line on a CPU without bfloat16 arithmetic
+    (the library's own check, `precision.check_precision`, of the CPU, where the PyTorch peers
+    run): emulated there, bfloat16 is slower than float32 and its times would say nothing.
+
+    Raises:
+      app.UsageError: for a precision not in `PRECISIONS`.
+      SystemExit: naming what this CPU lacks, for bfloat16 without bfloat16 arithmetic.
+    """
+    unknown = sorted(set(requested) - set(PRECISIONS))
+    if unknown:
+        raise app.UsageError(f"--precision: {unknown} is none of {PRECISIONS} (float16 runs on a GPU only, and the "
+                             "PyTorch peers on the CPU)")
+    if "bfloat16" in requested:
+        try:
+            check_precision("bfloat16", "CPU")
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
+    return tuple(name for name in PRECISIONS if name == "float32" or name in requested)
+
+
+def results_path(output_json: str | None, name: str, precisions: tuple = ("float32",)) -> str:
+    """Where a benchmark's results go: `output_json` if given, else benchmarks/results/`name`.json,
+    `name`_bfloat16.json where `precisions` holds bfloat16: such a run times float32 too, and must
+    not overwrite the float32 file the docs quote."""
+    suffix = "_bfloat16" if "bfloat16" in precisions else ""
+    return output_json or os.path.join(RESULTS_DIR, f"{name}{suffix}.json")
 
 
 def default_hf_folder() -> str:

@@ -8,6 +8,12 @@ around a backbone loaded from the HuggingFace folder, `initialize_from`, its `cr
 and `training.loop.build_train_step`. The peer copies the heads the TensorFlow model starts
 with and builds the optimizer the objective builds (update rule, rates, schedule, weight decay
 and its exclusions, clipping).
+
+A `precision` override (`build_steps(..., precision="bfloat16")`) reaches the TensorFlow step as
+the stage's `--precision` reaches `stage.run_stage`: as the TrainConfig's `precision`, in which
+the backbone is built (`build_backbone(..., precision=)`) and which the objective's
+`create_optimizer` reads. The peer of a bfloat16 step runs its BERT under `torch.autocast` in
+bfloat16 (`torch_peer.load_bert(..., bfloat16=True)`).
 """
 
 import keras
@@ -128,7 +134,7 @@ def tensorflow_step(objective, config, loaded, batch: dict, num_length_buckets: 
     bert_config = loaded.config.replace(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     with strategy.scope():
-        backbone = build_backbone(bert_config)
+        backbone = build_backbone(bert_config, precision=config.precision)
         model = objective.build_model(backbone, bert_config, loaded.tokenizer, num_length_buckets)
         backbone.set_weights(loaded.backbone.get_weights())
         objective.initialize_from(model, loaded)
@@ -150,10 +156,11 @@ def _numpy(variable):
 
 def torch_step(objective, config, folder: str, tf_model, batch: dict, num_length_buckets: int, dropout: float,
                cls_id: int) -> torch_peer.TrainStep:
-    """The objective's PyTorch peer, its heads copied from `tf_model`, with the objective's optimizer."""
+    """The objective's PyTorch peer, its heads copied from `tf_model`, with the objective's optimizer,
+    its BERT in bfloat16 where `config.precision` is."""
     torch.manual_seed(config.random_seed)
     options, name = objective.options, objective.name
-    bert = torch_peer.load_bert(folder, dropout)
+    bert = torch_peer.load_bert(folder, dropout, bfloat16=config.precision == "bfloat16")
     rate, steps, warmup = config.learning_rate, config.num_train_steps, config.num_warmup_steps
     if name == "dialoguecse":
         if options.variant == "paper_text":

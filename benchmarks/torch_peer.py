@@ -19,6 +19,13 @@ One peer per objective, each the same maths as its `dialoguecse_tf.objectives` m
 Heads are built from the TensorFlow model's weights (`heads` arguments), so both sides start
 equal; encoders are length-bucketed as `backbone.encode_sequences` does when given the same
 `num_length_buckets`. Benchmark-only: the library never imports torch.
+
+bfloat16 (`load_bert(..., bfloat16=True)`) is the library's bfloat16 in PyTorch's terms: BERT's
+forward pass under `torch.autocast("cpu", dtype=torch.bfloat16)`, weights and gradients float32,
+no loss scaling, its last layer cast to float32 before any head reads it. Autocast covers BERT
+only, not the peer's whole forward pass, because the library keeps heads, similarities and losses
+in float32: under autocast they would run in bfloat16 (a logit cosine / 0.05 keeps about 3
+significant digits), another loss to check for a small share of the step's products.
 """
 
 import math
@@ -50,12 +57,23 @@ def released_nt_xent(similarities: torch.Tensor, temperature: float) -> torch.Te
     return (torch.logsumexp(logits, -1) - logits[:, 0]) / similarities.shape[-1]
 
 
-def load_bert(folder: str, dropout: float | None = None) -> transformers.BertModel:
+class BFloat16BertModel(transformers.BertModel):
+    """`BertModel` computing under autocast in bfloat16, its last layer returned in float32."""
+
+    def forward(self, *args, **kwargs):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            output = super().forward(*args, **kwargs)
+        output.last_hidden_state = output.last_hidden_state.float()
+        return output
+
+
+def load_bert(folder: str, dropout: float | None = None, bfloat16: bool = False) -> transformers.BertModel:
     """The HF folder's encoder without its pooler (no objective here reads BERT's pooler output:
-    SimCSE's MLP is a head of its own); `dropout` overrides both of the config's rates."""
+    SimCSE's MLP is a head of its own); `dropout` overrides both of the config's rates; `bfloat16`
+    computes in bfloat16 (`BFloat16BertModel`)."""
     rates = {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
-    return transformers.BertModel.from_pretrained(folder, add_pooling_layer=False, attn_implementation="sdpa",
-                                                  **rates)
+    model_class = BFloat16BertModel if bfloat16 else transformers.BertModel
+    return model_class.from_pretrained(folder, add_pooling_layer=False, attn_implementation="sdpa", **rates)
 
 
 def freeze_bottom_layers(bert: transformers.BertModel, num_frozen_layers: int) -> None:

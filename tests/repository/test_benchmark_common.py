@@ -3,6 +3,8 @@ import json
 import os
 import sys
 
+import pytest
+
 from benchmarks import common
 from conftest import REPO_ROOT
 
@@ -28,6 +30,28 @@ def test_results_go_to_the_benchmarks_file_unless_told(tmp_path):
     assert common.results_path(None, "objective_steps_profile") == os.path.join(
         "benchmarks", "results", "objective_steps_profile.json")
     assert common.results_path(str(tmp_path / "x.json"), "flops") == str(tmp_path / "x.json")
+    # A run that times bfloat16 (and float32 beside it) leaves the float32 file the docs quote alone.
+    assert common.results_path(None, "flops", ("float32", "bfloat16")) == os.path.join(
+        "benchmarks", "results", "flops_bfloat16.json")
+    assert common.results_path(str(tmp_path / "x.json"), "flops", ("float32", "bfloat16")) == str(tmp_path / "x.json")
+
+
+def test_precisions_time_float32_always_and_refuse_bfloat16_in_one_line_without_its_arithmetic(monkeypatch):
+    from absl import app
+
+    from dialoguecse_tf import precision
+
+    monkeypatch.setattr(precision, "cpu_bfloat16_flags", lambda: ("avx512_bf16",))
+    assert common.precisions(["float32"]) == ("float32",)
+    assert common.precisions(["bfloat16"]) == common.precisions(["bfloat16", "float32"]) == ("float32", "bfloat16")
+    monkeypatch.setattr(precision, "cpu_bfloat16_flags", lambda: ())
+    with pytest.raises(SystemExit) as refused:
+        common.precisions(["float32", "bfloat16"])
+    message = str(refused.value)
+    assert message.startswith("error: precision bfloat16 needs a CPU with bfloat16 arithmetic") and "\n" not in message
+    assert common.precisions(["float32"]) == ("float32",)
+    with pytest.raises(app.UsageError, match=r"\['float16'\] is none of \('float32', 'bfloat16'\)"):
+        common.precisions(["float16"])
 
 
 def test_the_command_is_the_module_run_from_the_repository_root(monkeypatch):
@@ -60,12 +84,13 @@ def test_define_flags_defines_the_shared_flags_once_as_the_callers_key_flags(mon
 
     values = flags.FlagValues()
     monkeypatch.setattr(common.flags, "FLAGS", values)
-    for name in ("DEFINE_string", "DEFINE_integer"):
+    for name in ("DEFINE_string", "DEFINE_integer", "DEFINE_list"):
         define = getattr(flags, name)
         monkeypatch.setattr(common.flags, name,
                             lambda *args, _define=define, **kwargs: _define(*args, flag_values=values, **kwargs))
-    common.define_flags(repeats=3, steps_per_repeat=2, hf_folder=True)
-    assert sorted(values) == ["hf_folder", "output_json", "repeats", "steps_per_repeat"]
+    common.define_flags(repeats=3, steps_per_repeat=2, hf_folder=True, precision=True)
+    assert sorted(values) == ["hf_folder", "output_json", "precision", "repeats", "steps_per_repeat"]
     assert (values["repeats"].default, values["steps_per_repeat"].default, values["output_json"].default) == (3, 2, None)
+    assert values["precision"].default == ["float32"]
     key_flags = {flag.name for flag in values.get_key_flags_for_module(__name__)}
-    assert key_flags == {"hf_folder", "output_json", "repeats", "steps_per_repeat"}
+    assert key_flags == {"hf_folder", "output_json", "precision", "repeats", "steps_per_repeat"}
