@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from dialoguecse_tf.io_utils import read_json_object
+from dialoguecse_tf.io_utils import parse_json_object
 
 CHECKPOINT_INDEX = "bert_model.ckpt.index"
 TRAIN_LOG = "train_log.jsonl"
@@ -54,9 +54,13 @@ def model_metrics(path: str) -> dict:
     Returns:
       Every numeric metric of every model, keyed by the model's display name (`name#k` for the
       k-th row of a repeated name, e.g. seed rows), dataset and metric. {} for a JSON file without
-      models.
+      models, a JSON array among them (an evaluation folder's `suite.json`).
     """
-    record = read_json_object(path, "a results file")
+    with open(path, "rb") as reader:
+        data = reader.read()
+    if data.lstrip().startswith(b"["):
+        return {}
+    record = parse_json_object(data, path, "a results file")
     values, seen = {}, {}
     for model in record.get("models", []) if isinstance(record.get("models"), list) else []:
         # Seed rows share a display name and differ in checkpoint paths, which differ between the

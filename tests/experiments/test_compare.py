@@ -16,6 +16,8 @@ def _write_run(root, weight, map_value, losses, seed_rows=(1.0, 2.0)):
     models += [{"display_name": "B", "checkpoint": str(root / f"s{i}"), "metrics": {"D": {"map": value}}}
                for i, value in enumerate(seed_rows)]
     (root / "results" / "results.json").write_text(json.dumps({"git_commit": str(root), "models": models}))
+    # An evaluation folder's suite, a JSON array: read, and nothing to compare in it.
+    (root / "results" / "suite.json").write_text(json.dumps([{"dataset": "D", "task": "sr", "file": str(root)}]))
     encoder = root / "runs" / "train" / "encoder"
     os.makedirs(encoder)
     tf.train.Checkpoint(w=tf.Variable(np.array([1.0, weight], np.float32))).write(str(encoder / "bert_model.ckpt"))
