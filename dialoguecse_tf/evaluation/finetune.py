@@ -126,7 +126,8 @@ class Split:
 
     @classmethod
     def packed(cls, examples: Examples, tokenizer, max_seq_length: int) -> "Split":
-        return cls(*pack_texts(tokenizer, examples.texts, max_seq_length), np.asarray(examples.labels))
+        # int32, as the training step's signature takes them.
+        return cls(*pack_texts(tokenizer, examples.texts, max_seq_length), np.asarray(examples.labels, np.int32))
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -276,7 +277,7 @@ class _Classifier:
 
     def train_step(self, batch: Split) -> float:
         token_ids, padding_mask = _trimmed(batch.token_ids, batch.padding_mask)
-        return float(self._train_step(token_ids, padding_mask, np.asarray(batch.labels, np.int32)))
+        return float(self._train_step(token_ids, padding_mask, batch.labels))
 
     def predict(self, split: Split) -> np.ndarray:
         """[N] class indices, or [N, C] 0/1 (sigmoid above 0.5, i.e. a positive logit)."""
