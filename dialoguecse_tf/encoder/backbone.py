@@ -22,6 +22,65 @@ def activation_fn(name: str):
     return keras.activations.get(name)
 
 
+# In bfloat16, TensorFlow's CPU kernels for elementwise ops convert every element to float32 and
+# back, op by op: GELU's erf chain and LayerNorm's moments took most of a bfloat16 forward pass
+# while oneDNN ran its matrix products on the bfloat16 units. XLA fuses each such island into
+# one pass. Only the islands are compiled: XLA's own CPU matrix product does not use the bfloat16
+# units (the whole encoder under XLA is slower in bfloat16, benchmarks/results/flops_bfloat16.json).
+_XLA_GELU = {approximate: tf.function(lambda x, approximate=approximate: tf.nn.gelu(x, approximate=approximate),
+                                      jit_compile=True)
+             for approximate in (False, True)}
+
+
+@tf.function(jit_compile=True)
+def _xla_layer_normalization(inputs, gamma, beta, epsilon):
+    return keras.ops.layer_normalization(inputs, gamma, beta, -1, epsilon)
+
+
+def _xla_activation(name: str):
+    """The XLA-compiled twin of `activation_fn(name)`, or None if there is none."""
+    if name in ("gelu", "gelu_exact"):
+        return _XLA_GELU[name == "gelu"]
+    return None
+
+
+def _xla_layer_norm_call(layer):
+    def call(inputs):
+        return _xla_layer_normalization(inputs, tf.convert_to_tensor(layer.gamma), tf.convert_to_tensor(layer.beta),
+                                        float(layer.epsilon))
+    return call
+
+
+def layer_norms(backbone) -> list:
+    norms = [backbone.embeddings_layer_norm]
+    for layer in transformer_layers(backbone):
+        norms += [layer._self_attention_layer_norm, layer._feedforward_layer_norm]
+    return norms
+
+
+def set_compiled_elementwise(backbone, compiled: bool) -> None:
+    """Runs the backbone's GELU and LayerNorms as XLA-compiled islands, or as plain TF ops.
+
+    `build_backbone` compiles them in bfloat16 (where the plain ops are slow) and not in float32,
+    whose numbers stay those of the plain ops. A SavedModel export turns them off: TF Serving runs
+    XLA on CPU only behind its experimental --xla_cpu_compilation_enabled.
+
+    Args:
+      backbone: a backbone `build_backbone` made.
+      compiled: bool, whether the islands are XLA-compiled.
+    """
+    config = backbone.bert_config
+    activation = (compiled and _xla_activation(config.hidden_act)) or activation_fn(config.hidden_act)
+    for layer in transformer_layers(backbone):
+        layer._feedforward_intermediate_dense.activation = activation
+    for norm in layer_norms(backbone):
+        if compiled:
+            # object.__setattr__: a plain function attribute, kept out of Keras's layer tracking.
+            object.__setattr__(norm, "call", _xla_layer_norm_call(norm))
+        elif "call" in vars(norm):
+            object.__delattr__(norm, "call")
+
+
 def build_backbone(config: BertConfig, name: str = "bert_backbone",
                    precision: str = DEFAULT_PRECISION) -> keras_hub.models.BertBackbone:
     """Builds a randomly initialised backbone whose numerics follow `config`.
@@ -37,8 +96,9 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone",
         LayerNorm epsilon, initializer range).
       name: str, the backbone's Keras name (part of its weights' paths).
       precision: one of `precision.PRECISIONS`, its compute dtype ("bfloat16": Keras's
-        "mixed_bfloat16" policy, bfloat16 compute with float32 variables); "float32" leaves it
-        to Keras's global policy, float32 unless changed. Not checked against the machine
+        "mixed_bfloat16" policy, bfloat16 compute with float32 variables, its GELU and LayerNorms
+        as XLA-compiled islands: `set_compiled_elementwise`); "float32" leaves it to Keras's global
+        policy, float32 unless changed. Not checked against the machine
         (`precision.check_precision`): the entry points do that.
 
     Returns:
@@ -63,10 +123,8 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone",
         dtype=None if precision == DEFAULT_PRECISION else dtype_policy(precision),
         name=name,
     )
-    activation = activation_fn(config.hidden_act)
     backbone.embeddings_layer_norm.epsilon = config.layer_norm_eps
     for layer in transformer_layers(backbone):
-        layer._feedforward_intermediate_dense.activation = activation
         layer._self_attention_layer._dropout_layer.rate = config.attention_probs_dropout_prob
         layer._self_attention_layer_norm.epsilon = config.layer_norm_eps
         layer._feedforward_layer_norm.epsilon = config.layer_norm_eps
@@ -74,6 +132,7 @@ def build_backbone(config: BertConfig, name: str = "bert_backbone",
         _reinitialize(backbone, config.initializer_range)
     # keras-hub's own config lacks the numerics set above; models serialise the backbone by this.
     backbone.bert_config = config
+    set_compiled_elementwise(backbone, precision == "bfloat16")
     return backbone
 
 

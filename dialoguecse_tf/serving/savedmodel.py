@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from dialoguecse_tf.config_io import write_config
+from dialoguecse_tf.encoder.backbone import set_compiled_elementwise
 from dialoguecse_tf.encoder.dialogue import DialogueEncoder, dialogue_settings, dialogue_turns
 from dialoguecse_tf.encoder.sentence import SentenceEncoder, encode_in_batches
 from dialoguecse_tf.serving.layout import EXPORT_CONFIG_FILE, export_settings, export_version_dir, next_version
@@ -178,6 +179,9 @@ def run_export(config: ExportConfig) -> str:
     from dialoguecse_tf.serving.model_card import card, checkpoint_facts, write_card
 
     loaded = load_checkpoint(config.checkpoint, max_seq_length=config.max_seq_length, precision=config.precision)
+    # TF Serving runs XLA on CPU only behind its experimental --xla_cpu_compilation_enabled, so the
+    # graph keeps plain ops where bfloat16 training and encode() run XLA-compiled islands.
+    set_compiled_elementwise(loaded.backbone, False)
     encoder = SentenceEncoder(loaded.backbone, loaded.tokenizer, pooling=sentence_pooling(loaded, config.pooling))
     # The dialogue signature reads dialogues as the encoder's training did (a dial2vec run's
     # truncation and token types, recorded in its metadata).

@@ -11,7 +11,9 @@ from dialoguecse_tf.encoder.backbone import (
     encode_sequences,
     freeze_bottom_layers,
     freeze_pooler,
+    layer_norms,
     run_backbone,
+    set_compiled_elementwise,
     trim_padding,
     with_precision,
 )
@@ -212,3 +214,46 @@ def test_a_bfloat16_backbone_computes_in_bfloat16_on_float32_variables(tiny_bert
     # Models serialise the precision with the backbone; a float32 backbone's config is as before.
     assert "precision" not in backbone_config(plain)
     assert backbone_from_config(backbone_config(half)).compute_dtype == "bfloat16"
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_exact"])
+def test_bfloat16_runs_gelu_and_layer_norms_xla_compiled_as_the_plain_ops_compute(tiny_bert_config, hidden_act):
+    config = tiny_bert_config.replace(hidden_act=hidden_act)
+    plain = build_backbone(config)
+    assign_bert_variables(plain, random_bert_weights(config, seed=3), source="test")
+    half = with_precision(plain, "bfloat16")
+    # float32 keeps the plain ops (and so its numbers); bfloat16 overrides every LayerNorm's call.
+    assert not any("call" in vars(norm) for norm in layer_norms(plain))
+    assert all("call" in vars(norm) for norm in layer_norms(half))
+    token_ids, mask = _inputs(config)
+
+    def forward_and_gradients(backbone):
+        with tf.GradientTape() as tape:
+            encoded = encode_sequences(backbone, token_ids, mask, training=False)
+            loss = tf.reduce_sum(tf.square(encoded) * tf.cast(mask, tf.float32)[..., None])
+        gradients = tape.gradient(loss, backbone.trainable_variables)
+        # The pooler, which no sequence output reaches, has none.
+        return encoded, tf.concat([tf.reshape(tf.convert_to_tensor(g), [-1]) for g in gradients if g is not None], 0)
+
+    traced = tf.function(lambda: forward_and_gradients(half))
+    library = traced.get_concrete_function().graph.as_graph_def().library.function
+    assert any("_XlaMustCompile" in function.attr for function in library)
+    compiled, compiled_gradients = (value.numpy() for value in traced())
+    set_compiled_elementwise(half, False)
+    assert not any("call" in vars(norm) for norm in layer_norms(half))
+    unfused, unfused_gradients = (value.numpy() for value in tf.function(lambda: forward_and_gradients(half))())
+    exact, exact_gradients = (value.numpy() for value in tf.function(lambda: forward_and_gradients(plain))())
+    real = mask.astype(bool)
+    # The islands' maths (the GELU's flavour, epsilon, gamma and beta), free of bfloat16's rounding:
+    # compiled on the float32 backbone they give float32's numbers.
+    set_compiled_elementwise(plain, True)
+    islands, islands_gradients = (value.numpy() for value in tf.function(lambda: forward_and_gradients(plain))())
+    set_compiled_elementwise(plain, False)
+    np.testing.assert_allclose(islands[real], exact[real], rtol=0, atol=1e-5 * np.abs(exact[real]).max())
+    assert np.linalg.norm(islands_gradients - exact_gradients) <= 1e-5 * np.linalg.norm(exact_gradients)
+    # The islands round once where the plain ops round per op: as close to float32 as the plain
+    # bfloat16 ops are, forward and backward.
+    for ours, theirs, reference in ((compiled[real], unfused[real], exact[real]),
+                                    (compiled_gradients, unfused_gradients, exact_gradients)):
+        assert np.linalg.norm(ours - reference) <= 1.5 * np.linalg.norm(theirs - reference)
+        assert np.linalg.norm(ours - reference) <= 0.03 * np.linalg.norm(reference)

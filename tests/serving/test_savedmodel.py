@@ -247,6 +247,8 @@ def test_a_bfloat16_export_keeps_its_signatures_float32_in_and_out(tmp_path, enc
     checkpoint = save_checkpoint(str(tmp_path / "ckpt"), encoder.backbone, tiny_bert_config, encoder.tokenizer)
     path = run_export(ExportConfig(checkpoint, str(tmp_path / "export"), max_seq_length=16, precision="bfloat16"))
     assert json.loads((tmp_path / "export" / "1" / "export_config.json").read_text())["precision"] == "bfloat16"
+    # Plain ops only: TF Serving runs no XLA on CPU by default (bfloat16's compiled islands stay out).
+    assert b"_XlaMustCompile" not in (tmp_path / "export" / "1" / "saved_model.pb").read_bytes()
     signatures = tf.saved_model.load(path).signatures
     for name, inputs in {"serving_default": {"text": tf.string},
                          "embed_tokens": {"token_ids": tf.int32, "padding_mask": tf.int32},
