@@ -49,6 +49,10 @@
   are of the threads' busy time, not of the wall time; idle thread time is left out. The results
   hold the share of each op type, and the ops grouped by their place in the model with the layer
   index removed (the six layers' `query` weight gradients are one row), in milliseconds per step.
+  Each profile also holds the step's wall time (`--steps` untraced steps after the warm-up). The
+  framework op statistics leave out XLA-compiled clusters (bfloat16's islands,
+  `encoder.backbone.set_compiled_elementwise`): their time is in the wall time, not the busy time.
+  `--precision=float32,bfloat16` profiles each step in both (step_profile_bfloat16.json).
 * `step_variants`: one objective's TensorFlow step (one of `--objectives`, one `--padding`) under
   TensorFlow's speed settings, which must be chosen before TensorFlow starts, hence one fresh
   process each: `default` (oneDNN kernels, inter- and intra-op threads = cores), `xla` (the step
@@ -60,12 +64,14 @@
   python -m benchmarks.objective_steps --precision=float32,bfloat16             # and in bfloat16
   python -m benchmarks.objective_steps --mode=train_step                        # benchmark 2
   python -m benchmarks.objective_steps --mode=step_profile --objectives=dse,dial2vec --padding=padded
+  python -m benchmarks.objective_steps --mode=step_profile --objectives=dialoguecse --precision=float32,bfloat16
   python -m benchmarks.objective_steps --mode=step_variants --objectives=dse --padding=padded --steps=6
 """
 
 import collections
 import gc
 import glob
+import itertools
 import json
 import os
 import re
@@ -508,23 +514,28 @@ def op_summary(rows: list, steps: int, top: int) -> dict:
                            for (group, kind), value in by_group.most_common(top)]}
 
 
-def profile(name: str, folder: str, loaded, regime: str) -> dict:
+def profile(name: str, folder: str, loaded, regime: str, precision: str = "float32") -> dict:
     import tensorflow as tf
 
     from benchmarks import objective_pairs
 
     _, config = objective_pairs.preset_objective(name)
     buckets = config.num_length_buckets if regime == "buckets" else 1
-    run = objective_pairs.build_steps(name, folder, loaded, buckets, 0.0, 0)["tf"]
+    run = objective_pairs.build_steps(name, folder, loaded, buckets, 0.0, 0, precision=precision)["tf"]
     for _ in range(FLAGS.warmup_steps):
         run()
+    start = time.perf_counter()
+    for _ in range(FLAGS.steps):
+        run()
+    wall_ms = (time.perf_counter() - start) / FLAGS.steps * 1e3
     with tempfile.TemporaryDirectory() as logdir:
         tf.profiler.experimental.start(logdir)
         for _ in range(FLAGS.steps):
             run()
         tf.profiler.experimental.stop()
         rows = op_rows(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)[-1])
-    return {"num_length_buckets": buckets, **op_summary(rows, FLAGS.steps, FLAGS.top)}
+    return {"num_length_buckets": buckets, "wall_ms_per_step": round(wall_ms, 1),
+            **op_summary(rows, FLAGS.steps, FLAGS.top)}
 
 
 def run_step_profile() -> None:
@@ -532,6 +543,7 @@ def run_step_profile() -> None:
     from dialoguecse_tf.encoder.checkpoints import load_checkpoint
 
     objective_pairs.check_choices(FLAGS.objectives, FLAGS.padding)
+    precisions = common.precisions(FLAGS.precision)
     folder = FLAGS.hf_folder or common.default_hf_folder()
     load_before = os.getloadavg()
     results = {}
@@ -539,15 +551,18 @@ def run_step_profile() -> None:
         _, config = objective_pairs.preset_objective(name)
         loaded = load_checkpoint(folder, max_seq_length=config.max_seq_length)
         regimes = ["padded"] if name == "dial2vec" else FLAGS.padding
-        for regime in regimes:
-            result = profile(name, folder, loaded, regime)
-            results[f"{name} ({regime})"] = result
-            common.print_table(f"{name} ({regime}): busy thread time per step by op type", ["op type", "ms", "share"], [
+        for regime, precision in itertools.product(regimes, precisions):
+            label = f"{name} ({regime})" if precision == "float32" else f"{name} ({regime}, {precision})"
+            result = profile(name, folder, loaded, regime, precision)
+            results[label] = result
+            common.print_table(f"{label}: {result['wall_ms_per_step']} ms per step; busy thread time by op type",
+                               ["op type", "ms", "share"], [
                 [kind, value["ms_per_step"], f"{100 * value['share']:.1f} %"]
                 for kind, value in list(result["by_type"].items())[:10]])
-    common.write_results(common.results_path(FLAGS.output_json, "step_profile"), {
+    common.write_results(common.results_path(FLAGS.output_json, "step_profile", precisions), {
         "benchmark": "step_profile",
-        "settings": {"warmup_steps": FLAGS.warmup_steps, "steps": FLAGS.steps, "dropout": 0.0, "batch": "synthetic"},
+        "settings": {"warmup_steps": FLAGS.warmup_steps, "steps": FLAGS.steps, "dropout": 0.0, "batch": "synthetic",
+                     "precision": list(precisions)},
         "machine_note": FLAGS.machine_note,
         "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
         "profiles": results,
@@ -617,9 +632,9 @@ def run_step_variants() -> None:
 
 def main(argv):
     del argv
-    if FLAGS.mode != "objective_steps" and FLAGS.precision != ["float32"]:
+    if FLAGS.mode not in ("objective_steps", "step_profile") and FLAGS.precision != ["float32"]:
         raise app.UsageError(f"--precision: --mode={FLAGS.mode} times float32 only; bfloat16 is "
-                             "--mode=objective_steps's")
+                             "--mode=objective_steps's and --mode=step_profile's")
     if FLAGS.markdown_from:
         with open(FLAGS.markdown_from, encoding="utf-8") as reader:
             print(markdown_table(json.load(reader)))

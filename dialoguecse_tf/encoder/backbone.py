@@ -23,13 +23,15 @@ def activation_fn(name: str):
 
 
 # In bfloat16, TensorFlow's CPU kernels for elementwise ops convert every element to float32 and
-# back, op by op: GELU's erf chain and LayerNorm's moments took most of a bfloat16 forward pass
-# while oneDNN ran its matrix products on the bfloat16 units. XLA fuses each such island into
-# one pass. Only the islands are compiled: XLA's own CPU matrix product does not use the bfloat16
-# units (the whole encoder under XLA is slower in bfloat16, benchmarks/results/flops_bfloat16.json).
-_XLA_GELU = {approximate: tf.function(lambda x, approximate=approximate: tf.nn.gelu(x, approximate=approximate),
-                                      jit_compile=True)
-             for approximate in (False, True)}
+# back, op by op: the feed-forward bias and GELU's erf chain and LayerNorm's moments took most of a
+# bfloat16 forward pass while oneDNN ran its matrix products on the bfloat16 units. XLA fuses each
+# such island into one pass. Only the islands are compiled: XLA's own CPU matrix product does not
+# use the bfloat16 units (the whole encoder under XLA is slower in bfloat16,
+# benchmarks/results/flops_bfloat16.json).
+_XLA_BIAS_GELU = {
+    approximate: tf.function(lambda x, bias, approximate=approximate: tf.nn.gelu(x + bias, approximate=approximate),
+                             jit_compile=True)
+    for approximate in (False, True)}
 
 
 @tf.function(jit_compile=True)
@@ -37,11 +39,18 @@ def _xla_layer_normalization(inputs, gamma, beta, epsilon):
     return keras.ops.layer_normalization(inputs, gamma, beta, -1, epsilon)
 
 
-def _xla_activation(name: str):
-    """The XLA-compiled twin of `activation_fn(name)`, or None if there is none."""
-    if name in ("gelu", "gelu_exact"):
-        return _XLA_GELU[name == "gelu"]
-    return None
+def _xla_intermediate_dense_call(dense, hidden_act: str):
+    """`dense`'s call (the feed-forward's first product, bias and GELU) with the bias and GELU as one
+    XLA island, or None for an activation without one."""
+    if hidden_act not in ("gelu", "gelu_exact"):
+        return None
+    island = _XLA_BIAS_GELU[hidden_act == "gelu"]
+
+    def call(inputs, training=None):
+        # Inside the layer's call, Keras casts the float32 variables to the compute dtype.
+        product = keras.ops.matmul(inputs, dense.kernel)
+        return island(product, tf.cast(tf.convert_to_tensor(dense.bias), product.dtype))
+    return call
 
 
 def _xla_layer_norm_call(layer):
@@ -49,6 +58,15 @@ def _xla_layer_norm_call(layer):
         return _xla_layer_normalization(inputs, tf.convert_to_tensor(layer.gamma), tf.convert_to_tensor(layer.beta),
                                         float(layer.epsilon))
     return call
+
+
+def _override_call(layer, call) -> None:
+    """Runs `layer` through `call` instead of its class's, or its own again when `call` is None."""
+    if call:
+        # object.__setattr__: a plain function attribute, kept out of Keras's layer tracking.
+        object.__setattr__(layer, "call", call)
+    elif "call" in vars(layer):
+        object.__delattr__(layer, "call")
 
 
 def layer_norms(backbone) -> list:
@@ -59,26 +77,25 @@ def layer_norms(backbone) -> list:
 
 
 def set_compiled_elementwise(backbone, compiled: bool) -> None:
-    """Runs the backbone's GELU and LayerNorms as XLA-compiled islands, or as plain TF ops.
+    """Runs the backbone's feed-forward bias and GELU, and its LayerNorms, as XLA-compiled islands,
+    or as plain TF ops.
 
     `build_backbone` compiles them in bfloat16 (where the plain ops are slow) and not in float32,
     whose numbers stay those of the plain ops. A SavedModel export turns them off: TF Serving runs
-    XLA on CPU only behind its experimental --xla_cpu_compilation_enabled.
+    XLA on CPU only behind its experimental --xla_cpu_compilation_enabled. Each island is compiled
+    once per input shape it meets (a fraction of a second; the shapes of a run's batches repeat).
 
     Args:
       backbone: a backbone `build_backbone` made.
       compiled: bool, whether the islands are XLA-compiled.
     """
-    config = backbone.bert_config
-    activation = (compiled and _xla_activation(config.hidden_act)) or activation_fn(config.hidden_act)
+    hidden_act = backbone.bert_config.hidden_act
     for layer in transformer_layers(backbone):
-        layer._feedforward_intermediate_dense.activation = activation
+        dense = layer._feedforward_intermediate_dense
+        dense.activation = activation_fn(hidden_act)
+        _override_call(dense, compiled and _xla_intermediate_dense_call(dense, hidden_act))
     for norm in layer_norms(backbone):
-        if compiled:
-            # object.__setattr__: a plain function attribute, kept out of Keras's layer tracking.
-            object.__setattr__(norm, "call", _xla_layer_norm_call(norm))
-        elif "call" in vars(norm):
-            object.__delattr__(norm, "call")
+        _override_call(norm, compiled and _xla_layer_norm_call(norm))
 
 
 def build_backbone(config: BertConfig, name: str = "bert_backbone",

@@ -14,6 +14,7 @@ from dialoguecse_tf.encoder.backbone import (
     layer_norms,
     run_backbone,
     set_compiled_elementwise,
+    transformer_layers,
     trim_padding,
     with_precision,
 )
@@ -222,9 +223,15 @@ def test_bfloat16_runs_gelu_and_layer_norms_xla_compiled_as_the_plain_ops_comput
     plain = build_backbone(config)
     assign_bert_variables(plain, random_bert_weights(config, seed=3), source="test")
     half = with_precision(plain, "bfloat16")
-    # float32 keeps the plain ops (and so its numbers); bfloat16 overrides every LayerNorm's call.
-    assert not any("call" in vars(norm) for norm in layer_norms(plain))
-    assert all("call" in vars(norm) for norm in layer_norms(half))
+    # float32 keeps the plain ops (and so its numbers); bfloat16 overrides every LayerNorm's call and
+    # the feed-forward's first layer's.
+    def overridden(backbone):
+        return [layer for layer in layer_norms(backbone) + [layer._feedforward_intermediate_dense
+                                                            for layer in transformer_layers(backbone)]
+                if "call" in vars(layer)]
+
+    assert not overridden(plain)
+    assert len(overridden(half)) == 3 * len(transformer_layers(half)) + 1
     token_ids, mask = _inputs(config)
 
     def forward_and_gradients(backbone):
@@ -240,7 +247,7 @@ def test_bfloat16_runs_gelu_and_layer_norms_xla_compiled_as_the_plain_ops_comput
     assert any("_XlaMustCompile" in function.attr for function in library)
     compiled, compiled_gradients = (value.numpy() for value in traced())
     set_compiled_elementwise(half, False)
-    assert not any("call" in vars(norm) for norm in layer_norms(half))
+    assert not overridden(half)
     unfused, unfused_gradients = (value.numpy() for value in tf.function(lambda: forward_and_gradients(half))())
     exact, exact_gradients = (value.numpy() for value in tf.function(lambda: forward_and_gradients(plain))())
     real = mask.astype(bool)
