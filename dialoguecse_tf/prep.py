@@ -210,6 +210,9 @@ class RsSetsConfig:
                                   "candidates (SGD: SYSTEM); the turn before each is the utterance-level query.")
     min_context_turns: int = field(4, "Fewest turns before a dialogue-level row's response (DSTC7-Ubuntu's contexts "
                                    "hold more than 3 turns).", minimum=1)
+    max_utterance_blocks: int = field(0, "Keep at most this many blocks of 100 utterance-level rows, a seeded "
+                                      "sample (the pairs are shuffled first); 0 keeps every whole block.",
+                                      minimum=0, added_as=0)
 
     def __post_init__(self):
         check_values(self)
@@ -234,7 +237,8 @@ def run_build_rs_sets(config: RsSetsConfig) -> PrepStats:
     if config.response_speaker not in speakers:
         raise ValueError(f"no {config.response_speaker} turn in {list(config.corpus.input_file)} (its speakers: "
                          f"{', '.join(speakers[:10])}); give --response_speaker")
-    utterance_rows, utterance_stats = build_utterance_rs_rows(dialogues, config.random_seed, config.response_speaker)
+    utterance_rows, utterance_stats = build_utterance_rs_rows(dialogues, config.random_seed, config.response_speaker,
+                                                              config.max_utterance_blocks)
     dialogue_rows, dialogue_stats = build_dialogue_rs_rows(dialogues, config.random_seed, config.response_speaker,
                                                            config.min_context_turns)
     if not dialogue_rows:

@@ -264,19 +264,23 @@ def utterance_pairs(dialogues: Sequence[Dialogue], response_speaker: str) -> lis
             if turn.speaker == response_speaker and previous.speaker != response_speaker]
 
 
-def build_utterance_rs_rows(dialogues: Sequence[Dialogue], seed: int,
-                            response_speaker: str) -> tuple[list[tuple[str, str]], dict]:
+def build_utterance_rs_rows(dialogues: Sequence[Dialogue], seed: int, response_speaker: str,
+                            max_blocks: int = 0) -> tuple[list[tuple[str, str]], dict]:
     """The utterance-level rows of a corpus (see the module docstring).
 
     Args:
       dialogues: the corpus, in order.
       seed: seeds the shuffle (`random.Random(seed)`).
       response_speaker: the speaker whose turns are the responses (SGD: "SYSTEM").
+      max_blocks: keep at most this many blocks of 100 rows, 0 for every whole block. The
+        pairs are shuffled first, so a cut keeps a seeded sample, and the rows it keeps are
+        the first rows of the uncut set.
 
     Returns:
       (rows, stats): N = 100 * B (query, response) pairs, no query or response text twice;
       stats counts "pairs", "repeated_response" and "repeated_query" (pairs dropped, in that
-      order of checks), "rows", "blocks" and "left_over" (kept pairs after the last whole block).
+      order of checks), "rows", "blocks", "left_over" (kept pairs after the last whole block)
+      and "cut_blocks" (whole blocks left out by `max_blocks`).
 
     Raises:
       ValueError: fewer than 100 pairs are left.
@@ -294,11 +298,14 @@ def build_utterance_rs_rows(dialogues: Sequence[Dialogue], seed: int,
             kept.append((query, response))
             queries.add(query)
             responses.add(response)
-    rows = kept[:len(kept) // BLOCK_SIZE * BLOCK_SIZE]
-    if not rows:
+    whole_blocks = len(kept) // BLOCK_SIZE
+    if not whole_blocks:
         raise ValueError(f"{len(kept)} distinct (query, {response_speaker} response) pairs, fewer than one block of "
                          f"{BLOCK_SIZE}")
-    stats.update(rows=len(rows), blocks=len(rows) // BLOCK_SIZE, left_over=len(kept) - len(rows))
+    blocks = min(whole_blocks, max_blocks) if max_blocks else whole_blocks
+    rows = kept[:blocks * BLOCK_SIZE]
+    stats.update(rows=len(rows), blocks=blocks, left_over=len(kept) - whole_blocks * BLOCK_SIZE,
+                 cut_blocks=whole_blocks - blocks)
     return rows, stats
 
 

@@ -27,7 +27,7 @@ def _adjacent_pairs(dialogues):
 def test_utterance_rows_of_sgd_dev_are_whole_blocks_of_true_pairs_with_distinct_texts(sgd_dev):
     rows, stats = build_utterance_rs_rows(sgd_dev, 12345, "SYSTEM")
     assert stats == {"pairs": 19384, "repeated_response": 3301, "repeated_query": 2058, "rows": 14000,
-                     "blocks": 140, "left_over": 25}
+                     "blocks": 140, "left_over": 25, "cut_blocks": 0}
     assert len(rows) == 14000
     # Every row is a user turn and the system turn right after it in one SGD dev dialogue.
     assert set(rows) <= _adjacent_pairs(sgd_dev)
@@ -37,6 +37,14 @@ def test_utterance_rows_of_sgd_dev_are_whole_blocks_of_true_pairs_with_distinct_
         block = rows[start:start + 100]
         assert all(response not in {other for j, (_, other) in enumerate(block) if j != i}
                    for i, (_, response) in enumerate(block))
+
+
+def test_a_block_cut_keeps_the_first_blocks_of_the_whole_set(sgd_dev):
+    every, _ = build_utterance_rs_rows(sgd_dev, 12345, "SYSTEM")
+    rows, stats = build_utterance_rs_rows(sgd_dev, 12345, "SYSTEM", max_blocks=40)
+    assert rows == every[:4000]
+    assert (stats["rows"], stats["blocks"], stats["cut_blocks"], stats["left_over"]) == (4000, 40, 100, 25)
+    assert build_utterance_rs_rows(sgd_dev, 12345, "SYSTEM", max_blocks=500)[0] == every
 
 
 def test_utterance_rows_are_seeded(sgd_dev):
