@@ -24,6 +24,7 @@ def wait_for(log_path, text: str) -> str:
     raise AssertionError(f"{text!r} never reached the log: {output!r}")
 
 
+@pytest.mark.slow
 def test_kill_reaches_the_command_and_the_server_outlives_it(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     sleeper = start(["-c", SLEEPER], tmp_path / "sleeper.log", env=env)

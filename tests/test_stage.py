@@ -124,6 +124,7 @@ def test_overwrite_output_dir_trains_the_changed_settings_from_scratch(contrasti
     assert load_checkpoint(os.path.join(run_dir, stage.ENCODER_DIR), 10).metadata["num_train_steps"] == 2
 
 
+@pytest.mark.slow
 def test_the_encoder_records_the_digest_of_its_config_json(contrastive_run):
     stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
     record = json.load(open(os.path.join(contrastive_run["output_dir"], stage.CONFIG_FILE)))

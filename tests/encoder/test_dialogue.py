@@ -29,6 +29,7 @@ def parts(tiny_vocab_file, tiny_bert_config):
     return build_backbone(config), config, Tokenizer(tiny_vocab_file, max_seq_length=40)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pooling", DIALOGUE_POOLING_MODES)
 def test_bfloat16_dialogues_match_float32_in_float32_vectors(parts, pooling):
     backbone, _, tokenizer = parts
@@ -45,6 +46,7 @@ def test_bfloat16_dialogues_match_float32_in_float32_vectors(parts, pooling):
     assert half.encode_utterances(["where is my order?", "thanks"]).dtype == np.float32
 
 
+@pytest.mark.slow
 def test_a_checkpoint_loads_for_dialogues_in_bfloat16(parts, tmp_path):
     backbone, config, tokenizer = parts
     path = save_checkpoint(str(tmp_path / "encoder"), backbone, config, tokenizer)

@@ -104,6 +104,7 @@ def relative_errors(vectors, reference) -> tuple:
     return float(cosines.min()), float((np.linalg.norm(vectors - reference, axis=1) / norms).max())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pooling", POOLING_MODES)
 def test_bfloat16_encode_matches_float32_in_float32_vectors(parts, pooling):
     backbone, _, _, vocab = parts
@@ -125,6 +126,7 @@ def test_bfloat16_encode_matches_float32_in_float32_vectors(parts, pooling):
     assert SentenceEncoder(half.backbone, tokenizer, precision="bfloat16").backbone is half.backbone
 
 
+@pytest.mark.slow
 def test_a_checkpoint_loads_in_bfloat16_and_is_refused_where_the_cpu_lacks_it(parts, tmp_path, monkeypatch):
     backbone, _, config, vocab = parts
     tokenizer = Tokenizer(vocab, max_seq_length=10)

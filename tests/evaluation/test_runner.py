@@ -365,6 +365,7 @@ def test_fine_tuned_tasks_are_refused_in_float16_before_any_model_loads(tiny_set
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_fine_tuned_tasks_train_checkpoint_rows_and_do_not_apply_to_baseline_rows(tiny_setup, monkeypatch):
     from dialoguecse_tf.evaluation.runner import run_evaluation
     from dialoguecse_tf.evaluation.tasks.finetune_base import FineTuneSettings

@@ -66,6 +66,7 @@ def test_mlm_head_is_tied_and_matches_numpy(tiny_bert_config):
     assert np.abs(logits[0] - expected).max() < 1e-4
 
 
+@pytest.mark.slow
 def test_loss_falls_and_encoder_is_saved(mlm_setup):
     objective, config = mlm_setup
     losses = []
@@ -100,6 +101,7 @@ def test_saved_encoder_gives_in_memory_outputs(tmp_path, tiny_bert_config, tiny_
     np.testing.assert_allclose(restored(batch).numpy(), model(batch).numpy(), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_checkpoint_without_mlm_head_gets_a_fresh_one(mlm_setup, tmp_path, caplog, tiny_bert_config, tiny_vocab_file):
     weights = random_bert_weights(tiny_bert_config, seed=4)
     folder = write_hf_folder(tmp_path / "hf", weights, tiny_bert_config, tiny_vocab_file)
@@ -112,6 +114,7 @@ def test_checkpoint_without_mlm_head_gets_a_fresh_one(mlm_setup, tmp_path, caplo
     assert len(load_checkpoint(str(tmp_path / "from_hf" / "encoder"), 16).mlm_head) == 5
 
 
+@pytest.mark.slow
 def test_head_only_warms_a_fresh_head_and_leaves_the_encoder_as_it_started(mlm_setup, tmp_path, tiny_bert_config,
                                                                           tiny_vocab_file):
     """A start without an MLM head (a sentence-embedding model): the head trains alone first, and
@@ -135,6 +138,7 @@ def test_head_only_warms_a_fresh_head_and_leaves_the_encoder_as_it_started(mlm_s
                               warmed.backbone.get_weights()[0])
 
 
+@pytest.mark.slow
 def test_a_far_too_large_learning_rate_stops_the_run_before_it_saves_a_collapsed_encoder(mlm_setup, caplog):
     """--learning_rate=1e6 kept every loss finite and wrote an encoder mapping every text to one
     vector of norm 3.3e7; the run now stops at the first logging step, naming why, and warns at the start."""
@@ -165,6 +169,7 @@ def test_the_probes_spread_and_norm_are_their_numpy_definitions():
     assert spread_and_norm(np.tile(vectors[:1], (16, 1)))[0] < 1e-12  # one vector for every input
 
 
+@pytest.mark.slow
 def test_progress_into_a_file_is_a_plain_line_per_logging_step(mlm_setup, capfd, caplog):
     """Not a terminal (here: pytest's capture): no bar redrawn with ANSI codes and carriage returns."""
     import logging

@@ -132,6 +132,7 @@ def test_pair_beam_records_equal_the_single_process_records_in_order(corpus, pai
     assert _build(corpus, tmp_path / "beam", "beam", IN_PROCESS, **settings) == single
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_dialogues, pool_size", [(6, 5), (0, 1000)])
 def test_dialogue_beam_records_equal_the_single_process_records(corpus, max_dialogues, pool_size, tmp_path):
     """6 or all 24 usable dialogues, 2 samples each, negatives from role pools of 5 utterances
@@ -187,6 +188,7 @@ def _in_rounds(built, one_round):
 MLM_SETTINGS = {"settings_class": MlmSettings, "max_seq_length": 12, "max_predictions_per_seq": 3}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pool_size", [1000, 4])
 def test_mlm_beam_records_equal_the_single_process_records(candidate_corpus, pool_size, tmp_path):
     """30 dialogues and their candidate documents, masked twice (dupe_factor=2), random next
@@ -269,6 +271,7 @@ def test_a_shard_whose_parts_lost_records_is_refused(tmp_path):
     assert list(writer.process((0, [(0, part, 2)]))) == [(0, 2)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings_class", [ContrastiveSettings, DialogueSettings, MlmSettings])
 def test_a_runner_that_loses_reread_dialogues_fails_the_run(corpus, settings_class, tmp_path, monkeypatch):
     """The per-dialogue step of a reread counts what reaches it: a runner that drops a dialogue

@@ -219,6 +219,7 @@ FOLDING_VOCAB = list(SPECIAL_TOKENS) + (
     "ABC Café Cafe Ñandú Nandu Straße").split()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_every_stack_tokenizes_folded_text_as_training_did(tmp_path, do_lower_case):
     """Data prep, encode(), the SavedModel and both exports read text alike, so they give one vector."""

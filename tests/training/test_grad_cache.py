@@ -77,6 +77,7 @@ def _assert_equal_gradients(actual, expected, atol=1e-5, rtol=1e-4):
     assert np.mean([np.abs(e).max() > 100 * atol for e in expected if e is not None]) > 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dse", "simcse"])
 def test_gradients_in_chunks_are_the_whole_batchs(tiny_bert_config, name):
     bert_config = dataclasses.replace(tiny_bert_config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
