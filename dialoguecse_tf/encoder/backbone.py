@@ -83,7 +83,7 @@ def set_compiled_elementwise(backbone, compiled: bool) -> None:
     `build_backbone` compiles them in bfloat16 (where the plain ops are slow) and not in float32,
     whose numbers stay those of the plain ops. A SavedModel export turns them off: TF Serving runs
     XLA on CPU only behind its experimental --xla_cpu_compilation_enabled. Each island is compiled
-    once per input shape it meets (a fraction of a second; the shapes of a run's batches repeat).
+    once per input shape it meets.
 
     Args:
       backbone: a backbone `build_backbone` made.
