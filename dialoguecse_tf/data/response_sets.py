@@ -283,8 +283,10 @@ def build_utterance_rs_rows(dialogues: Sequence[Dialogue], seed: int, response_s
       and "cut_blocks" (whole blocks left out by `max_blocks`).
 
     Raises:
-      ValueError: fewer than 100 pairs are left.
+      ValueError: fewer than 100 pairs are left, or `max_blocks` is negative.
     """
+    if max_blocks < 0:
+        raise ValueError(f"max_blocks must be 0 (every whole block) or positive, got {max_blocks}")
     pairs = utterance_pairs(dialogues, response_speaker)
     random.Random(seed).shuffle(pairs)
     stats = {"pairs": len(pairs), "repeated_response": 0, "repeated_query": 0}

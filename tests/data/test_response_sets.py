@@ -45,6 +45,8 @@ def test_a_block_cut_keeps_the_first_blocks_of_the_whole_set(sgd_dev):
     assert rows == every[:4000]
     assert (stats["rows"], stats["blocks"], stats["cut_blocks"], stats["left_over"]) == (4000, 40, 100, 25)
     assert build_utterance_rs_rows(sgd_dev, 12345, "SYSTEM", max_blocks=500)[0] == every
+    with pytest.raises(ValueError, match="max_blocks"):
+        build_utterance_rs_rows(sgd_dev, 12345, "SYSTEM", max_blocks=-1)
 
 
 def test_utterance_rows_are_seeded(sgd_dev):

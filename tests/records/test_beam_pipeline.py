@@ -271,8 +271,9 @@ def test_a_shard_whose_parts_lost_records_is_refused(tmp_path):
     assert list(writer.process((0, [(0, part, 2)]))) == [(0, 2)]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("settings_class", [ContrastiveSettings, DialogueSettings, MlmSettings])
+# MLM's case stays in the fast tier: the other two cost seconds each.
+@pytest.mark.parametrize("settings_class", [pytest.param(ContrastiveSettings, marks=pytest.mark.slow),
+                                            pytest.param(DialogueSettings, marks=pytest.mark.slow), MlmSettings])
 def test_a_runner_that_loses_reread_dialogues_fails_the_run(corpus, settings_class, tmp_path, monkeypatch):
     """The per-dialogue step of a reread counts what reaches it: a runner that drops a dialogue
     between the read and that step (as the DirectRunner did with two workers, on a million
