@@ -118,6 +118,16 @@ class ExportConfig:
     precision: str = "float32"  # the graph's compute precision (`precision`); the vectors are float32
 
 
+def _refuse_xla(folder: str) -> None:
+    """TF Serving runs XLA on CPU only behind its experimental --xla_cpu_compilation_enabled, so a
+    graph holding XLA-compiled functions (a bfloat16 backbone's islands) is not exported."""
+    with open(os.path.join(folder, "saved_model.pb"), "rb") as reader:
+        if b"_XlaMustCompile" in reader.read():
+            raise ValueError("the encoder's graph holds XLA-compiled functions (a bfloat16 backbone's islands), which "
+                             "TF Serving does not run by default: export with run_export, or an encoder whose backbone "
+                             "had encoder.backbone.set_compiled_elementwise(backbone, False) before its first call")
+
+
 def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool = False,
                       version: int | None = None, dialogue_encoder: DialogueEncoder | None = None,
                       describe=None) -> str:
@@ -138,6 +148,9 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
 
     Returns:
       The version folder's path.
+
+    Raises:
+      ValueError: if the graph holds XLA-compiled functions (`_refuse_xla`); nothing is written.
     """
     version = next_version(export_dir) if version is None else version
     target = os.path.join(export_dir, str(version))
@@ -157,6 +170,7 @@ def export_savedmodel(encoder: SentenceEncoder, export_dir: str, normalize: bool
                 DIALOGUES_SIGNATURE: module.serve_dialogues.get_concrete_function(),
             },
         )
+        _refuse_xla(staging)
         if describe is not None:
             describe(staging)
         os.replace(staging, target)

@@ -219,7 +219,8 @@ def test_a_bfloat16_backbone_computes_in_bfloat16_on_float32_variables(tiny_bert
 
 @pytest.mark.parametrize("hidden_act", ["gelu", "gelu_exact"])
 def test_bfloat16_runs_gelu_and_layer_norms_xla_compiled_as_the_plain_ops_compute(tiny_bert_config, hidden_act):
-    config = tiny_bert_config.replace(hidden_act=hidden_act)
+    # An epsilon large enough that an island dropping it would be caught.
+    config = tiny_bert_config.replace(hidden_act=hidden_act, layer_norm_eps=1e-2)
     plain = build_backbone(config)
     assign_bert_variables(plain, random_bert_weights(config, seed=3), source="test")
     half = with_precision(plain, "bfloat16")
@@ -242,9 +243,13 @@ def test_bfloat16_runs_gelu_and_layer_norms_xla_compiled_as_the_plain_ops_comput
         # The pooler, which no sequence output reaches, has none.
         return encoded, tf.concat([tf.reshape(tf.convert_to_tensor(g), [-1]) for g in gradients if g is not None], 0)
 
+    # Every island runs: one call of an XLA-compiled function per LayerNorm and feed-forward layer.
+    forward = tf.function(lambda: encode_sequences(half, token_ids, mask)).get_concrete_function().graph.as_graph_def()
+    compiled_functions = {function.signature.name for function in forward.library.function
+                          if "_XlaMustCompile" in function.attr}
+    calls = [node for node in forward.node if "f" in node.attr and node.attr["f"].func.name in compiled_functions]
+    assert len(calls) == 3 * len(transformer_layers(half)) + 1
     traced = tf.function(lambda: forward_and_gradients(half))
-    library = traced.get_concrete_function().graph.as_graph_def().library.function
-    assert any("_XlaMustCompile" in function.attr for function in library)
     compiled, compiled_gradients = (value.numpy() for value in traced())
     set_compiled_elementwise(half, False)
     assert not overridden(half)

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import REPO_ROOT, tiny_bert_config_for, write_tiny_vocab
 from forked_entry_points import run_python
-from dialoguecse_tf.encoder.backbone import build_backbone
+from dialoguecse_tf.encoder.backbone import build_backbone, with_precision
 from dialoguecse_tf.encoder.checkpoints import save_checkpoint
 from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.encoder.tokenization import Tokenizer
@@ -235,6 +235,16 @@ def test_the_export_writes_a_card_that_loads_as_it_says(exported, normalize):
     expected = encoder.encode(namespace["texts"], normalize=normalize)
     assert np.abs(namespace["embeddings"] - expected).max() < 1e-5
     assert [name for name in os.listdir(os.path.dirname(path)) if name.startswith(".")] == []
+
+
+@pytest.mark.slow
+def test_a_graph_with_xla_islands_is_not_exported(tmp_path, encoder):
+    # A bfloat16 backbone runs XLA-compiled islands, which TF Serving does not run by default;
+    # run_export turns them off, a direct export of such an encoder is refused and leaves nothing.
+    islands = SentenceEncoder(with_precision(encoder.backbone, "bfloat16"), encoder.tokenizer)
+    with pytest.raises(ValueError, match="XLA-compiled"):
+        export_savedmodel(islands, str(tmp_path / "export"), version=1)
+    assert os.listdir(tmp_path / "export") == []
 
 
 @pytest.mark.slow
