@@ -706,7 +706,8 @@ README_PROSE = {
         ("benchmarks/results/objective_steps.json",), fixed={"1.5": "the issue's speed goal, a target"}),
     ("## Performance and reliability", "- **bfloat16**"): Prose(
         ("benchmarks/results/flops_bfloat16.json", "benchmarks/results/encode_throughput_bfloat16.json",
-         "benchmarks/results/step_profile_bfloat16.json"), fixed={"2": TWO_CORES}),
+         "benchmarks/results/step_profile_bfloat16.json", "benchmarks/results/objective_steps_bfloat16.json"),
+        fixed={"2": TWO_CORES, "1.5": "the issue's speed goal, a target"}),
     ("## Performance and reliability", "- **The papers' model shape**"): Prose(
         ("benchmarks/results/paper_shape.json", Computed("its presets and largest peak RSS in GiB", _paper_shape),
          Computed("paper_dial2vec's candidates per dialogue (num_negatives + 1)", _dial2vec_candidates))),
