@@ -14,11 +14,13 @@ from dialoguecse_tf.encoder.bert_config import BertConfig
 from dialoguecse_tf.precision import DEFAULT_PRECISION, dtype_policy, precision_of
 
 
+# BERT configs' GELU names -> whether the GELU is tanh-approximated.
+_GELU_APPROXIMATE = {"gelu": True, "gelu_exact": False}
+
+
 def activation_fn(name: str):
-    if name == "gelu":
-        return lambda x: keras.activations.gelu(x, approximate=True)
-    if name == "gelu_exact":
-        return lambda x: keras.activations.gelu(x, approximate=False)
+    if name in _GELU_APPROXIMATE:
+        return lambda x, approximate=_GELU_APPROXIMATE[name]: keras.activations.gelu(x, approximate=approximate)
     return keras.activations.get(name)
 
 
@@ -42,9 +44,9 @@ def _xla_layer_normalization(inputs, gamma, beta, epsilon):
 def _xla_intermediate_dense_call(dense, hidden_act: str):
     """`dense`'s call (the feed-forward's first product, bias and GELU) with the bias and GELU as one
     XLA island, or None for an activation without one."""
-    if hidden_act not in ("gelu", "gelu_exact"):
+    if hidden_act not in _GELU_APPROXIMATE:
         return None
-    island = _XLA_BIAS_GELU[hidden_act == "gelu"]
+    island = _XLA_BIAS_GELU[_GELU_APPROXIMATE[hidden_act]]
 
     def call(inputs, training=None):
         # Inside the layer's call, Keras casts the float32 variables to the compute dtype.
@@ -90,9 +92,10 @@ def set_compiled_elementwise(backbone, compiled: bool) -> None:
       compiled: bool, whether the islands are XLA-compiled.
     """
     hidden_act = backbone.bert_config.hidden_act
+    activation = activation_fn(hidden_act)
     for layer in transformer_layers(backbone):
         dense = layer._feedforward_intermediate_dense
-        dense.activation = activation_fn(hidden_act)
+        dense.activation = activation
         _override_call(dense, compiled and _xla_intermediate_dense_call(dense, hidden_act))
     for norm in layer_norms(backbone):
         _override_call(norm, compiled and _xla_layer_norm_call(norm))
