@@ -213,6 +213,9 @@ class RsSetsConfig:
     max_utterance_blocks: int = field(0, "Keep at most this many blocks of 100 utterance-level rows, a seeded "
                                       "sample (the pairs are shuffled first); 0 keeps every whole block.",
                                       minimum=0, added_as=0)
+    max_dialogues: int = field(0, "Build the dialogue-level set from a seeded sample of this many dialogues (its "
+                               "rows and the turns their candidates are drawn from); 0 reads every dialogue.",
+                               minimum=0, added_as=0)
 
     def __post_init__(self):
         check_values(self)
@@ -240,7 +243,7 @@ def run_build_rs_sets(config: RsSetsConfig) -> PrepStats:
     utterance_rows, utterance_stats = build_utterance_rs_rows(dialogues, config.random_seed, config.response_speaker,
                                                               config.max_utterance_blocks)
     dialogue_rows, dialogue_stats = build_dialogue_rs_rows(dialogues, config.random_seed, config.response_speaker,
-                                                           config.min_context_turns)
+                                                           config.min_context_turns, config.max_dialogues)
     if not dialogue_rows:
         raise ValueError(f"no dialogue of {list(config.corpus.input_file)} has a {config.response_speaker} turn after "
                          f"{config.min_context_turns} turns or more, so there is no dialogue-level row")

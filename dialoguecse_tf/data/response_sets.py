@@ -51,7 +51,8 @@ seeded once per set:
   dialogues, all of distinct texts, none of them a text of the row's own dialogue (so none is
   the true response or a turn of its context), in random order: DSTC7's shape, the true
   response once among them. A response holding "|" cannot be a candidate of this format and
-  is neither a target nor drawn (counted).
+  is neither a target nor drawn (counted). A CPU cut (`max_dialogues`) builds the set from a
+  seeded sample of the dialogues instead, rows and candidates alike.
 
 Nothing here imports TensorFlow.
 """
@@ -312,7 +313,8 @@ def build_utterance_rs_rows(dialogues: Sequence[Dialogue], seed: int, response_s
 
 
 def build_dialogue_rs_rows(dialogues: Sequence[Dialogue], seed: int, response_speaker: str,
-                           min_context_turns: int) -> tuple[list[tuple[str, str, tuple[str, ...]]], dict]:
+                           min_context_turns: int, max_dialogues: int = 0
+                           ) -> tuple[list[tuple[str, str, tuple[str, ...]]], dict]:
     """The dialogue-level rows of a corpus (see the module docstring).
 
     Args:
@@ -320,18 +322,31 @@ def build_dialogue_rs_rows(dialogues: Sequence[Dialogue], seed: int, response_sp
       seed: seeds one `random.Random(seed)` drawing every row's turn, candidates and order.
       response_speaker: the speaker whose turns are selected and drawn (SGD: "SYSTEM").
       min_context_turns: fewest turns a context holds, >= 1.
+      max_dialogues: build the set from a seeded sample of this many dialogues (drawn by a
+        `random.Random(seed)` of its own, kept in corpus order), 0 from every dialogue. The
+        sample gives both the rows and the turns their candidates are drawn from: the texts to
+        embed shrink with it, the rows' candidates alone would not (a few hundred rows draw
+        nearly every distinct response of a corpus).
 
     Returns:
-      (rows, stats): (context, response, 100 candidates) rows; stats counts "dialogues",
-      "rows", "no_target" (dialogues without a turn to select), "separator_responses" (responses
-      holding "|", never selected nor drawn) and "mean_context_turns".
+      (rows, stats): (context, response, 100 candidates) rows; stats counts "dialogues" (the
+      ones read, after the sample), "rows", "no_target" (dialogues without a turn to select),
+      "separator_responses" (responses holding "|", never selected nor drawn),
+      "mean_context_turns" and "cut_dialogues" (left out by `max_dialogues`).
 
     Raises:
-      ValueError: `min_context_turns` below 1, or too few distinct responses in the other
-        dialogues to draw 99 candidates for a row.
+      ValueError: `min_context_turns` below 1, `max_dialogues` negative, or too few distinct
+        responses in the other dialogues to draw 99 candidates for a row.
     """
     if min_context_turns < 1:
         raise ValueError(f"min_context_turns must be at least 1, got {min_context_turns}")
+    if max_dialogues < 0:
+        raise ValueError(f"max_dialogues must be 0 (every dialogue) or positive, got {max_dialogues}")
+    cut_dialogues = 0
+    if 0 < max_dialogues < len(dialogues):
+        chosen = sorted(random.Random(seed).sample(range(len(dialogues)), max_dialogues))
+        cut_dialogues = len(dialogues) - max_dialogues
+        dialogues = [dialogues[index] for index in chosen]
     # Every responding turn that may be drawn, as (dialogue index, text): drawing turns, not
     # distinct texts, keeps a frequent response as frequent among the candidates as in the corpus.
     pool = []
@@ -375,5 +390,6 @@ def build_dialogue_rs_rows(dialogues: Sequence[Dialogue], seed: int, response_sp
         context_turns.append(position)
     stats = {"dialogues": len(dialogues), "rows": len(rows), "no_target": no_target,
              "separator_responses": separator_responses,
-             "mean_context_turns": sum(context_turns) / len(context_turns) if context_turns else 0.0}
+             "mean_context_turns": sum(context_turns) / len(context_turns) if context_turns else 0.0,
+             "cut_dialogues": cut_dialogues}
     return rows, stats

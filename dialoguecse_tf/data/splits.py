@@ -58,6 +58,9 @@ class SplitConfig:
     dev_percent: int = field(10, "Share in dev, in percent, rounded down (dial2vec: 10); test takes the rest.",
                              minimum=1, maximum=98)
     random_seed: int = field(123, "Seed of the shuffle (123: the default of the Self-dialogue release's split).")
+    max_eval_dialogues: int = field(0, "Keep at most this many dialogues in dev and in test each, the first of "
+                                    "their part of the shuffle (a seeded sample; train is unchanged): a CPU cut for "
+                                    "evaluations. 0 keeps them all.", minimum=0, added_as=0)
 
 
 def check_shares(train_percent: int, dev_percent: int) -> None:
@@ -73,7 +76,7 @@ def check_shares(train_percent: int, dev_percent: int) -> None:
 
 
 def split_dialogues(dialogues: Sequence[Dialogue], train_percent: int = 80, dev_percent: int = 10,
-                    seed: int = 123) -> dict[str, list[Dialogue]]:
+                    seed: int = 123, max_eval_dialogues: int = 0) -> dict[str, list[Dialogue]]:
     """Splits dialogues at random, whole, into train, dev and test.
 
     Args:
@@ -81,17 +84,22 @@ def split_dialogues(dialogues: Sequence[Dialogue], train_percent: int = 80, dev_
       train_percent: train's share in percent: the first `N * train_percent // 100` of the shuffle.
       dev_percent: dev's share: the next `N * dev_percent // 100`; test takes the rest.
       seed: seed of the shuffle.
+      max_eval_dialogues: > 0 keeps only the first this many of dev's and of test's part of
+        the shuffle; train, and which dialogues may fall in dev or test, stay as without it.
 
     Returns:
       {"train": [...], "dev": [...], "test": [...]}, each in reading order; ValueError from
-      `check_shares`.
+      `check_shares` or for a negative `max_eval_dialogues`.
     """
     check_shares(train_percent, dev_percent)
+    if max_eval_dialogues < 0:
+        raise ValueError(f"max_eval_dialogues must be 0 (keep all) or positive, got {max_eval_dialogues}")
     order = list(range(len(dialogues)))
     random.Random(seed).shuffle(order)
     n_train = len(order) * train_percent // 100
     n_dev = len(order) * dev_percent // 100
-    parts = (order[:n_train], order[n_train:n_train + n_dev], order[n_train + n_dev:])
+    cut = max_eval_dialogues or len(order)
+    parts = (order[:n_train], order[n_train:n_train + n_dev][:cut], order[n_train + n_dev:][:cut])
     return {name: [dialogues[i] for i in sorted(part)] for name, part in zip(SPLITS, parts)}
 
 
@@ -118,7 +126,9 @@ def run_split_corpus(config: SplitConfig) -> dict[str, int]:
     stats = PrepStats()
     dialogues = [dialogue for path in expand_input_files(config.input_file)
                  for dialogue in read_corpus(path, config.input_format, config.skip_malformed, stats)]
-    splits = split_dialogues(dialogues, config.train_percent, config.dev_percent, config.random_seed)
+    splits = split_dialogues(dialogues, config.train_percent, config.dev_percent, config.random_seed,
+                             config.max_eval_dialogues)
+    stats.increment("cut_eval_dialogues", len(dialogues) - sum(len(part) for part in splits.values()))
     empty = [name for name, part in splits.items() if not part]
     if empty:
         raise ValueError(f"{len(dialogues)} dialogues read from {list(config.input_file)} leave {', '.join(empty)} "

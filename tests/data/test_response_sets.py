@@ -2,6 +2,7 @@
 written, and their stand-ins built from SGD dev (counts, seeds, candidates, no leakage)."""
 
 import csv
+import random
 
 import numpy as np
 import pytest
@@ -77,6 +78,26 @@ def test_dialogue_rows_of_sgd_dev_hold_the_true_next_turn_among_99_drawn_from_ot
     positions = [candidates.index(response) for _, response, candidates in rows]
     assert min(positions) < 5 and max(positions) > 94
 
+
+
+def test_a_dialogue_cut_draws_rows_and_candidates_from_a_seeded_sample_alone(sgd_dev):
+    rows, stats = build_dialogue_rs_rows(sgd_dev, 12345, "SYSTEM", 4, max_dialogues=600)
+    assert (stats["dialogues"], stats["cut_dialogues"]) == (600, 1498)
+    # The sample, as the docstring draws it: 600 of the corpus's indices, kept in corpus order.
+    sample = [sgd_dev[i] for i in sorted(random.Random(12345).sample(range(len(sgd_dev)), 600))]
+    assert [context for context, _, _ in rows] == [context for context, _, _ in
+                                                    build_dialogue_rs_rows(sample, 12345, "SYSTEM", 4)[0]]
+    # Its candidates are its own SYSTEM turns: far fewer texts to embed than the whole set's
+    # (which is what the cut is for), where cutting the rows alone would draw nearly all of them.
+    drawn = {text for _, _, candidates in rows for text in candidates}
+    assert drawn <= {t.text for d in sample for t in d.turns if t.speaker == "SYSTEM"}
+    every_drawn = {text for _, _, candidates in build_dialogue_rs_rows(sgd_dev, 12345, "SYSTEM", 4)[0]
+                   for text in candidates}
+    assert len(drawn) < len(every_drawn) / 2
+    assert build_dialogue_rs_rows(sgd_dev, 1, "SYSTEM", 4, max_dialogues=600)[0] != rows
+    assert build_dialogue_rs_rows(sgd_dev, 12345, "SYSTEM", 4, max_dialogues=5000)[1]["cut_dialogues"] == 0
+    with pytest.raises(ValueError, match="max_dialogues"):
+        build_dialogue_rs_rows(sgd_dev, 12345, "SYSTEM", 4, max_dialogues=-1)
 
 def test_dialogue_rows_are_seeded(sgd_dev):
     first, _ = build_dialogue_rs_rows(sgd_dev[:300], 7, "SYSTEM", 4)

@@ -35,6 +35,20 @@ def test_split_sizes_order_and_seed():
     assert [len(part) for part in split_dialogues(dialogues, 60, 20, seed=7).values()] == [15, 5, 5]
 
 
+def test_an_evaluation_cut_keeps_train_and_the_first_of_dev_and_test():
+    dialogues = _dialogues(100)
+    whole = split_dialogues(dialogues, 60, 20, seed=7)
+    cut = split_dialogues(dialogues, 60, 20, seed=7, max_eval_dialogues=5)
+    assert cut["train"] == whole["train"]
+    for name in ("dev", "test"):
+        # A seeded sample of the uncut part, in reading order.
+        assert len(cut[name]) == 5 and set(map(id, cut[name])) <= set(map(id, whole[name]))
+        assert cut[name] == sorted(cut[name], key=lambda d: int(d.dialogue_id[1:]))
+    assert split_dialogues(dialogues, 60, 20, seed=7, max_eval_dialogues=50) == whole
+    with pytest.raises(ValueError, match="max_eval_dialogues"):
+        split_dialogues(dialogues, 60, 20, max_eval_dialogues=-1)
+
+
 @pytest.mark.parametrize("train, dev", [(0, 10), (80, 0), (90, 10), (95, 10)])
 def test_shares_must_leave_every_split_one(train, dev):
     with pytest.raises(ValueError, match="leave test a share"):
