@@ -11,12 +11,16 @@
                  "description": "...", "fit": {...} | null,
                  "dialogue_protocol": "interlocutor" | "utterance_mean" | "utterance_token_mean" | "plain_mean" | null,
                  "metrics": {"ECD": {"corr": 55.04, "map": 52.16, "mrr": 71.06}},
-                 "not_applicable": {"Banking77": ["Intent (fine-tuned)"]}}]}
+                 "not_applicable": {"Banking77": ["Intent (fine-tuned)"]}}],
+     "model_seconds": {"BERT-flow": 58.3}}
 
 Metrics are percentages. `dialogue_protocol` (absent in files written before it existed) names
 how the row embedded dialogues (`registry.DIALOGUE_PROTOCOLS`), null without a dialogue task.
 `not_applicable` (present only when a task does not apply to the row: a baseline row and a
 fine-tuned task) names those tasks per dataset; the row has no metric for them.
+`model_seconds` (absent in files written before it existed) gives each row's wall seconds, its
+encoder's loading and every task of the run, so a part's cost per encoder is on record; like
+`created_utc` it is when-and-how information, not a result.
 Datasets carry the SHA-256 of their files so that merging (`tables`) refuses to put numbers from
 different files under one column name; each evaluation task (`evaluation/tasks/`) adds its
 `<task>_file`, `<task>_sha256` and count keys, and its metrics become table columns in task order.
@@ -50,6 +54,7 @@ def new_results(config: dict, datasets: list[dict]) -> dict:
         "config": portable_values(config),
         "datasets": datasets,
         "models": [],
+        "model_seconds": {},
     }
 
 

@@ -153,12 +153,13 @@ def run_evaluation(config: EvaluationConfig) -> dict:
                 "fine-tune)" for dataset, labels in not_applicable.items())
             results["models"].append(model_record(name, checkpoint, baseline, description, built.fit, metrics,
                                                   row_protocol, not_applicable))
+            results["model_seconds"][name] = round(time.perf_counter() - start, 1)
             write_results(results, config.output_dir)
             summary = "; ".join(
                 f"{dataset}: " + ", ".join(f"{key} {value:.2f}" for key, value in values.items())
                 for dataset, values in metrics.items()
             )
-            logging.info("%s (%.1fs): %s", name, time.perf_counter() - start, summary)
+            logging.info("%s (%.1fs): %s", name, results["model_seconds"][name], summary)
             unknown.report(name)
     logging.info("results in %s", os.path.join(config.output_dir, "results.json"))
     return results

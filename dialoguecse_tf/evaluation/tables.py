@@ -78,8 +78,8 @@ class ResultsTable:
         return [by_key[pair] for pair in self.selected]
 
     def best_by_column(self) -> dict:
-        """{(dataset, metric key): [model, ...]} for each ranked column: the row with the best
-        mean and every row level with it (`level`), in row order. Keyed by the column, not its
+        """{(dataset, metric key): [model, ...]} for each ranked column that two rows or more
+        fill: the row with the best mean and every row level with it (`level`), in row order. Keyed by the column, not its
         header, so two columns never share a mark."""
         if not self.mark_best:
             return {}
@@ -90,7 +90,8 @@ class ResultsTable:
                 continue
             ranked = [(row.model, row.metrics[name][key], row.spread.get(name, {}).get(key, 0.0))
                       for row in self.rows if key in row.metrics.get(name, {})]
-            if ranked:
+            # One row scored leads nothing: a column only some parts fill is not ranked until others do.
+            if len(ranked) > 1:
                 target = (max if directions[key] else min)(value for _, value, _ in ranked)
                 leaders = [(value, std) for _, value, std in ranked if value == target]
                 best[(name, key)] = [model for model, value, std in ranked
@@ -154,7 +155,7 @@ _BEST_NOTE = (
     "Bold: the row with the best mean in each column (the mean over seeds where they are folded) and every "
     "row level with it; a row leads another only when their means differ by more than twice the larger "
     "of the two rows' seed standard deviations (a row without seeds counts 0), otherwise they are level. "
-    "Spread columns are not ranked."
+    "Spread columns, and columns only one row has, are not ranked."
 )
 
 

@@ -79,6 +79,9 @@ def test_end_to_end_on_a_tiny_checkpoint(tiny_setup):
     assert results["config"] == portable_values(written)
     assert results["config"]["baselines"] == ["avg", "flow"] and results["config"]["flow_steps"] == 3
     assert "created_utc" in results and "git_commit" in results
+    # Each row's seconds, on record for a part's cost per encoder.
+    assert list(results["model_seconds"]) == [model["display_name"] for model in results["models"]]
+    assert all(seconds > 0 for seconds in results["model_seconds"].values())
     # Paths relative to the repository, checksums of the files read.
     assert results["datasets"][0] == {
         "name": "TOY",

@@ -255,6 +255,10 @@ def test_bold_marks_the_best_row_and_every_row_level_with_it_within_twice_the_la
     # The boundary: a gap of exactly twice the larger std is level; a row without seeds ties only exactly.
     assert level(10.0, 0.5, 9.0, 0.25) and not level(10.0, 0.5, 8.99, 0.25) and level(10.0, 0.0, 10.0, 0.0)
     assert not level(10.0, 0.0, 9.99, 0.0)
+    # A column one row alone fills (a part scored on the untouched row only) ranks nothing.
+    alone = aggregate_seeds(merge_results([write_results(make_results(tmp_path, "JDDC", [("Plain", 1.0, 2.0, 3.0)]),
+                                                         str(tmp_path / "alone"))]))
+    assert select_columns(alone, ["JDDC:map"], mark_best=True).best_rows() == {}
 
 
 def test_parts_merge_in_a_fixed_row_order_with_missing_columns_skipped_on_request(tmp_path):

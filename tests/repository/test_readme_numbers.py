@@ -37,6 +37,7 @@ import json
 import re
 
 import pytest
+import yaml
 
 from conftest import REPO_ROOT
 
@@ -565,7 +566,7 @@ SECTION_9 = "### 9. Record building (a million demo dialogues; single process ag
 
 # (document, heading, ordinal) -> Source
 DECLARED = {
-    ("README.md", HEADLINE, 2): Source("paper", paper=PAPER_TABLE_ROWS),
+    ("README.md", HEADLINE, 3): Source("paper", paper=PAPER_TABLE_ROWS),
     ("README.md", "## Layout", 0): Source("text"),
     ("README.md", "## Against the releases and sentence-transformers", 0): Source("text"),
     ("README.md", "## Documentation", 0): Source("text"),
@@ -662,8 +663,8 @@ def _data_ratios():
     datasets: SGD's 16,142 training dialogues; DialogueCSE's Table 1: ECD's 1,020,000 dialogues) over
     the benchmark's, in the order the README names them."""
     pairs = _json("results/dse_sgd_minilm/pairs_consecutive_prep_stats.json")["samples_written"]
-    sample = int(re.search(r"max_dialogues: (\d+)", (REPO_ROOT / "experiments/common/sgd.yaml").read_text(
-        encoding="utf-8")).group(1))
+    steps = yaml.safe_load((REPO_ROOT / "experiments/common/sgd.yaml").read_text(encoding="utf-8"))["steps"]
+    sample = next(step for step in steps if step["name"] == "dialogue_records")["flags"]["max_dialogues"]
     dialogues = _json("results/ecd_cpu/mlm_prep_stats.json")["dialogues_read"]
     return [892835 / pairs, 16142 / sample, 1020000 / dialogues]
 
@@ -695,6 +696,9 @@ README_PROSE = {
          default_of("dialoguecse_tf.evaluation.config", "EvaluationConfig", "dialogue_max_seq_length"),
          "results/SUPERSEDED.md"),  # the changes the table predates (192 tokens then)
         fixed={"64": "HWU64's 64 intents, the dataset's name"}),
+    (HEADLINE, "**The papers' further tasks**"): Prose(
+        ("results/benchmark/results.md", "experiments/benchmark.yaml",
+         constant("dialoguecse_tf.data.response_sets", "NUM_CANDIDATES"))),
     (HEADLINE, "The papers' own numbers"): Prose(
         ("papers/dse_naacl2022.txt", "papers/dial2vec_emnlp2022.md", "papers/dialoguecse_emnlp2021.txt",
          "results/dse_sgd_minilm/pairs_consecutive_prep_stats.json", "experiments/common/sgd.yaml",

@@ -82,8 +82,8 @@ def test_finetuning_and_evaluation_are_deterministic(tmp_path, tiny_vocab_file, 
     )
     results = [json.loads((folder / "results.json").read_text(encoding="utf-8")) for folder in evaluations]
     for result, folder in zip(results, evaluations):
-        # The only fields that may differ: when, and where to.
-        del result["created_utc"]
+        # The only fields that may differ: when, how long, and where to.
+        del result["created_utc"], result["model_seconds"]
         assert result["config"].pop("output_dir") == portable_path(str(folder))
     assert [model["display_name"] for model in results[0]["models"]] == ["Tiny-avg", "Tiny-whitening", "Tiny-flow"]
     assert results[0] == results[1]
