@@ -710,7 +710,9 @@ README_PROSE = {
         ("benchmarks/results/objective_steps.json",), fixed={"1.5": "the issue's speed goal, a target"}),
     ("## Performance and reliability", "- **bfloat16**"): Prose(
         ("benchmarks/results/flops_bfloat16.json", "benchmarks/results/encode_throughput_bfloat16.json",
-         "benchmarks/results/step_profile_bfloat16.json", "benchmarks/results/objective_steps_bfloat16.json"),
+         "benchmarks/results/step_profile_bfloat16.json", "benchmarks/results/objective_steps_bfloat16.json",
+         "results/bfloat16_quality/table.md", "results/bfloat16_quality/stage_seconds.tsv",
+         "experiments/benchmark.yaml"),
         fixed={"2": TWO_CORES, "1.5": "the issue's speed goal, a target"}),
     ("## Performance and reliability", "- **The papers' model shape**"): Prose(
         ("benchmarks/results/paper_shape.json", Computed("its presets and largest peak RSS in GiB", _paper_shape),
