@@ -79,8 +79,8 @@ class ResultsTable:
 
     def best_by_column(self) -> dict:
         """{(dataset, metric key): [model, ...]} for each ranked column that two rows or more
-        fill: the row with the best mean and every row level with it (`level`), in row order. Keyed by the column, not its
-        header, so two columns never share a mark."""
+        fill: the row with the best mean and every row level with it (`level`), in row order.
+        Keyed by the column, not its header, so two columns never share a mark."""
         if not self.mark_best:
             return {}
         directions = metric_directions()

@@ -20,6 +20,12 @@ def sgd_dev(shared_data):
     return list(read_sgd(shared_data / "sgd" / "dev"))
 
 
+@pytest.fixture(scope="module")
+def sgd_dev_dialogue_rows(sgd_dev):
+    """The dialogue-level rows and stats of all of SGD dev (seed 12345, 4 context turns)."""
+    return build_dialogue_rs_rows(sgd_dev, 12345, "SYSTEM", 4)
+
+
 def _adjacent_pairs(dialogues):
     return {(a.text, b.text) for d in dialogues for a, b in zip(d.turns, d.turns[1:])
             if a.speaker == "USER" and b.speaker == "SYSTEM"}
@@ -58,8 +64,9 @@ def test_utterance_rows_are_seeded(sgd_dev):
     assert first != other and sum(a == b for a, b in zip(first, other)) < 100
 
 
-def test_dialogue_rows_of_sgd_dev_hold_the_true_next_turn_among_99_drawn_from_other_dialogues(sgd_dev):
-    rows, stats = build_dialogue_rs_rows(sgd_dev, 12345, "SYSTEM", 4)
+def test_dialogue_rows_of_sgd_dev_hold_the_true_next_turn_among_99_drawn_from_other_dialogues(sgd_dev,
+                                                                                              sgd_dev_dialogue_rows):
+    rows, stats = sgd_dev_dialogue_rows
     assert stats["dialogues"] == 2098 and stats["rows"] == len(rows) == 2088 and stats["no_target"] == 10
     assert stats["separator_responses"] == 1
     system_texts = {t.text for d in sgd_dev for t in d.turns if t.speaker == "SYSTEM"}
@@ -80,7 +87,7 @@ def test_dialogue_rows_of_sgd_dev_hold_the_true_next_turn_among_99_drawn_from_ot
 
 
 
-def test_a_dialogue_cut_draws_rows_and_candidates_from_a_seeded_sample_alone(sgd_dev):
+def test_a_dialogue_cut_draws_rows_and_candidates_from_a_seeded_sample_alone(sgd_dev, sgd_dev_dialogue_rows):
     rows, stats = build_dialogue_rs_rows(sgd_dev, 12345, "SYSTEM", 4, max_dialogues=600)
     assert (stats["dialogues"], stats["cut_dialogues"]) == (600, 1498)
     # The sample, as the docstring draws it: 600 of the corpus's indices, kept in corpus order.
@@ -91,8 +98,7 @@ def test_a_dialogue_cut_draws_rows_and_candidates_from_a_seeded_sample_alone(sgd
     # (which is what the cut is for), where cutting the rows alone would draw nearly all of them.
     drawn = {text for _, _, candidates in rows for text in candidates}
     assert drawn <= {t.text for d in sample for t in d.turns if t.speaker == "SYSTEM"}
-    every_drawn = {text for _, _, candidates in build_dialogue_rs_rows(sgd_dev, 12345, "SYSTEM", 4)[0]
-                   for text in candidates}
+    every_drawn = {text for _, _, candidates in sgd_dev_dialogue_rows[0] for text in candidates}
     assert len(drawn) < len(every_drawn) / 2
     assert build_dialogue_rs_rows(sgd_dev, 1, "SYSTEM", 4, max_dialogues=600)[0] != rows
     assert build_dialogue_rs_rows(sgd_dev, 12345, "SYSTEM", 4, max_dialogues=5000)[1]["cut_dialogues"] == 0
