@@ -342,12 +342,13 @@ TOOLS = _Tools({
     "merge": Tool("evaluation/merge_results.py", cached=False, input_flag="results", writes_results=True),
     "plot_train_logs": Tool("evaluation/plot_train_logs.py", cached=False, input_flag="log", writes_results=True),
     "plot_sweep": Tool("evaluation/plot_sweep.py", cached=False, input_flag="point", writes_results=True),
+    "findings": Tool("evaluation/write_findings.py", cached=False, input_flag="table", writes_results=True),
 })
 
 
 # Flags whose values are files or folders a step reads.
 PATH_FLAGS = ("input_file", "train_file", "init_checkpoint", "vocab_file", "bert_config_file", "eval_dialogue_file",
-              "eval_select_file", "eval_sts_file", "train_text_file", "template", "checkpoint")
+              "eval_select_file", "eval_sts_file", "train_text_file", "template", "checkpoint", "claims")
 
 
 @functools.lru_cache(maxsize=None)

@@ -60,6 +60,7 @@ EXPORT = "export/export_savedmodel.py"
 EVALUATE = "evaluation/run_evaluation.py"
 MERGE = "evaluation/merge_results.py"
 SWEEP = "evaluation/plot_sweep.py"
+FINDINGS = "evaluation/write_findings.py"
 PAIR_DATA = "data_prep/create_pair_data.py"
 DIALOGUE_DATA = "data_prep/create_dialogue_data.py"
 CANONICALIZE = "data_prep/canonicalize_records.py"
@@ -245,6 +246,12 @@ CASES = (
     Case(MERGE, "empty_results", ("--results={empty}", "--output_dir={out}"), "{empty}"),
     Case(MERGE, "results_not_json", ("--results={not_json}", "--output_dir={out}"), "{not_json}"),
     Case(MERGE, "results_missing_keys", ("--results={results_no_name}", "--output_dir={out}"), "{results_no_name}"),
+    Case(FINDINGS, "missing_flag", ("--table={table}", "--output_dir={out}"), "--claims"),
+    Case(FINDINGS, "missing_table", ("--table={missing}", "--claims={claims}", "--output_dir={out}"), "{missing}"),
+    Case(FINDINGS, "table_not_a_table", ("--table={results}", "--claims={claims}", "--output_dir={out}"),
+         "{results}"),
+    Case(FINDINGS, "claim_without_row", ("--table={table}", "--claims={claims_no_row}", "--output_dir={out}"),
+         "{claims_no_row}"),
     Case(SWEEP, "missing_flag", ("--parameter=t", "--output_dir={out}"), "--point"),
     Case(SWEEP, "point_without_value", ("--parameter=t", "--point={results}", "--output_dir={out}"), "{results}"),
     Case(SWEEP, "missing_results", ("--parameter=t", "--point=0.1={missing}", "--output_dir={out}"), "{missing}"),
@@ -402,6 +409,10 @@ def _build_inputs(root):
         results=write("results.json", json.dumps({"format_version": 1, "datasets": [], "models": []})),
         results_no_name=write("results_no_name.json", json.dumps(no_name)),
         not_json=write("not_json.json", "{format_version: 1"),
+        table=write("table.json", json.dumps({"datasets": [], "rows": [], "columns": [], "best": {}})),
+        claims=write("claims.yaml", "claims:\n  - {paper: P, ordering: A over B, row: A, over: [B], columns: [X:map]}\n"),
+        claims_no_row=write("claims_no_row.yaml", "claims:\n  - {paper: P, ordering: A over B, over: [B], "
+                            "columns: [X:map]}\n"),
     )
     return paths
 

@@ -1,0 +1,134 @@
+import json
+import os
+import subprocess
+
+import pytest
+
+from dialoguecse_tf.evaluation.findings import (BEHIND, LEADS, LEVEL, MISSING, Cell, Claim, findings_dict,
+                                                findings_markdown, judge, moves, outcome, read_claims, read_table,
+                                                summarize)
+from dialoguecse_tf.evaluation.tables import ResultsTable, TableRow
+
+
+def _row(model, metrics, spread=None, seeds=()):
+    return TableRow(model, metrics, [], [], [], spread=spread or {}, seeds=list(seeds))
+
+
+def _table(*rows) -> dict:
+    """A merged table as merge_results.py writes it (ResultsTable.to_dict), rows as given."""
+    names = []
+    for row in rows:
+        names += [name for name in row.metrics if name not in names]
+    return ResultsTable([{"name": name} for name in names], list(rows), mark_best=True).to_dict()
+
+
+SEEDS = (1, 2, 3)
+TABLE = _table(
+    _row("DSE", {"Banking77": {"acc_1shot": 52.0}, "HWU64": {"acc_1shot": 50.0}},
+         {"Banking77": {"acc_1shot": 0.5}, "HWU64": {"acc_1shot": 1.0}}, SEEDS),
+    # Banking77: 52.0 - 50.5 = 1.5 > 2 x 0.7 -> DSE leads; HWU64: 50.0 - 48.1 = 1.9 <= 2 x 1.0 -> level.
+    _row("SimCSE", {"Banking77": {"acc_1shot": 50.5}, "HWU64": {"acc_1shot": 48.1}},
+         {"Banking77": {"acc_1shot": 0.7}, "HWU64": {"acc_1shot": 0.2}}, SEEDS),
+    # No seeds: std 0 on its side. Banking77: 52.0 vs 53.5, gap 1.5 > 2 x 0.5 -> DSE behind.
+    _row("Untouched", {"Banking77": {"acc_1shot": 53.5}}),
+)
+CLAIM = Claim("DSE paper", "DSE over SimCSE and the untouched encoder", "DSE", ("SimCSE", "Untouched"),
+              ("Banking77:acc_1shot", "HWU64:acc_1shot"))
+
+
+def test_the_rule_leads_only_beyond_twice_the_larger_std():
+    assert outcome(Cell(10.0, 1.0, 3), Cell(7.9, 0.1, 3)) == LEADS
+    assert outcome(Cell(10.0, 1.0, 3), Cell(8.0, 0.1, 3)) == LEVEL  # exactly twice: level
+    assert outcome(Cell(10.0, 0.1, 3), Cell(12.1, 1.0, 3)) == BEHIND
+    # Lower is better: the smaller number leads.
+    assert outcome(Cell(10.0, 0.0, 0), Cell(12.0, 0.0, 0), higher_is_better=False) == LEADS
+
+
+def test_a_claim_is_judged_per_column_and_row_with_missing_cells_named():
+    verdicts = judge(TABLE, CLAIM)
+    assert [(v.column, v.other, v.outcome) for v in verdicts] == [
+        ("Banking77:acc_1shot", "SimCSE", LEADS), ("Banking77:acc_1shot", "Untouched", BEHIND),
+        ("HWU64:acc_1shot", "SimCSE", LEVEL), ("HWU64:acc_1shot", "Untouched", MISSING)]
+    assert verdicts[0].row_cell == Cell(52.0, 0.5, 3) and verdicts[1].other_cell == Cell(53.5, 0.0, 0)
+    assert summarize(verdicts) == ("holds in part: ahead in 1 of 3 comparisons, level in 1, behind in 1 "
+                                   "(1 not in the table)")
+
+
+@pytest.mark.parametrize("others, expected", [
+    (("SimCSE",), "holds in part"),
+    (("Nobody",), "not scored"),
+])
+def test_summaries_name_the_standing(others, expected):
+    claim = Claim("P", "o", "DSE", others, ("Banking77:acc_1shot", "HWU64:acc_1shot"))
+    assert summarize(judge(TABLE, claim)).startswith(expected)
+    assert summarize(judge(TABLE, Claim("P", "o", "DSE", ("SimCSE",), ("Banking77:acc_1shot",)))).startswith("holds:")
+    assert summarize(judge(TABLE, Claim("P", "o", "SimCSE", ("DSE",), ("Banking77:acc_1shot",)))).startswith(
+        "reversed:")
+    assert summarize(judge(TABLE, Claim("P", "o", "DSE", ("SimCSE",), ("HWU64:acc_1shot",)))).startswith("level:")
+
+
+def test_moves_are_the_cells_beyond_the_rule_and_rows_either_table_lacks():
+    previous = _table(
+        _row("DSE", {"Banking77": {"acc_1shot": 50.0}, "HWU64": {"acc_1shot": 49.0}},
+             {"Banking77": {"acc_1shot": 0.4}, "HWU64": {"acc_1shot": 0.8}}, SEEDS),
+        _row("Gone", {"Banking77": {"acc_1shot": 10.0}}))
+    found, new, dropped = moves(previous, TABLE)
+    # Banking77 52.0 against 50.0: gap 2.0 > 2 x 0.5; HWU64 50.0 against 49.0: gap 1.0 <= 2 x 1.0.
+    assert [(move.model, move.column, move.moved) for move in found] == [
+        ("DSE", "Banking77:acc_1shot", True), ("DSE", "HWU64:acc_1shot", False)]
+    assert new == ["SimCSE", "Untouched"] and dropped == ["Gone"]
+    text = findings_markdown(TABLE, [CLAIM], previous, "the table before")
+    assert "## Against the table before" in text and "1 of the 2 cells both tables hold moved" in text
+    assert "| DSE | Banking77 1-shot acc. | 50.00 ± 0.40 | 52.00 ± 0.50 | +2.00 |" in text
+    assert "| Banking77 1-shot acc. | Untouched | 52.00 ± 0.50 | 53.50 | behind |" in text
+    data = findings_dict(TABLE, [CLAIM], previous)
+    assert json.loads(json.dumps(data))["claims"][0]["verdicts"][2]["outcome"] == LEVEL
+    assert [m["moved"] for m in data["moves"]] == [True, False]
+
+
+def test_claims_file_errors_name_the_file_and_the_claim(tmp_path):
+    good = tmp_path / "claims.yaml"
+    good.write_text("claims:\n  - {paper: P, ordering: A over B, row: A, over: [B, C], columns: [X:map, Y:mrr]}\n",
+                    encoding="utf-8")
+    assert read_claims(str(good)) == [Claim("P", "A over B", "A", ("B", "C"), ("X:map", "Y:mrr"))]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("claims:\n  - {paper: P, ordering: o, row: A, over: [B], columns: [X:map]}\n"
+                   "  - {paper: P, ordering: o, row: A, over: [B], columns: [map]}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{bad}: claim 2 \(o\): columns \['map'\]"):
+        read_claims(str(bad))
+    bad.write_text("claims:\n  - {paper: P, row: A, over: [B], columns: [X:map]}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{bad}: claim 1 has"):
+        read_claims(str(bad))
+
+
+def test_the_committed_claims_name_rows_and_columns_the_benchmark_has():
+    claims = read_claims(os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "claims",
+                                      "benchmark.yaml"))
+    table = read_table(os.path.join(os.path.dirname(__file__), "..", "..", "results", "benchmark", "results.json"))
+    columns = {f"{name}:{key}" for name, key, _ in table["columns"]}
+    models = {row["model"] for row in table["rows"]}
+    assert {claim.paper.split()[0] for claim in claims} == {"DialogueCSE", "DSE", "dial2vec"}
+    for claim in claims:
+        assert {claim.row, *claim.over} <= models, claim
+        assert set(claim.columns) <= columns, claim
+
+
+def test_a_table_is_read_from_a_file_or_from_git_history(tmp_path):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    git = lambda *args: subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True, capture_output=True,
+                                       text=True).stdout.strip()
+    git("init", "-q")
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(TABLE), encoding="utf-8")
+    git("add", "table.json")
+    git("commit", "-q", "-m", "first")
+    first = git("rev-parse", "--short", "HEAD")
+    path.write_text(json.dumps({**TABLE, "rows": TABLE["rows"][:1]}), encoding="utf-8")
+    assert len(read_table(str(path))["rows"]) == 1
+    assert read_table(f"{first}:table.json", str(tmp_path)) == TABLE
+    with pytest.raises(ValueError, match="git cannot show it"):
+        read_table(f"{first}:absent.json", str(tmp_path))
+    (tmp_path / "results.json").write_text(json.dumps({"format_version": 1, "models": []}), encoding="utf-8")
+    with pytest.raises(ValueError, match="not a merged results table"):
+        read_table(str(tmp_path / "results.json"))
