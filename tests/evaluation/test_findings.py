@@ -132,3 +132,26 @@ def test_a_table_is_read_from_a_file_or_from_git_history(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"format_version": 1, "models": []}), encoding="utf-8")
     with pytest.raises(ValueError, match="not a merged results table"):
         read_table(str(tmp_path / "results.json"))
+
+
+def test_every_findings_step_checks_rows_its_experiment_scores_on_columns_its_table_keeps():
+    """The claims a findings step reads name rows some evaluation of the experiment (or of the one
+    it extends) scores, and columns the table step it reads keeps."""
+    from dialoguecse_tf.experiments.spec import get_experiment
+    checked = 0
+    for name in ("benchmark", "en_budget"):
+        spec = get_experiment(name)
+        scored = {model.name for step in spec.steps for model in step.models}
+        targets = [step for step in spec.steps if not spec.targets or step.name in spec.targets]
+        merges = [step.flags.as_dict() for step in targets if step.tool == "merge"]
+        for step in targets:
+            if step.tool != "findings":
+                continue
+            stem = os.path.splitext(os.path.basename(step.inputs[0]))[0]
+            kept = {column for merge in merges if merge.get("output_name") == stem
+                    for column in merge["columns"].split(",")}
+            for claim in read_claims(step.flags.as_dict()["claims"]):
+                assert {claim.row, *claim.over} <= scored, (name, claim)
+                assert set(claim.columns) <= kept, (name, claim)
+                checked += 1
+    assert checked == 7
