@@ -21,6 +21,12 @@ def test_a_preset_sets_values_and_the_command_line_wins():
     assert config.train_file == ("records/*",)
 
 
+def test_every_preset_names_its_precision_and_the_command_line_wins():
+    assert {name: preset["precision"] for name, preset in PRESETS.items()} == {name: "float32" for name in PRESETS}
+    _, config = _parse("--preset=cpu_dse", "--precision=bfloat16")
+    assert config.precision == "bfloat16"
+
+
 def test_objective_defaults_fill_what_nothing_sets():
     objective, config = _parse("--objective=mlm")
     assert config.resolved(objective).train_batch_size == 50 and config.resolved(objective).learning_rate == 2e-5
