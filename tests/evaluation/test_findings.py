@@ -136,22 +136,27 @@ def test_a_table_is_read_from_a_file_or_from_git_history(tmp_path):
 
 def test_every_findings_step_checks_rows_its_experiment_scores_on_columns_its_table_keeps():
     """The claims a findings step reads name rows some evaluation of the experiment (or of the one
-    it extends) scores, and columns the table step it reads keeps."""
+    it extends) scores, and columns the table step it reads keeps (a table keeping every column:
+    its evaluations' datasets with a registered metric)."""
+    from dialoguecse_tf.evaluation.tasks.registry import metric_columns
     from dialoguecse_tf.experiments.spec import get_experiment
+    metrics = {key for key, _ in metric_columns()}
     checked = 0
-    for name in ("benchmark", "en_budget"):
+    for name in ("benchmark", "en_budget", "dial2vec_self_dialogue"):
         spec = get_experiment(name)
         scored = {model.name for step in spec.steps for model in step.models}
         targets = [step for step in spec.steps if not spec.targets or step.name in spec.targets]
+        datasets = {entry.dataset for step in targets for entry in step.suite}
         merges = [step.flags.as_dict() for step in targets if step.tool == "merge"]
         for step in targets:
             if step.tool != "findings":
                 continue
             stem = os.path.splitext(os.path.basename(step.inputs[0]))[0]
-            kept = {column for merge in merges if merge.get("output_name") == stem
-                    for column in merge["columns"].split(",")}
+            (merge,) = [merge for merge in merges if merge.get("output_name") == stem]
+            kept = (set(merge["columns"].split(",")) if merge.get("columns")
+                    else {f"{dataset}:{key}" for dataset in datasets for key in metrics})
             for claim in read_claims(step.flags.as_dict()["claims"]):
                 assert {claim.row, *claim.over} <= scored, (name, claim)
                 assert set(claim.columns) <= kept, (name, claim)
                 checked += 1
-    assert checked == 7
+    assert checked == 8
