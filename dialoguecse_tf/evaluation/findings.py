@@ -5,9 +5,10 @@ the two rows' seed standard deviations (`tables.level`; a row without seeds coun
 they are level. From a table (the JSON `evaluation/merge_results.py` writes, `ResultsTable.to_dict`)
 this module states, by that rule alone:
 
-- per paper's claim (a row the paper puts ahead of other rows on some columns, declared in a
-  claims file), on each column and against each other row, whether the row leads, is level or is
-  behind, and whether the ordering holds on all of them;
+- per claim (declared in a claims file: a row a paper puts ahead of other rows on some columns,
+  or a row that should match others, as a bfloat16 run its float32 one), on each column and
+  against each other row, whether the row leads, is level or is behind, and whether the claim
+  holds on all of them;
 - per ranked column, the best mean and every row level with it (the table's bold);
 - against an earlier version of the same table, every cell that moved by more than the rule
   allows, and the rows either version lacks.
@@ -28,19 +29,23 @@ from dialoguecse_tf.evaluation.tables import level, metric_directions, metric_te
 
 LEADS, LEVEL, BEHIND, MISSING = "leads", "level", "behind", "missing"
 _CLAIM_FIELDS = ("paper", "ordering", "row", "over", "columns")
+_OPTIONAL_FIELDS = ("expect",)
+EXPECTATIONS = ("lead", "level")
 RULE = ("A row leads another on a column only when their means differ by more than twice the larger of the two "
         "rows' seed standard deviations (a row without seeds counts 0); otherwise they are level.")
 
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """One ordering a paper states: `row` ahead of each of `over` on each of `columns`."""
+    """One claim: `row` ahead of (`expect="lead"`) or level with (`"level"`) each of `over` on each
+    of `columns`."""
 
     paper: str  # whose claim, e.g. "DSE (Zhou et al., 2022)"
     ordering: str  # the claim in words, e.g. "DSE over SimCSE on 1-shot intent classification"
-    row: str  # the model the paper puts ahead, as the table names it (seeds folded)
-    over: tuple  # the models it should lead
+    row: str  # the model the claim is about, as the table names it (seeds folded)
+    over: tuple  # the models it is compared with
     columns: tuple  # "Dataset:metric_key", e.g. "Banking77:acc_1shot"
+    expect: str = "lead"  # "lead": the row should lead every other; "level": be level with them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +88,7 @@ class Move:
 
 
 def read_claims(path: str) -> list[Claim]:
-    """The claims of a YAML file: `claims:`, a list of mappings with exactly the `Claim` fields.
+    """The claims of a YAML file: `claims:`, a list of mappings with the `Claim` fields (`expect` optional).
 
     Args:
       path: the claims file.
@@ -101,15 +106,20 @@ def read_claims(path: str) -> list[Claim]:
         raise ValueError(f"{path}: a claims file holds `claims:`, a list of mappings with {', '.join(_CLAIM_FIELDS)}")
     claims = []
     for index, item in enumerate(data["claims"], start=1):
-        if not isinstance(item, dict) or set(item) != set(_CLAIM_FIELDS):
+        if not isinstance(item, dict) or not set(_CLAIM_FIELDS) <= set(item) <= {*_CLAIM_FIELDS, *_OPTIONAL_FIELDS}:
             given = sorted(item) if isinstance(item, dict) else type(item).__name__
-            raise ValueError(f"{path}: claim {index} has {given}; it needs exactly {', '.join(_CLAIM_FIELDS)}")
+            raise ValueError(f"{path}: claim {index} has {given}; it needs {', '.join(_CLAIM_FIELDS)} "
+                             f"(and may give {', '.join(_OPTIONAL_FIELDS)})")
+        expect = str(item.get("expect", "lead"))
+        if expect not in EXPECTATIONS:
+            raise ValueError(f"{path}: claim {index} ({item['ordering']}): expect {expect!r} is not one of "
+                             f"{', '.join(EXPECTATIONS)}")
         columns = tuple(str(column) for column in item["columns"])
         bad = [column for column in columns if column.count(":") != 1 or not all(column.split(":"))]
         if bad:
             raise ValueError(f"{path}: claim {index} ({item['ordering']}): columns {bad} are not Dataset:metric_key")
         claims.append(Claim(str(item["paper"]), str(item["ordering"]), str(item["row"]),
-                            tuple(str(name) for name in item["over"]), columns))
+                            tuple(str(name) for name in item["over"]), columns, expect))
     return claims
 
 
@@ -159,13 +169,16 @@ def judge(table: dict, claim: Claim) -> list[Verdict]:
     return verdicts
 
 
-def summarize(verdicts: list[Verdict]) -> str:
-    """The claim's standing in one sentence: holds, level, reversed or mixed, with the counts."""
+def summarize(verdicts: list[Verdict], expect: str = "lead") -> str:
+    """The claim's standing in one sentence, with the counts. A claimed lead: holds, level,
+    reversed or holds in part; a claimed level: holds, or does not hold."""
     counts = {name: sum(verdict.outcome == name for verdict in verdicts) for name in (LEADS, LEVEL, BEHIND, MISSING)}
     scored = len(verdicts) - counts[MISSING]
     if not scored:
         return "not scored: the table lacks these rows or columns"
-    if counts[LEADS] == scored:
+    if expect == "level":
+        standing = "holds" if counts[LEVEL] == scored else "does not hold"
+    elif counts[LEADS] == scored:
         standing = "holds"
     elif counts[BEHIND] == scored:
         standing = "reversed"
@@ -218,10 +231,10 @@ def findings_markdown(table: dict, claims: list[Claim], previous: dict | None = 
     Returns:
       str, the Markdown text.
     """
-    lines = ["# Findings", "", RULE, "", "## The papers' orderings", ""]
+    lines = ["# Findings", "", RULE, "", "## The claims", ""]
     for claim in claims:
         verdicts = judge(table, claim)
-        lines += [f"### {claim.paper}: {claim.ordering}", "", f"{summarize(verdicts)}.", "",
+        lines += [f"### {claim.paper}: {claim.ordering}", "", f"{summarize(verdicts, claim.expect)}.", "",
                   f"| Column | Against | {claim.row} | The other | Outcome |", "|:--|:--|--:|--:|:--|"]
         for verdict in verdicts:
             mine = verdict.row_cell.text() if verdict.row_cell else "–"
@@ -254,7 +267,7 @@ def findings_dict(table: dict, claims: list[Claim], previous: dict | None = None
     for claim in claims:
         verdicts = judge(table, claim)
         result["claims"].append({
-            **dataclasses.asdict(claim), "summary": summarize(verdicts),
+            **dataclasses.asdict(claim), "summary": summarize(verdicts, claim.expect),
             "verdicts": [{"column": v.column, "other": v.other, "outcome": v.outcome,
                           "row": dataclasses.asdict(v.row_cell) if v.row_cell else None,
                           "other_row": dataclasses.asdict(v.other_cell) if v.other_cell else None}

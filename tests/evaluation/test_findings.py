@@ -67,6 +67,14 @@ def test_summaries_name_the_standing(others, expected):
     assert summarize(judge(TABLE, Claim("P", "o", "DSE", ("SimCSE",), ("HWU64:acc_1shot",)))).startswith("level:")
 
 
+def test_a_claimed_level_holds_only_where_every_comparison_is_level():
+    level_only = Claim("P", "DSE level with SimCSE", "DSE", ("SimCSE",), ("HWU64:acc_1shot",), expect="level")
+    assert summarize(judge(TABLE, level_only), "level").startswith("holds: ahead in 0 of 1 comparisons, level in 1")
+    both = Claim("P", "o", "DSE", ("SimCSE",), ("Banking77:acc_1shot", "HWU64:acc_1shot"), expect="level")
+    assert summarize(judge(TABLE, both), "level").startswith("does not hold: ahead in 1 of 2")
+    assert "does not hold" in findings_markdown(TABLE, [both])
+
+
 def test_moves_are_the_cells_beyond_the_rule_and_rows_either_table_lacks():
     previous = _table(
         _row("DSE", {"Banking77": {"acc_1shot": 50.0}, "HWU64": {"acc_1shot": 49.0}},
@@ -99,6 +107,13 @@ def test_claims_file_errors_name_the_file_and_the_claim(tmp_path):
     bad.write_text("claims:\n  - {paper: P, row: A, over: [B], columns: [X:map]}\n", encoding="utf-8")
     with pytest.raises(ValueError, match=rf"{bad}: claim 1 has"):
         read_claims(str(bad))
+    bad.write_text("claims:\n  - {paper: P, ordering: o, row: A, over: [B], columns: [X:map], expect: tie}\n",
+                   encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{bad}: claim 1 \(o\): expect 'tie'"):
+        read_claims(str(bad))
+    good.write_text("claims:\n  - {paper: P, ordering: o, row: A, over: [B], columns: [X:map], expect: level}\n",
+                    encoding="utf-8")
+    assert read_claims(str(good))[0].expect == "level"
 
 
 def test_the_committed_claims_name_rows_and_columns_the_benchmark_has():
@@ -142,7 +157,7 @@ def test_every_findings_step_checks_rows_its_experiment_scores_on_columns_its_ta
     from dialoguecse_tf.experiments.spec import get_experiment
     metrics = {key for key, _ in metric_columns()}
     checked = 0
-    for name in ("benchmark", "en_budget", "dial2vec_self_dialogue"):
+    for name in ("benchmark", "en_budget", "dial2vec_self_dialogue", "bfloat16_quality"):
         spec = get_experiment(name)
         scored = {model.name for step in spec.steps for model in step.models}
         targets = [step for step in spec.steps if not spec.targets or step.name in spec.targets]
@@ -159,4 +174,4 @@ def test_every_findings_step_checks_rows_its_experiment_scores_on_columns_its_ta
                 assert {claim.row, *claim.over} <= scored, (name, claim)
                 assert set(claim.columns) <= kept, (name, claim)
                 checked += 1
-    assert checked == 8
+    assert checked == 12
