@@ -169,14 +169,15 @@ def judge(table: dict, claim: Claim) -> list[Verdict]:
     return verdicts
 
 
-def summarize(verdicts: list[Verdict], expect: str = "lead") -> str:
-    """The claim's standing in one sentence, with the counts. A claimed lead: holds, level,
-    reversed or holds in part; a claimed level: holds, or does not hold."""
+def tally(verdicts: list[Verdict], expect: str = "lead") -> dict:
+    """The claim's standing ("holds", "level", "reversed", "holds in part", "does not hold" or "not
+    scored") and its counts of each outcome, under LEADS, LEVEL, BEHIND and MISSING. A claimed
+    lead: holds, level, reversed or holds in part; a claimed level: holds or does not hold."""
     counts = {name: sum(verdict.outcome == name for verdict in verdicts) for name in (LEADS, LEVEL, BEHIND, MISSING)}
     scored = len(verdicts) - counts[MISSING]
     if not scored:
-        return "not scored: the table lacks these rows or columns"
-    if expect == "level":
+        standing = "not scored"
+    elif expect == "level":
         standing = "holds" if counts[LEVEL] == scored else "does not hold"
     elif counts[LEADS] == scored:
         standing = "holds"
@@ -186,8 +187,16 @@ def summarize(verdicts: list[Verdict], expect: str = "lead") -> str:
         standing = "level"
     else:
         standing = "holds in part"
-    text = (f"{standing}: ahead in {counts[LEADS]} of {scored} comparisons, level in {counts[LEVEL]}, "
-            f"behind in {counts[BEHIND]}")
+    return {"standing": standing, "scored": scored, **counts}
+
+
+def summarize(verdicts: list[Verdict], expect: str = "lead") -> str:
+    """The claim's standing in one sentence, with the counts (`tally`)."""
+    counts = tally(verdicts, expect)
+    if not counts["scored"]:
+        return "not scored: the table lacks these rows or columns"
+    text = (f"{counts['standing']}: ahead in {counts[LEADS]} of {counts['scored']} comparisons, level in "
+            f"{counts[LEVEL]}, behind in {counts[BEHIND]}")
     return text + (f" ({counts[MISSING]} not in the table)" if counts[MISSING] else "")
 
 
@@ -231,7 +240,14 @@ def findings_markdown(table: dict, claims: list[Claim], previous: dict | None = 
     Returns:
       str, the Markdown text.
     """
-    lines = ["# Findings", "", RULE, "", "## The claims", ""]
+    lines = ["# Findings", "", RULE, "",
+             "| Whose | Claim | Standing | Ahead | Level | Behind | Not in the table |", "|:--|:--|:--|--:|--:|--:|--:|"]
+    for claim in claims:
+        counts = tally(judge(table, claim), claim.expect)
+        lines.append(f"| {claim.paper} | {claim.ordering} | {counts['standing']} | {counts[LEADS]} | {counts[LEVEL]} | "
+                     f"{counts[BEHIND]} | {counts[MISSING]} |")
+    lines += ["", "Ahead, level, behind: the claim's row against each other row on each column (`## The claims`).",
+              "", "## The claims", ""]
     for claim in claims:
         verdicts = judge(table, claim)
         lines += [f"### {claim.paper}: {claim.ordering}", "", f"{summarize(verdicts, claim.expect)}.", "",

@@ -89,6 +89,10 @@ def test_moves_are_the_cells_beyond_the_rule_and_rows_either_table_lacks():
     assert "## Against the table before" in text and "1 of the 2 cells both tables hold moved" in text
     assert "| DSE | Banking77 1-shot acc. | 50.00 ± 0.40 | 52.00 ± 0.50 | +2.00 |" in text
     assert "| Banking77 1-shot acc. | Untouched | 52.00 ± 0.50 | 53.50 | behind |" in text
+    # The first table is the claims' summary, which docs copy (experiments/doc_tables.py).
+    from dialoguecse_tf.experiments.doc_tables import first_table
+    assert first_table(text.splitlines())[2] == (
+        "| DSE paper | DSE over SimCSE and the untouched encoder | holds in part | 1 | 1 | 1 | 1 |")
     data = findings_dict(TABLE, [CLAIM], previous)
     assert json.loads(json.dumps(data))["claims"][0]["verdicts"][2]["outcome"] == LEVEL
     assert [m["moved"] for m in data["moves"]] == [True, False]
