@@ -157,13 +157,18 @@ def test_every_findings_step_checks_rows_its_experiment_scores_on_columns_its_ta
     """The claims a findings step reads name rows some evaluation of the experiment (or of the one
     it extends) scores, and columns the table step it reads keeps (a table keeping every column:
     its evaluations' datasets with a registered metric)."""
+    from dialoguecse_tf.evaluation.registry import display_name
     from dialoguecse_tf.evaluation.tasks.registry import metric_columns
     from dialoguecse_tf.experiments.spec import get_experiment
     metrics = {key for key, _ in metric_columns()}
     checked = 0
-    for name in ("benchmark", "en_budget", "dial2vec_self_dialogue", "bfloat16_quality"):
+    for name in ("benchmark", "en_budget", "dial2vec_self_dialogue", "bfloat16_quality", "ecd_cpu"):
         spec = get_experiment(name)
         scored = {model.name for step in spec.steps for model in step.models}
+        # Baseline rows are named by the evaluation from each model and --baselines.
+        scored |= {display_name(baseline, model.name) for step in spec.steps
+                   for baseline in step.flags.as_dict().get("baselines", "").split(",") if baseline
+                   for model in step.models}
         targets = [step for step in spec.steps if not spec.targets or step.name in spec.targets]
         datasets = {entry.dataset for step in targets for entry in step.suite}
         merges = [step.flags.as_dict() for step in targets if step.tool == "merge"]
@@ -178,4 +183,4 @@ def test_every_findings_step_checks_rows_its_experiment_scores_on_columns_its_ta
                 assert {claim.row, *claim.over} <= scored, (name, claim)
                 assert set(claim.columns) <= kept, (name, claim)
                 checked += 1
-    assert checked == 12
+    assert checked == 15
