@@ -711,7 +711,7 @@ README_PROSE = {
     ("## Performance and reliability", "- **bfloat16**"): Prose(
         ("benchmarks/results/flops_bfloat16.json", "benchmarks/results/encode_throughput_bfloat16.json",
          "benchmarks/results/step_profile_bfloat16.json", "benchmarks/results/objective_steps_bfloat16.json",
-         "results/bfloat16_quality/table.md",
+         "results/bfloat16_quality/table.md", "results/bfloat16_quality/findings.md",
          "results/bfloat16_quality/parts/float32-dse+simcse+dse_bf16+simcse_bf16/stage_seconds.tsv",
          "results/bfloat16_quality/parts/bfloat16-dse+simcse+dse_bf16+simcse_bf16/stage_seconds.tsv",
          "experiments/benchmark.yaml"),
