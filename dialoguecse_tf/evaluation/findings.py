@@ -83,8 +83,10 @@ class Move:
 
     @property
     def moved(self) -> bool:
-        """Whether the two numbers differ by more than the rule calls level."""
-        return not level(self.after.value, self.after.std, self.before.value, self.before.std)
+        """Whether the two numbers differ by more than the rule calls level, and in the two decimals
+        tables print (rows without seeds have no spread, so any change would count)."""
+        return (not level(self.after.value, self.after.std, self.before.value, self.before.std)
+                and metric_text(self.after.value) != metric_text(self.before.value))
 
 
 def read_claims(path: str) -> list[Claim]:

@@ -79,14 +79,17 @@ def test_moves_are_the_cells_beyond_the_rule_and_rows_either_table_lacks():
     previous = _table(
         _row("DSE", {"Banking77": {"acc_1shot": 50.0}, "HWU64": {"acc_1shot": 49.0}},
              {"Banking77": {"acc_1shot": 0.4}, "HWU64": {"acc_1shot": 0.8}}, SEEDS),
-        _row("Gone", {"Banking77": {"acc_1shot": 10.0}}))
+        _row("Gone", {"Banking77": {"acc_1shot": 10.0}}),
+        # No seeds, so no spread: a change below the printed two decimals is not a move.
+        _row("Untouched", {"Banking77": {"acc_1shot": 53.501}}))
     found, new, dropped = moves(previous, TABLE)
     # Banking77 52.0 against 50.0: gap 2.0 > 2 x 0.5; HWU64 50.0 against 49.0: gap 1.0 <= 2 x 1.0.
     assert [(move.model, move.column, move.moved) for move in found] == [
-        ("DSE", "Banking77:acc_1shot", True), ("DSE", "HWU64:acc_1shot", False)]
-    assert new == ["SimCSE", "Untouched"] and dropped == ["Gone"]
+        ("DSE", "Banking77:acc_1shot", True), ("DSE", "HWU64:acc_1shot", False),
+        ("Untouched", "Banking77:acc_1shot", False)]
+    assert new == ["SimCSE"] and dropped == ["Gone"]
     text = findings_markdown(TABLE, [CLAIM], previous, "the table before")
-    assert "## Against the table before" in text and "1 of the 2 cells both tables hold moved" in text
+    assert "## Against the table before" in text and "1 of the 3 cells both tables hold moved" in text
     assert "| DSE | Banking77 1-shot acc. | 50.00 ± 0.40 | 52.00 ± 0.50 | +2.00 |" in text
     assert "| Banking77 1-shot acc. | Untouched | 52.00 ± 0.50 | 53.50 | behind |" in text
     # The first table is the claims' summary, which docs copy (experiments/doc_tables.py).
@@ -95,7 +98,7 @@ def test_moves_are_the_cells_beyond_the_rule_and_rows_either_table_lacks():
         "| DSE paper | DSE over SimCSE and the untouched encoder | holds in part | 1 | 1 | 1 | 1 |")
     data = findings_dict(TABLE, [CLAIM], previous)
     assert json.loads(json.dumps(data))["claims"][0]["verdicts"][2]["outcome"] == LEVEL
-    assert [m["moved"] for m in data["moves"]] == [True, False]
+    assert [m["moved"] for m in data["moves"]] == [True, False, False]
 
 
 def test_claims_file_errors_name_the_file_and_the_claim(tmp_path):
