@@ -242,16 +242,16 @@ def findings_markdown(table: dict, claims: list[Claim], previous: dict | None = 
     Returns:
       str, the Markdown text.
     """
+    judged = [(claim, judge(table, claim)) for claim in claims]
     lines = ["# Findings", "", RULE, "",
              "| Whose | Claim | Standing | Ahead | Level | Behind | Not in the table |", "|:--|:--|:--|--:|--:|--:|--:|"]
-    for claim in claims:
-        counts = tally(judge(table, claim), claim.expect)
+    for claim, verdicts in judged:
+        counts = tally(verdicts, claim.expect)
         lines.append(f"| {claim.paper} | {claim.ordering} | {counts['standing']} | {counts[LEADS]} | {counts[LEVEL]} | "
                      f"{counts[BEHIND]} | {counts[MISSING]} |")
     lines += ["", "Ahead, level, behind: the claim's row against each other row on each column (`## The claims`).",
               "", "## The claims", ""]
-    for claim in claims:
-        verdicts = judge(table, claim)
+    for claim, verdicts in judged:
         lines += [f"### {claim.paper}: {claim.ordering}", "", f"{summarize(verdicts, claim.expect)}.", "",
                   f"| Column | Against | {claim.row} | The other | Outcome |", "|:--|:--|--:|--:|:--|"]
         for verdict in verdicts:
