@@ -714,6 +714,8 @@ README_PROSE = {
          "results/bfloat16_quality/table.md", "results/bfloat16_quality/findings.md",
          "results/bfloat16_quality/parts/float32-dse+simcse+dse_bf16+simcse_bf16/stage_seconds.tsv",
          "results/bfloat16_quality/parts/bfloat16-dse+simcse+dse_bf16+simcse_bf16/stage_seconds.tsv",
+         "results/bfloat16_quality/parts/float32-dialoguecse+dial2vec+dialoguecse_bf16+dial2vec_bf16/stage_seconds.tsv",
+         "results/bfloat16_quality/parts/bfloat16-dialoguecse+dial2vec+dialoguecse_bf16+dial2vec_bf16/stage_seconds.tsv",
          "experiments/benchmark.yaml"),
         fixed={"2": TWO_CORES, "1.5": "the issue's speed goal, a target"}),
     ("## Performance and reliability", "- **The papers' model shape**"): Prose(
