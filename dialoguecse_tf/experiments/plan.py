@@ -78,7 +78,8 @@ class Planner:
         self._finished: dict | None = None
         self.run_dir = run_dir
         self.results_dir = results_dir
-        self.rows = rows
+        # Declaration order, so `--rows=b,a` names the same folders and parts as `--rows=a,b`.
+        self.rows = self._declared_rows(rows) if rows else rows
         self.only = only
         self.steps = {step.name: step for step in spec.steps}
         self.variables = {
@@ -95,7 +96,6 @@ class Planner:
             if name not in self.steps:
                 raise ValueError(f"--only names unknown step {name!r}; steps: {', '.join(self.steps)}")
         if rows:
-            self._check_rows(rows)
             # The trainings run for the rows asked only, through the evaluations that read them.
             targets = [name for name in targets if not TOOLS[self.steps[name].tool].trains]
         self.order = self._order(targets)
@@ -125,11 +125,12 @@ class Planner:
         part has, so evaluating the other rows later does not replace it."""
         return name + (self.rows_suffix if step.models else "")
 
-    def _check_rows(self, rows: list[str]) -> None:
-        known = {self.row_id(model) for step in self.spec.steps for model in step.models}
-        unknown = sorted(set(rows) - known)
+    def _declared_rows(self, rows: list[str]) -> list[str]:
+        known = list(dict.fromkeys(self.row_id(model) for step in self.spec.steps for model in step.models))
+        unknown = sorted(set(rows) - set(known))
         if unknown:
             raise ValueError(f"unknown rows {unknown}; rows: {', '.join(sorted(known))}")
+        return [row for row in known if row in rows]
 
     @staticmethod
     def row_id(model) -> str:

@@ -244,13 +244,15 @@ def test_the_fine_tuned_evaluations_score_the_first_seed_of_each_row(tmp_path):
 
 def test_an_evaluation_of_some_rows_has_a_folder_of_its_own(tmp_path):
     """Evaluating other rows later (a benchmark split into parts) leaves a finished part's run as
-    it is, so it is reused, as its results' parts/ folder is kept."""
+    it is, so it is reused, as its results' parts/ folder is kept; the rows are named in the
+    order the experiment declares them, whatever order --rows gives."""
     whole = _planner("benchmark", tmp_path, only=["zh_eval"]).order[-1]
     some = _planner("benchmark", tmp_path, rows=["dial2vec"], only=["zh_eval"]).order[-1]
     others = _planner("benchmark", tmp_path, rows=["dse", "simcse"], only=["zh_eval"]).order[-1]
     assert whole.output_dir == os.path.join(str(tmp_path), "runs", "zh_eval")
     assert some.output_dir == whole.output_dir + "-dial2vec"
-    assert others.output_dir == whole.output_dir + "-dse+simcse"
+    assert others.output_dir == whole.output_dir + "-simcse+dse"
+    assert _planner("benchmark", tmp_path, rows=["simcse", "dse"], only=["zh_eval"]).order[-1].output_dir == others.output_dir
     # The trainings the rows read keep their folders (and so their reuse).
     trained = {run.name: run.output_dir for run in _planner("benchmark", tmp_path, only=["zh_eval"]).order}
     assert all(trained[run.name] == run.output_dir
