@@ -697,6 +697,8 @@ README_PROSE = {
          default_of("dialoguecse_tf.evaluation.config", "EvaluationConfig", "dialogue_max_seq_length"),
          "results/SUPERSEDED.md"),  # the changes the table predates (192 tokens then)
         fixed={"64": "HWU64's 64 intents, the dataset's name"}),
+    (HEADLINE, "**In words**"): Prose(("results/benchmark/findings.md", "results/benchmark/results.md"),
+                                      fixed={"2": TWO_CORES}),
     (HEADLINE, "**The papers' further tasks**"): Prose(
         ("results/benchmark/results.md", "experiments/benchmark.yaml",
          constant("dialoguecse_tf.data.response_sets", "NUM_CANDIDATES"))),
