@@ -566,7 +566,7 @@ SECTION_9 = "### 9. Record building (a million demo dialogues; single process ag
 
 # (document, heading, ordinal) -> Source
 DECLARED = {
-    ("README.md", HEADLINE, 4): Source("paper", paper=PAPER_TABLE_ROWS),
+    ("docs/benchmark.md", "## The papers' own numbers", 0): Source("paper", paper=PAPER_TABLE_ROWS),
     ("README.md", "## Layout", 0): Source("text"),
     ("README.md", "## Against the releases and sentence-transformers", 0): Source("text"),
     ("README.md", "## Documentation", 0): Source("text"),
@@ -699,9 +699,6 @@ README_PROSE = {
         fixed={"64": "HWU64's 64 intents, the dataset's name"}),
     (HEADLINE, "**In words**"): Prose(("results/benchmark/findings.md", "results/benchmark/results.md"),
                                       fixed={"2": TWO_CORES}),
-    (HEADLINE, "**The papers' further tasks**"): Prose(
-        ("results/benchmark/results.md", "experiments/benchmark.yaml",
-         constant("dialoguecse_tf.data.response_sets", "NUM_CANDIDATES"))),
     (HEADLINE, "The papers' own numbers"): Prose(
         ("papers/dse_naacl2022.txt", "papers/dial2vec_emnlp2022.md", "papers/dialoguecse_emnlp2021.txt",
          "results/dse_sgd_minilm/pairs_consecutive_prep_stats.json", "experiments/common/sgd.yaml",
