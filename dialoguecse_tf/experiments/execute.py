@@ -106,6 +106,7 @@ def _run_experiment(planner: Planner, invocation: str, suffix: str) -> list[dict
             resumed = run.tool.resumes and os.path.isdir(run.output_dir) and bool(os.listdir(run.output_dir))
             logging.info("=== [%s] %s%s", time.strftime("%H:%M:%S"), run.name,
                          " (files of a stopped attempt are there)" if resumed else "")
+            planner.rekey(run)
             start = time.time()
             log = os.path.join(planner.run_dir, LOG_DIR, planner.folder_name(run.step, run.name) + ".log")
             _execute(run, log if run.tool.cached else None)

@@ -261,6 +261,16 @@ class Planner:
 
     # -- keys ----------------------------------------------------------------------------------
 
+    def rekey(self, run: Run) -> None:
+        """Computes `run.key` again from its inputs as they are now, just before it runs.
+
+        A run may read what an earlier run of the same invocation wrote into the results folder
+        (a merge reads the evaluation parts): planned before those files existed, its key would
+        hash a glob that matched less, and the folder it records would read as stale at once."""
+        for path in [path for path in self._digests if _under(path, self.results_dir)]:
+            del self._digests[path]
+        run.key = self._key(run, {r.name: r for r in self.order})
+
     def _key(self, run: Run, planned: dict) -> str:
         needs: list = []
         flags = self._resolve(self._run_flags(run), run, needs, for_key=True)

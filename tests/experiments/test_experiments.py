@@ -484,6 +484,39 @@ def test_keys_decide_what_runs_again_and_the_results_folder_records_it(tmp_path,
     assert sorted(os.listdir(target)) == before
 
 
+PARTS_THEN_TABLE = """\
+run_dir: unused
+results_dir: unused
+steps:
+  - name: rows
+    tool: select_rows
+    inputs: ["{part}"]
+    flags: {rows: {"dial2vec [seed 12345]": "dial2vec"}}
+    results: {parts/zh/results.json: results.json}
+  - name: table
+    tool: merge
+    inputs: ["{results_dir}/parts/*/results.json"]
+    flags: {output_name: table}
+"""
+
+
+def test_a_run_records_the_key_of_what_it_read_when_it_ran(tmp_path):
+    """The merge reads a part an earlier run of the same invocation writes: the key it records is
+    the one its inputs give afterwards, so the staleness check does not name the folder it made."""
+    part = REPO_ROOT / "results" / "benchmark" / "parts" / "zh" / "results.json"
+    spec = lambda: load_spec(_write(tmp_path, PARTS_THEN_TABLE.replace("{part}", str(part))))
+    runs, results = str(tmp_path / "runs"), str(tmp_path / "results")
+    planned = Planner(spec(), runs, results, DATA)
+    before = {run.name: run.key for run in planned.order}
+    run_experiment(planned, "dialoguecse-experiment run parts_then_table")
+    merged = json.loads((tmp_path / "results" / "table.json").read_text())
+    assert [row["model"] for row in merged["rows"]] == ["dial2vec"]
+    record = json.loads((tmp_path / "results" / "experiment.json").read_text())
+    recorded = {run["run"]: run["key"] for run in record["runs"]}
+    assert recorded == {run.name: run.key for run in Planner(spec(), runs, results, DATA).order}
+    assert recorded["table"] != before["table"] and recorded["rows"] == before["rows"]
+
+
 @pytest.mark.slow
 def test_the_benchmark_merge_alone_folds_the_parts_present(tmp_path):
     part = tmp_path / "results" / "parts" / "zh"
