@@ -578,7 +578,6 @@ DECLARED = {
         "results/ecd_cpu/study/table.md", template=STUDY, skip_columns=STUDY_COLUMNS,
         labels={"DialogueCSE_I2, main run (3 seeds)": "DialogueCSE_I2 (3 seeds)",
                 "SiameseBERT_M, main run (3 seeds)": "SiameseBERT_M (3 seeds)"}),
-    ("docs/dial2vec.md", "## The Self-dialogue Corpus", 0): _results("results/dial2vec_self_dialogue/table.md"),
     ("docs/dse.md", "### DSE on the English track: results", 0): _results(
         "results/dse_sgd_minilm/table.md", labels={"MiniLM (untouched)": "MiniLM"}, any_order=True),
     ("docs/dse.md", "### Fine-tuned evaluations: intent classification and dialogue action prediction", 0): Source(
