@@ -121,8 +121,8 @@ PRESETS["cpu_simcse"] = {**_SIMCSE, "train_batch_size": 64, "learning_rate": 3e-
 # dialogue 10 times with fresh negatives (create_dialogue_data.py --samples_per_dialogue=10, the
 # release's samples_per_line): the release's epoch, so 5 epochs here are its 5 epochs on one
 # device: 5 x 10 x 12,164 / 5 = 121,640 steps on SGD train (12,174 dialogues, 10 of them under 5
-# turns: results/dial2vec_sgd_minilm/dialogue_records_prep_stats.json). Records written with
-# fewer samples per dialogue make each epoch that much shorter.
+# turns: results/dial2vec_sgd_minilm/dialogue_records_prep_stats.json as made at d878363, on the
+# whole split). Records written with fewer samples per dialogue make each epoch that much shorter.
 _DIAL2VEC = {"objective": "dial2vec", "max_seq_length": 512, "num_negatives": 9, "window": 10,
              "train_batch_size": 5, "learning_rate": 1e-5, "num_frozen_layers": 6, "log_steps": 20,
              "random_seed": 12345}
