@@ -95,6 +95,8 @@ class Planner:
         for name in targets:
             if name not in self.steps:
                 raise ValueError(f"--only names unknown step {name!r}; steps: {', '.join(self.steps)}")
+        # Declaration order, so `--only=table,eval` evaluates before it merges what the evaluation wrote.
+        targets = [name for name in self.steps if name in targets]
         if rows:
             # The trainings run for the rows asked only, through the evaluations that read them.
             targets = [name for name in targets if not TOOLS[self.steps[name].tool].trains]

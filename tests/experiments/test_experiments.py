@@ -515,6 +515,8 @@ def test_a_run_records_the_key_of_what_it_read_when_it_ran(tmp_path):
     recorded = {run["run"]: run["key"] for run in record["runs"]}
     assert recorded == {run.name: run.key for run in Planner(spec(), runs, results, DATA).order}
     assert recorded["table"] != before["table"] and recorded["rows"] == before["rows"]
+    # Asked in another order, the steps still run in the order the experiment declares them.
+    assert [run.name for run in Planner(spec(), runs, results, DATA, only=["table", "rows"]).order] == ["rows", "table"]
 
 
 @pytest.mark.slow
