@@ -36,7 +36,8 @@ flags.DEFINE_list("seeds", None, "Seeds of the experiment's seeded steps, replac
 flags.DEFINE_list("rows", None, "Only these evaluation rows (and the runs they need); an evaluation then runs "
                   "in <run>-<row>+<row> and its part's results go to parts/<part>-<row>+<row> (rows in the "
                   "experiment's order), so each set of rows keeps its own.")
-flags.DEFINE_list("only", None, "Only these steps (and the runs they need) instead of the experiment's targets.")
+flags.DEFINE_list("only", None, "Only these steps (and the runs they need) instead of the experiment's targets, "
+                  "run in the experiment's order.")
 flags.DEFINE_string("run_dir", None, "Where runs go (default: the experiment's run_dir).")
 flags.DEFINE_string("results_dir", None, "Where results go (default: the experiment's results_dir).")
 flags.DEFINE_string("data_dir", None, "The shared data folder {data} refers to (default: ../shared/data beside "
