@@ -91,12 +91,16 @@ class Planner:
         self.runs: dict[str, list[Run]] = {}
         self._expand()
         self._run_names = {r.name: r for runs in self.runs.values() for r in runs}
-        targets = only or list(spec.targets) or [step.name for step in spec.steps]
-        for name in targets:
-            if name not in self.steps:
-                raise ValueError(f"--only names unknown step {name!r}; steps: {', '.join(self.steps)}")
-        # Declaration order, so `--only=table,eval` evaluates before it merges what the evaluation wrote.
-        targets = [name for name in self.steps if name in targets]
+        targets = list(spec.targets) or [step.name for step in spec.steps]
+        if only:
+            for name in only:
+                if name not in self.steps:
+                    raise ValueError(f"--only names unknown step {name!r}; steps: {', '.join(self.steps)}")
+            # In the order the file runs its own steps (a step it takes over from the experiment it
+            # extends keeps that one's place among the rest), so `--only=table,eval` evaluates
+            # before it merges what the evaluation wrote.
+            rank = {name: index for index, name in enumerate(dict.fromkeys(targets + list(self.steps)))}
+            targets = sorted(dict.fromkeys(only), key=rank.__getitem__)
         if rows:
             # The trainings run for the rows asked only, through the evaluations that read them.
             targets = [name for name in targets if not TOOLS[self.steps[name].tool].trains]

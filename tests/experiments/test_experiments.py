@@ -214,6 +214,10 @@ def test_rows_and_only_pick_one_benchmark_part(tmp_path):
         _planner("benchmark", tmp_path, rows=["dialogue_cse"])
     with pytest.raises(ValueError, match="unknown step"):
         _planner("benchmark", tmp_path, only=["zh_evaluation"])
+    # Asked table first, the study evaluates first: its table (a step it takes over from sgd_minilm)
+    # merges the part the evaluation writes.
+    names = [run.name for run in _planner("sgd_study", tmp_path, only=["table", "eval_study"]).order]
+    assert names[-2:] == ["eval_study", "table"]
 
 
 def test_the_benchmark_starts_each_track_where_its_docs_say(tmp_path):
