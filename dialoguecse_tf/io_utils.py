@@ -106,6 +106,26 @@ class DataFormatError(ValueError):
         return (type(self), (self.path, self.line_number, self.message, self.reason))
 
 
+def read_utf8(path) -> str:
+    """The whole text of a UTF-8 file, a leading byte-order mark dropped.
+
+    Args:
+      path: the file.
+
+    Returns:
+      Its text. A byte that is not UTF-8 raises `DataFormatError` (reason "invalid_utf8") at the
+      line holding it.
+    """
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataFormatError(path, raw.count(b"\n", 0, e.start) + 1, f"invalid UTF-8 ({e.reason} at byte {e.start})",
+                              reason="invalid_utf8") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
 def read_strict_lines(path, empty_message: str) -> list:
     """(1-based line number, text) of every line of a UTF-8 file, for formats with no blanks.
 

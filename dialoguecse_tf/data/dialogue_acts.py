@@ -40,7 +40,7 @@ import os
 import pathlib
 
 from dialoguecse_tf.data.readers import json_list_items
-from dialoguecse_tf.io_utils import DataFormatError, read_strict_lines
+from dialoguecse_tf.io_utils import DataFormatError, read_strict_lines, read_utf8
 
 SYS_TOKEN, USR_TOKEN, SEP_TOKEN = "[SYS]", "[USR]", "[SEP]"
 LAYOUTS = ("tod_bert", "sgd")
@@ -150,17 +150,6 @@ def _indexed(examples, label_index: dict, where) -> list:
     return result
 
 
-def _decoded(path) -> str:
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise DataFormatError(path, raw.count(b"\n", 0, error.start) + 1,
-                              f"invalid UTF-8 ({error.reason} at byte {error.start})", reason="invalid_utf8") from None
-    return text[1:] if text.startswith("\ufeff") else text
-
-
 def _locator(path, line_number: int, where: str):
     """(turn number, message) -> `DataFormatError` at the dialogue's line; turn 0: the dialogue."""
     def error(turn: int, message: str) -> DataFormatError:
@@ -194,7 +183,7 @@ def _tod_bert_turns(dialogue, fail) -> list:
 
 def _read_tod_bert_file(path: str, label_index: dict) -> list:
     examples = []
-    for index, (line_number, dialogue) in enumerate(json_list_items(path, _decoded(path), "dialogues"), start=1):
+    for index, (line_number, dialogue) in enumerate(json_list_items(path, read_utf8(path), "dialogues"), start=1):
         fail = _locator(path, line_number, f"dialogue {index}")
         examples += _indexed(turn_examples(_tod_bert_turns(dialogue, fail), fail), label_index, fail)
     return examples
@@ -241,7 +230,7 @@ def _sgd_split(folder: str) -> list:
         raise FileNotFoundError(f"{folder}: no dialogues_*.json file in this folder")
     dialogues = []
     for file in files:
-        for index, (line_number, dialogue) in enumerate(json_list_items(file, _decoded(file)), start=1):
+        for index, (line_number, dialogue) in enumerate(json_list_items(file, read_utf8(file)), start=1):
             dialogue_id = dialogue.get("dialogue_id") if isinstance(dialogue, dict) else None
             where = f"dialogue {index}" + (f" ({str(dialogue_id)[:80]!r})" if dialogue_id else "")
             fail = _locator(str(file), line_number, where)

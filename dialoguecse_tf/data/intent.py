@@ -32,7 +32,7 @@ import os
 import random
 
 from dialoguecse_tf.data.readers import json_list_items
-from dialoguecse_tf.io_utils import DataFormatError
+from dialoguecse_tf.io_utils import DataFormatError, read_utf8
 
 OOS_LABEL = "oos"
 HOLDOUT_SEED = 0
@@ -59,17 +59,6 @@ class IntentDataset:
         return list(dict.fromkeys(label for _, label in self.train))
 
 
-def _decode(path: str) -> str:
-    with open(path, "rb") as reader:
-        raw = reader.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise DataFormatError(path, raw.count(b"\n", 0, error.start) + 1,
-                              f"invalid UTF-8 ({error.reason} at byte {error.start})", reason="invalid_utf8") from None
-    return text[1:] if text.startswith("\ufeff") else text
-
-
 def _item(value, path: str, line_number: int, where: str) -> tuple:
     if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value) or not value[1].strip():
         raise DataFormatError(path, line_number, f"{where}expected a [text, label] pair of strings with a non-empty "
@@ -82,7 +71,7 @@ def _blank_texts(items) -> int:
 
 
 def _read_list_file(path: str) -> tuple:
-    return tuple(_item(value, path, line, "") for line, value in json_list_items(path, _decode(path),
+    return tuple(_item(value, path, line, "") for line, value in json_list_items(path, read_utf8(path),
                                                                                  "[text, label] pairs"))
 
 
@@ -137,7 +126,7 @@ def read_intent_dataset(path: str, split: str = "seeded") -> IntentDataset:
         train, test = _read_list_file(files[0]), _read_list_file(files[1])
         dataset = IntentDataset(path, train, test, blank_texts=_blank_texts(train) + _blank_texts(test))
     else:
-        text = _decode(path)
+        text = read_utf8(path)
         if text.lstrip().startswith("{"):
             dataset = _read_object_file(path, text)
         else:

@@ -67,7 +67,7 @@ import random
 from collections.abc import Sequence
 
 from dialoguecse_tf.data.dialogue import Dialogue
-from dialoguecse_tf.io_utils import DataFormatError, atomic_open
+from dialoguecse_tf.io_utils import DataFormatError, atomic_open, read_utf8
 
 PathLike = str | os.PathLike
 
@@ -117,17 +117,7 @@ def _records(path: PathLike, num_fields: int, names: str):
     """(first line number, fields) of every record of a release file, split as the release's
     `csv.reader(f, delimiter="\\t")` splits it; a record with another number of fields, text
     that is not UTF-8 or an empty file raises `DataFormatError` at its line."""
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line_number = data[:e.start].count(b"\n") + 1
-        raise DataFormatError(path, line_number, f"invalid UTF-8 ({e.reason} at byte {e.start})",
-                              reason="invalid_utf8") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t")
+    reader = csv.reader(io.StringIO(read_utf8(path), newline=""), delimiter="\t")
     records = []
     while True:
         start = reader.line_num + 1

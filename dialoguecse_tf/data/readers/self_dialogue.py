@@ -68,7 +68,7 @@ from dialoguecse_tf.data.dialogue import Dialogue, Turn
 from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers.lines import LineError, PathLike, malformed
 from dialoguecse_tf.data.readers.reader import Reader
-from dialoguecse_tf.io_utils import DataFormatError
+from dialoguecse_tf.io_utils import DataFormatError, read_utf8
 
 BLOCKED_WORKERS_FILE = "blocked_workers.txt"
 CORPUS_FOLDER = "corpus"
@@ -91,14 +91,7 @@ def read_blocked_workers(path: PathLike) -> frozenset[str]:
       Its non-blank lines, as written (`get_data.py` reads them with `splitlines`);
       `DataFormatError` at the line of a byte that is not UTF-8.
     """
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise DataFormatError(path, raw.count(b"\n", 0, e.start) + 1, f"invalid UTF-8 ({e.reason} at byte {e.start})",
-                              reason="invalid_utf8") from None
-    return frozenset(line for line in text.splitlines() if line.strip())
+    return frozenset(line for line in read_utf8(path).splitlines() if line.strip())
 
 
 def _header(path: PathLike, line_number: int, row: list[str]) -> tuple[dict[str, int], list[int]]:

@@ -26,7 +26,7 @@ from dialoguecse_tf.data.preprocessing import PrepStats
 from dialoguecse_tf.data.readers.fields import check_services
 from dialoguecse_tf.data.readers.lines import LineError, PathLike, json_list_items, malformed
 from dialoguecse_tf.data.readers.reader import Reader
-from dialoguecse_tf.io_utils import DataFormatError
+from dialoguecse_tf.io_utils import read_utf8
 
 _SGD_SPEAKERS = ("USER", "SYSTEM")
 
@@ -80,15 +80,7 @@ def _sgd_dialogue(obj: object, index: int, source: str, line_number: int) -> tup
 
 
 def _read_sgd_file(path: PathLike, skip_malformed: bool, stats: PrepStats) -> Iterator[Dialogue]:
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise DataFormatError(path, raw.count(b"\n", 0, e.start) + 1, f"invalid UTF-8 ({e.reason} at byte {e.start})",
-                              reason="invalid_utf8") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = read_utf8(path)
     for index, (line_number, obj) in enumerate(json_list_items(path, text), start=1):
         try:
             dialogue, skipped = _sgd_dialogue(obj, index, str(path), line_number)
