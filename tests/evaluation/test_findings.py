@@ -186,4 +186,4 @@ def test_every_findings_step_checks_rows_its_experiment_scores_on_columns_its_ta
                 assert {claim.row, *claim.over} <= scored, (name, claim)
                 assert set(claim.columns) <= kept, (name, claim)
                 checked += 1
-    assert checked == 15
+    assert checked == 17
