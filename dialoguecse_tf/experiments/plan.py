@@ -96,10 +96,15 @@ class Planner:
             for name in only:
                 if name not in self.steps:
                     raise ValueError(f"--only names unknown step {name!r}; steps: {', '.join(self.steps)}")
-            # In the order the file runs its own steps (a step it takes over from the experiment it
-            # extends keeps that one's place among the rest), so `--only=table,eval` evaluates
-            # before it merges what the evaluation wrote.
-            rank = {name: index for index, name in enumerate(dict.fromkeys(targets + list(self.steps)))}
+            # In the order a whole run takes them, so `--only=table,eval` evaluates before it merges
+            # what the evaluation wrote: the targets in their own order (a step taken over from the
+            # experiment this one extends sits at that one's place in the step list), in the places
+            # the step list gives them, every other step at its place in that list.
+            names = list(self.steps)
+            places = [index for index, name in enumerate(names) if name in targets]
+            for index, name in zip(places, targets):
+                names[index] = name
+            rank = {name: index for index, name in enumerate(names)}
             targets = sorted(dict.fromkeys(only), key=rank.__getitem__)
         if rows:
             # The trainings run for the rows asked only, through the evaluations that read them.

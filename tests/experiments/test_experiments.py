@@ -218,6 +218,10 @@ def test_rows_and_only_pick_one_benchmark_part(tmp_path):
     # merges the part the evaluation writes.
     names = [run.name for run in _planner("sgd_study", tmp_path, only=["table", "eval_study"]).order]
     assert names[-2:] == ["eval_study", "table"]
+    # A step outside an experiment's declared targets keeps its place: sgd_mlm_start's curves plot
+    # the log of the MLM run asked with them.
+    names = [run.name for run in _planner("sgd_mlm_start", tmp_path, only=["train_curves", "en_mlm"]).order]
+    assert names.index("en_mlm") < names.index("train_curves")
 
 
 def test_the_benchmark_starts_each_track_where_its_docs_say(tmp_path):
