@@ -280,7 +280,7 @@ class Planner:
         hash a glob that matched less, and the folder it records would read as stale at once."""
         for path in [path for path in self._digests if _under(path, self.results_dir)]:
             del self._digests[path]
-        run.key = self._key(run, {r.name: r for r in self.order})
+        run.key = self._key(run, self._run_names)
 
     def _key(self, run: Run, planned: dict) -> str:
         needs: list = []
