@@ -359,9 +359,11 @@ def check_spec(spec: ExperimentSpec, source: str) -> None:
                 raise ValueError(f"{where}: model {model.name!r} needs exactly one of step and checkpoint")
             if model.step and model.step not in names:
                 raise ValueError(f"{where}: model {model.name!r} names unknown step {model.step!r}")
-    for target in spec.targets:
+    for index, target in enumerate(spec.targets):
         if target not in names:
             raise ValueError(f"{source}: target {target!r} is not a step")
+        if target in spec.targets[:index]:
+            raise ValueError(f"{source}: target {target!r} is listed twice")
 
 
 def _field_names(config_class) -> str:

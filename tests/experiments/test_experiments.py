@@ -286,6 +286,8 @@ def _write(tmp_path, text, name="tiny"):
      "unknown reference {nowhere}"),
     ("run_dir: r\nresults_dir: s\nsteps: [{name: e, tool: evaluate, model_seeds: last}]\n",
      "model_seeds must be one of ('all', 'first'), got 'last'"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: vocab}]\ntargets: [b]\n", "target 'b' is not a step"),
+    ("run_dir: r\nresults_dir: s\nsteps: [{name: a, tool: vocab}]\ntargets: [a, a]\n", "target 'a' is listed twice"),
     ("name: other\nrun_dir: r\nresults_dir: s\n", "differs from the file's name"),
     ("steps: []\n", "give run_dir and results_dir"),
 ])
