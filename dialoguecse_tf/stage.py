@@ -22,9 +22,9 @@ import keras
 from absl import logging
 
 from dialoguecse_tf.encoder.backbone import build_backbone
-from dialoguecse_tf.encoder.checkpoints import load_or_initialize, save_checkpoint
+from dialoguecse_tf.encoder.checkpoints import CHECKPOINT_MARKER_FILE, load_or_initialize, save_checkpoint
 from dialoguecse_tf.encoder.sentence import SentenceEncoder
-from dialoguecse_tf.io_utils import check_output_dir, write_json
+from dialoguecse_tf.io_utils import check_output_dir, read_json_object, write_json
 from dialoguecse_tf.precision import check_precision
 from dialoguecse_tf.presets import PRESETS
 from dialoguecse_tf.records.reader import read_dataset, resolve_records
@@ -142,7 +142,7 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
     dataset_name, primary_metric, higher_is_better = suite.primary()
     if len(suite.datasets) > 1:
         primary_metric = f"{dataset_name}/{primary_metric}"
-    best = {}
+    best = _kept_best(config.output_dir, primary_metric)
 
     def evaluate(step):
         encoder = SentenceEncoder(backbone, tokenizer, pooling=objective.sentence_pooling())
@@ -162,6 +162,18 @@ def _evaluation_hook(config: TrainConfig, backbone, tokenizer, bert_config, obje
         return results
 
     return evaluate
+
+
+def _kept_best(output_dir: str, primary_metric: str) -> dict:
+    """`{step, value}` of the encoder an interrupted run already kept in best_encoder/, or {}.
+
+    A resumed run measures its later evaluations against it: without it, the first evaluation
+    after a restart would replace a better encoder kept before the kill."""
+    marker = os.path.join(output_dir, BEST_ENCODER_DIR, CHECKPOINT_MARKER_FILE)
+    if not os.path.exists(marker):
+        return {}
+    metadata = read_json_object(marker)
+    return {"step": metadata["step"], "value": metadata["eval"][primary_metric]}
 
 
 def _replica_gradients(objective, config: TrainConfig):

@@ -63,6 +63,36 @@ def test_periodic_evaluation_keeps_the_best_encoder(tmp_path, contrastive_run):
     assert np.isfinite([values["loss"] for values in seen.values()]).all()
 
 
+class _Killed(Exception):
+    pass
+
+
+@pytest.mark.slow
+def test_a_resumed_run_keeps_the_encoder_kept_before_its_kill(tmp_path, contrastive_run):
+    files = stage_runs.write_evaluation_files(tmp_path)
+    settings = {**contrastive_run, "num_train_steps": 12, "eval_steps": 4, "eval_select_file": files["select"],
+                "eval_sts_file": files["sts"]}
+
+    def kill_after_the_second_evaluation(step, values):
+        if step == 9:
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        stage.run_stage(*stage.configure("dialoguecse", **settings), verbose=False,
+                        on_log=kill_after_the_second_evaluation)
+    marker = tmp_path / "run" / stage.BEST_ENCODER_DIR / "dialoguecse_checkpoint.json"
+    kept = json.loads(marker.read_text(encoding="utf-8"))
+    assert kept["step"] in (4, 8)
+    # As if the kept encoder scored the highest Corr. there is: no later evaluation may replace it.
+    kept["eval"]["corr"] = 100.0
+    marker.write_text(json.dumps(kept), encoding="utf-8")
+    stage.run_stage(*stage.configure("dialoguecse", **settings), verbose=False)
+    scores = [entry["step"] for entry in read_train_log(str(tmp_path / "run" / TRAIN_LOG_FILE)) if "eval_corr" in entry]
+    assert scores == [4, 8, 12]
+    best = load_checkpoint(str(tmp_path / "run" / stage.BEST_ENCODER_DIR), 10).metadata
+    assert (best["step"], best["eval"]["corr"]) == (kept["step"], 100.0)
+
+
 @pytest.mark.slow
 def test_periodic_evaluation_reads_an_evaluation_suite(tmp_path, contrastive_run):
     from dialoguecse_tf.evaluation.suite import SuiteEntry, write_suite
