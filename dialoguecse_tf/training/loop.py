@@ -18,7 +18,7 @@ from absl import logging
 from dialoguecse_tf.progress import Progress
 from dialoguecse_tf.training.grad_cache import random_state_variables
 from dialoguecse_tf.training.strategy import distribute_global_batches, worker_scratch_dir
-from dialoguecse_tf.training.train_log import append_log, open_logs
+from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, append_log, logged_evaluation, open_logs
 
 CHECKPOINT_DIR = "checkpoints"
 
@@ -171,8 +171,27 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
     writer = text_log = None
     progress = Progress(config.num_train_steps, "step") if verbose else None
     logs = {}
+
+    def evaluation_due(current):
+        return evaluate is not None and strategy.extended.should_save_summary and (
+            current == config.num_train_steps or (config.eval_steps and current % config.eval_steps == 0))
+
+    def run_evaluation(current):
+        results = evaluate(current)
+        logging.info("evaluation at step %d: %s", current, ", ".join(f"{k}={v:.2f}" for k, v in results.items()))
+        with writer.as_default(step=current):
+            for name, value in results.items():
+                tf.summary.scalar(f"eval/{name}", value)
+        append_log(text_log, current, {f"eval_{k}": v for k, v in results.items()})
+        return {f"eval_{k}": v for k, v in results.items()}
+
     started = time.perf_counter()
     try:
+        if start_step and evaluation_due(start_step):
+            writer, text_log = open_logs(strategy, config.output_dir, start_step)
+            # A run killed while evaluating resumes at the checkpoint written just before: evaluate it.
+            if not logged_evaluation(os.path.join(config.output_dir, TRAIN_LOG_FILE), start_step):
+                run_evaluation(start_step)
         while int(step.numpy()) < config.num_train_steps:
             loss, metrics = train_step(iterator)
             current = int(step.numpy())
@@ -204,17 +223,8 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
                 progress.update(current, logs, log="learning_rate" in logs)
             if current % config.save_checkpoints_steps == 0 or current == config.num_train_steps:
                 manager.save(checkpoint_number=current)
-            if evaluate is not None and strategy.extended.should_save_summary and (
-                current == config.num_train_steps or (config.eval_steps and current % config.eval_steps == 0)
-            ):
-                results = evaluate(current)
-                logging.info("evaluation at step %d: %s", current,
-                             ", ".join(f"{k}={v:.2f}" for k, v in results.items()))
-                with writer.as_default(step=current):
-                    for name, value in results.items():
-                        tf.summary.scalar(f"eval/{name}", value)
-                append_log(text_log, current, {f"eval_{k}": v for k, v in results.items()})
-                logs = {**logs, **{f"eval_{k}": v for k, v in results.items()}}
+            if evaluation_due(current):
+                logs = {**logs, **run_evaluation(current)}
         writer.flush()
     finally:
         if text_log is not None:

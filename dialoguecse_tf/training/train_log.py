@@ -64,3 +64,11 @@ def read_train_log(path: str) -> list[dict]:
                 raise ValueError(f"{path}:{number}: not a train log entry ({error})") from None
             entries[key] = entry
     return [entries[key] for key in sorted(entries)]
+
+
+def logged_evaluation(path: str, step: int) -> bool:
+    """Whether the `train_log.jsonl` at `path` holds an evaluation at `step` (False: no log)."""
+    if not os.path.exists(path):
+        return False
+    return any(entry["step"] == step and any(name.startswith("eval_") for name in entry)
+               for entry in read_train_log(path))

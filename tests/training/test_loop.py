@@ -85,6 +85,47 @@ def test_logged_scalars_and_evaluations_go_to_a_json_lines_log_a_resumed_run_ext
         read_train_log(str(log_path))
 
 
+def test_a_run_killed_while_evaluating_evaluates_its_step_when_it_resumes(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+
+    def step_fn(model, batch, training_):
+        return tf.reduce_mean(model(batch) ** 2), {}
+
+    def dataset_fn(skip):
+        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
+
+    evaluated = []
+
+    def evaluate(step):
+        evaluated.append(step)
+        return {"map": float(step)}
+
+    def killed_at(kill_step):
+        def kill(step, *logs):
+            if step == kill_step:
+                raise KeyboardInterrupt
+        return kill
+
+    def run(evaluate, on_log=None):
+        optimizer = create_optimizer(1e-2, num_train_steps=8, num_warmup_steps=0)
+        config = LoopConfig(str(tmp_path), num_train_steps=8, save_checkpoints_steps=2, log_steps=2, eval_steps=4)
+        return run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+                                 verbose=False, evaluate=evaluate, on_log=on_log)
+
+    # Killed while evaluating step 4, after its checkpoint.
+    with pytest.raises(KeyboardInterrupt):
+        run(killed_at(4))
+    # Resumed at 4, which it evaluates first; then killed at 6 before that step's checkpoint.
+    with pytest.raises(KeyboardInterrupt):
+        run(evaluate, on_log=killed_at(6))
+    assert evaluated == [4]
+    # Resumed at 4 again: its evaluation is in the log, so it is not repeated.
+    run(evaluate)
+    assert evaluated == [4, 8]
+    entries = read_train_log(str(tmp_path / TRAIN_LOG_FILE))
+    assert [entry["step"] for entry in entries if "eval_map" in entry] == [4, 8]
+
+
 def test_a_run_failing_at_its_first_step_leaves_no_log(tmp_path):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     optimizer = create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
