@@ -456,6 +456,8 @@ RELIABILITY = {
                       Stated(CRASH, "rel=1e-5")),
         "Fixed on the way": NotMeasured(HISTORY)},
     "Crash safety, contrastive stage": {"What was tried": NUM_KILLS},
+    "Crash safety, checkpoint selection": {"What was tried": Stated("tests/test_stage.py", '"eval_steps": 4'),
+                                           "Fixed on the way": NotMeasured(HISTORY, 2)},
     "Atomic outputs": {},
     "Determinism": {
         "What was tried": (DETERMINISM_STEPS, Stated(DETERMINISM, '"--log_steps=1"'),
