@@ -122,7 +122,9 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         line per logging step.
       on_log: optional callback `(step, logs)` at every logging step.
       evaluate: optional `step -> dict` of metrics, run every `config.eval_steps` and at
-        the end; its values go to TensorBoard under `eval/` and into the returned logs.
+        the end, and first of all on a resume at such a step whose evaluation the train log
+        lacks (a kill during it); its values go to TensorBoard under `eval/` and into the
+        returned logs.
         Only the chief evaluates: it alone writes the results, and evaluation must not run
         collective ops, which the other workers would not join.
       replica_gradients: optional `(model, optimizer, batch) -> (loss, metrics, gradients)`
