@@ -22,7 +22,8 @@ import keras
 from absl import logging
 
 from dialoguecse_tf.encoder.backbone import build_backbone
-from dialoguecse_tf.encoder.checkpoints import CHECKPOINT_MARKER_FILE, load_or_initialize, save_checkpoint
+from dialoguecse_tf.encoder.checkpoints import (CHECKPOINT_MARKER_FILE, RETIRED_SUFFIX, load_or_initialize,
+                                                restore_retired_checkpoint, save_checkpoint)
 from dialoguecse_tf.encoder.sentence import SentenceEncoder
 from dialoguecse_tf.io_utils import check_output_dir, read_json_object, write_json
 from dialoguecse_tf.precision import check_precision
@@ -50,7 +51,7 @@ _FORMER_REUSE_RECORD = "reused_from.json"
 # Everything a run writes into its folder, which overwrite_output_dir deletes (worker scratch
 # folders too, `training.strategy.worker_scratch_dir`).
 _RUN_OUTPUTS = (loop.CHECKPOINT_DIR, TENSORBOARD_DIR, TRAIN_LOG_FILE, ENCODER_DIR, BEST_ENCODER_DIR, CONFIG_FILE,
-                _FORMER_REUSE_RECORD)
+                _FORMER_REUSE_RECORD, ENCODER_DIR + RETIRED_SUFFIX, BEST_ENCODER_DIR + RETIRED_SUFFIX)
 
 
 def encoder_metadata(objective, config: TrainConfig, num_train_steps: int) -> dict:
@@ -169,6 +170,9 @@ def _kept_best(output_dir: str, primary_metric: str) -> dict:
 
     A resumed run measures its later evaluations against it: without it, the first evaluation
     after a restart would replace a better encoder kept before the kill."""
+    if restore_retired_checkpoint(os.path.join(output_dir, BEST_ENCODER_DIR)):
+        logging.warning("%s: put back %s/, which a kill while replacing it had left retired", output_dir,
+                        BEST_ENCODER_DIR)
     marker = os.path.join(output_dir, BEST_ENCODER_DIR, CHECKPOINT_MARKER_FILE)
     if not os.path.exists(marker):
         return {}

@@ -144,8 +144,11 @@ def test_a_run_resumes_only_with_the_settings_it_started_with(contrastive_run):
 def test_overwrite_output_dir_trains_the_changed_settings_from_scratch(contrastive_run):
     run_dir = contrastive_run["output_dir"]
     stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
+    # A best encoder a kill left retired belongs to the old settings: a resumed selection would put it back.
+    os.makedirs(os.path.join(run_dir, stage.BEST_ENCODER_DIR + ".old"))
     changed = {**contrastive_run, "learning_rate": 1e-3, "num_train_steps": 2, "overwrite_output_dir": True}
     logs = stage.run_stage(*stage.configure("dialoguecse", **changed), verbose=False)
+    assert not os.path.exists(os.path.join(run_dir, stage.BEST_ENCODER_DIR + ".old"))
     assert logs and logs["learning_rate"] < 1e-3
     assert json.load(open(os.path.join(run_dir, stage.CONFIG_FILE)))["learning_rate"] == 1e-3
     assert sorted(os.listdir(os.path.join(run_dir, "checkpoints"))) == [

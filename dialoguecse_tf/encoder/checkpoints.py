@@ -39,6 +39,8 @@ from dialoguecse_tf.precision import DEFAULT_PRECISION, check_precision
 from dialoguecse_tf.serving.layout import EXPORT_INFO_FILE
 
 CHECKPOINT_MARKER_FILE = "dialoguecse_checkpoint.json"
+# save_checkpoint's name for the checkpoint it replaces while the new one is renamed into place.
+RETIRED_SUFFIX = ".old"
 TF1_CONFIG_FILE = "bert_config.json"
 TF1_CHECKPOINT_NAME = "bert_model.ckpt"
 HF_CONFIG_FILE = "config.json"
@@ -440,7 +442,7 @@ def save_checkpoint(
         with open(os.path.join(staging, CHECKPOINT_MARKER_FILE), "w", encoding="utf-8") as writer:
             json.dump(marker, writer, indent=2, sort_keys=True)
         if os.path.isdir(directory):
-            retired = directory + ".old"
+            retired = directory + RETIRED_SUFFIX
             shutil.rmtree(retired, ignore_errors=True)
             os.replace(directory, retired)
             os.replace(staging, directory)
@@ -453,10 +455,26 @@ def save_checkpoint(
     # A write killed outright (SIGKILL skips the cleanup above) leaves its staging folder, or
     # the retired copy, behind: each as large as the checkpoint. `mkdtemp` adds exactly 8
     # characters, so a sibling's staging ('encoder-2' stages in '.tmp-encoder-2-...') is spared.
-    stale = glob.glob(os.path.join(parent, glob.escape(staging_prefix) + "?" * 8)) + [directory + ".old"]
+    stale = glob.glob(os.path.join(parent, glob.escape(staging_prefix) + "?" * 8)) + [directory + RETIRED_SUFFIX]
     for leftover in stale:
         shutil.rmtree(leftover, ignore_errors=True)
     return directory
+
+
+def restore_retired_checkpoint(directory: str) -> bool:
+    """Puts back the checkpoint a `save_checkpoint` killed between its two renames retired.
+
+    Such a kill leaves no `directory` and the previous checkpoint, whole, as `directory.old`,
+    which the next save into `directory` would delete.
+
+    Returns:
+      bool, whether `directory` was put back.
+    """
+    retired = directory + RETIRED_SUFFIX
+    if os.path.isdir(directory) or not os.path.isdir(retired):
+        return False
+    os.replace(retired, directory)
+    return True
 
 
 def load_or_initialize(

@@ -143,6 +143,11 @@ def test_project_checkpoint_round_trip(tmp_path, tiny_bert_config, tiny_vocab_fi
     save_checkpoint(str(target), again.backbone, again.config, again.tokenizer, metadata={"stage": "second"})
     assert load_checkpoint(str(target), max_seq_length=12).metadata["stage"] == "second"
     assert sorted(os.listdir(target.parent)) == [".tmp-encoder-2-s1bl1ng_", "encoder"]
+    # A save killed between its two renames: only the retired copy is left, and it is put back.
+    os.replace(target, str(target) + checkpoints.RETIRED_SUFFIX)
+    assert checkpoints.restore_retired_checkpoint(str(target))
+    assert load_checkpoint(str(target), max_seq_length=12).metadata["stage"] == "second"
+    assert not checkpoints.restore_retired_checkpoint(str(target))
     # The saved folder is also a valid Google-format checkpoint.
     reader = tf.train.load_checkpoint(str(target / "bert_model.ckpt"))
     assert reader.get_tensor("bert/encoder/layer_0/attention/self/query/kernel").shape == (32, 32)
