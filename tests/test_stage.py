@@ -13,7 +13,7 @@ from stage_runs import assert_best_is_the_first_argmax
 from dialoguecse_tf import precision, stage
 from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.encoder.backbone import build_backbone
-from dialoguecse_tf.encoder.checkpoints import load_checkpoint, save_checkpoint
+from dialoguecse_tf.encoder.checkpoints import CHECKPOINT_MARKER_FILE, RETIRED_SUFFIX, load_checkpoint, save_checkpoint
 from dialoguecse_tf.encoder.tokenization import Tokenizer
 from dialoguecse_tf.records.contrastive import ContrastiveRecordSpec, write_contrastive_records
 from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, read_train_log
@@ -80,7 +80,7 @@ def test_a_resumed_run_keeps_the_encoder_kept_before_its_kill(tmp_path, contrast
     with pytest.raises(_Killed):
         stage.run_stage(*stage.configure("dialoguecse", **settings), verbose=False,
                         on_log=kill_after_the_second_evaluation)
-    marker = tmp_path / "run" / stage.BEST_ENCODER_DIR / "dialoguecse_checkpoint.json"
+    marker = tmp_path / "run" / stage.BEST_ENCODER_DIR / CHECKPOINT_MARKER_FILE
     kept = json.loads(marker.read_text(encoding="utf-8"))
     assert kept["step"] in (4, 8)
     # As if the kept encoder scored the highest Corr. there is: no later evaluation may replace it.
@@ -145,10 +145,10 @@ def test_overwrite_output_dir_trains_the_changed_settings_from_scratch(contrasti
     run_dir = contrastive_run["output_dir"]
     stage.run_stage(*stage.configure("dialoguecse", **contrastive_run), verbose=False)
     # A best encoder a kill left retired belongs to the old settings: a resumed selection would put it back.
-    os.makedirs(os.path.join(run_dir, stage.BEST_ENCODER_DIR + ".old"))
+    os.makedirs(os.path.join(run_dir, stage.BEST_ENCODER_DIR + RETIRED_SUFFIX))
     changed = {**contrastive_run, "learning_rate": 1e-3, "num_train_steps": 2, "overwrite_output_dir": True}
     logs = stage.run_stage(*stage.configure("dialoguecse", **changed), verbose=False)
-    assert not os.path.exists(os.path.join(run_dir, stage.BEST_ENCODER_DIR + ".old"))
+    assert not os.path.exists(os.path.join(run_dir, stage.BEST_ENCODER_DIR + RETIRED_SUFFIX))
     assert logs and logs["learning_rate"] < 1e-3
     assert json.load(open(os.path.join(run_dir, stage.CONFIG_FILE)))["learning_rate"] == 1e-3
     assert sorted(os.listdir(os.path.join(run_dir, "checkpoints"))) == [

@@ -184,8 +184,9 @@ def run_training_loop(strategy, model, optimizer, dataset_fn, step_fn, config: L
         with writer.as_default(step=current):
             for name, value in results.items():
                 tf.summary.scalar(f"eval/{name}", value)
-        append_log(text_log, current, {f"eval_{k}": v for k, v in results.items()})
-        return {f"eval_{k}": v for k, v in results.items()}
+        logged = {f"eval_{k}": v for k, v in results.items()}
+        append_log(text_log, current, logged)
+        return logged
 
     started = time.perf_counter()
     try:

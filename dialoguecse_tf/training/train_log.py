@@ -59,7 +59,7 @@ def read_train_log(path: str) -> list[dict]:
                 continue
             try:
                 entry = json.loads(line)
-                key = (int(entry["step"]), any(name.startswith("eval_") for name in entry))
+                key = (int(entry["step"]), _is_evaluation(entry))
             except (ValueError, KeyError, TypeError) as error:
                 raise ValueError(f"{path}:{number}: not a train log entry ({error})") from None
             entries[key] = entry
@@ -70,5 +70,9 @@ def logged_evaluation(path: str, step: int) -> bool:
     """Whether the `train_log.jsonl` at `path` holds an evaluation at `step` (False: no log)."""
     if not os.path.exists(path):
         return False
-    return any(entry["step"] == step and any(name.startswith("eval_") for name in entry)
-               for entry in read_train_log(path))
+    return any(entry["step"] == step and _is_evaluation(entry) for entry in read_train_log(path))
+
+
+def _is_evaluation(entry: dict) -> bool:
+    """An evaluation's entry (`eval_*` metrics), not a training step's: a step may log both."""
+    return any(name.startswith("eval_") for name in entry)
