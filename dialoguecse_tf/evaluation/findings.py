@@ -2,7 +2,9 @@
 
 A row leads another on a column only when their means differ by more than twice the larger of
 the two rows' seed standard deviations (`tables.level`; a row without seeds counts 0), otherwise
-they are level. From a table (the JSON `evaluation/merge_results.py` writes, `ResultsTable.to_dict`)
+they are level. A row trained with one seed has no measured spread, so against another such row
+or a row without seeds the rule cannot call a lead: that comparison gives its gap only (as the
+docs say of one-seed rows). From a table (the JSON `evaluation/merge_results.py` writes, `ResultsTable.to_dict`)
 this module states, by that rule alone:
 
 - per claim (declared in a claims file: a row a paper puts ahead of other rows on some columns,
@@ -28,11 +30,13 @@ import yaml
 from dialoguecse_tf.evaluation.tables import level, metric_directions, metric_text
 
 LEADS, LEVEL, BEHIND, MISSING = "leads", "level", "behind", "missing"
+GAP_ONLY = "gap only"
 _CLAIM_FIELDS = ("paper", "ordering", "row", "over", "columns")
 _OPTIONAL_FIELDS = ("expect",)
 EXPECTATIONS = ("lead", "level")
 RULE = ("A row leads another on a column only when their means differ by more than twice the larger of the two "
-        "rows' seed standard deviations (a row without seeds counts 0); otherwise they are level.")
+        "rows' seed standard deviations (a row without seeds counts 0); otherwise they are level. Where one row has "
+        "one seed and the other one seed or none, no spread is measured: the gap alone is given (gap only).")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +71,7 @@ class Verdict:
     claim: Claim
     column: str
     other: str
-    outcome: str  # LEADS, LEVEL, BEHIND, or MISSING when either row lacks the column
+    outcome: str  # LEADS, LEVEL, BEHIND, GAP_ONLY, or MISSING when either row lacks the column
     row_cell: Cell | None
     other_cell: Cell | None
 
@@ -142,7 +146,10 @@ def cells(table: dict) -> dict:
 
 
 def outcome(cell: Cell, other: Cell, higher_is_better: bool = True) -> str:
-    """LEADS, LEVEL or BEHIND: `cell` against `other` by the rule."""
+    """LEADS, LEVEL or BEHIND: `cell` against `other` by the rule; GAP_ONLY where neither has a
+    measured spread and one is a single seed's (two rows without seeds are exact: the rule applies)."""
+    if max(cell.seeds, other.seeds) == 1:
+        return GAP_ONLY
     if level(cell.value, cell.std, other.value, other.std):
         return LEVEL
     ahead = cell.value > other.value if higher_is_better else cell.value < other.value
@@ -172,13 +179,15 @@ def judge(table: dict, claim: Claim) -> list[Verdict]:
 
 
 def tally(verdicts: list[Verdict], expect: str = "lead") -> dict:
-    """The claim's standing ("holds", "level", "reversed", "holds in part", "does not hold" or "not
-    scored") and its counts of each outcome, under LEADS, LEVEL, BEHIND and MISSING. A claimed
-    lead: holds, level, reversed or holds in part; a claimed level: holds or does not hold."""
-    counts = {name: sum(verdict.outcome == name for verdict in verdicts) for name in (LEADS, LEVEL, BEHIND, MISSING)}
-    scored = len(verdicts) - counts[MISSING]
+    """The claim's standing ("holds", "level", "reversed", "holds in part", "does not hold", "gap
+    only" or "not scored") and its counts of each outcome, under LEADS, LEVEL, BEHIND, GAP_ONLY and
+    MISSING. The standing reads the comparisons the rule decides (`scored`); a claimed lead: holds,
+    level, reversed or holds in part; a claimed level: holds or does not hold."""
+    counts = {name: sum(verdict.outcome == name for verdict in verdicts)
+              for name in (LEADS, LEVEL, BEHIND, GAP_ONLY, MISSING)}
+    scored = len(verdicts) - counts[MISSING] - counts[GAP_ONLY]
     if not scored:
-        standing = "not scored"
+        standing = "gap only" if counts[GAP_ONLY] else "not scored"
     elif expect == "level":
         standing = "holds" if counts[LEVEL] == scored else "does not hold"
     elif counts[LEADS] == scored:
@@ -195,11 +204,14 @@ def tally(verdicts: list[Verdict], expect: str = "lead") -> dict:
 def summarize(verdicts: list[Verdict], expect: str = "lead") -> str:
     """The claim's standing in one sentence, with the counts (`tally`)."""
     counts = tally(verdicts, expect)
+    gap_only = (f"{counts[GAP_ONLY]} between rows of one seed or none, which give their gap only"
+                if counts[GAP_ONLY] else "")
     if not counts["scored"]:
-        return "not scored: the table lacks these rows or columns"
+        return f"gap only: {gap_only}" if gap_only else "not scored: the table lacks these rows or columns"
     text = (f"{counts['standing']}: ahead in {counts[LEADS]} of {counts['scored']} comparisons, level in "
             f"{counts[LEVEL]}, behind in {counts[BEHIND]}")
-    return text + (f" ({counts[MISSING]} not in the table)" if counts[MISSING] else "")
+    notes = [note for note in (gap_only, f"{counts[MISSING]} not in the table" if counts[MISSING] else "") if note]
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def moves(previous: dict, table: dict) -> tuple[list[Move], list[str], list[str]]:
@@ -244,12 +256,14 @@ def findings_markdown(table: dict, claims: list[Claim], previous: dict | None = 
     """
     judged = [(claim, judge(table, claim)) for claim in claims]
     lines = ["# Findings", "", RULE, "",
-             "| Whose | Claim | Standing | Ahead | Level | Behind | Not in the table |", "|:--|:--|:--|--:|--:|--:|--:|"]
+             "| Whose | Claim | Standing | Ahead | Level | Behind | Gap only | Not in the table |",
+             "|:--|:--|:--|--:|--:|--:|--:|--:|"]
     for claim, verdicts in judged:
         counts = tally(verdicts, claim.expect)
         lines.append(f"| {claim.paper} | {claim.ordering} | {counts['standing']} | {counts[LEADS]} | {counts[LEVEL]} | "
-                     f"{counts[BEHIND]} | {counts[MISSING]} |")
-    lines += ["", "Ahead, level, behind: the claim's row against each other row on each column (`## The claims`).",
+                     f"{counts[BEHIND]} | {counts[GAP_ONLY]} | {counts[MISSING]} |")
+    lines += ["", "Ahead, level, behind, gap only: the claim's row against each other row on each column "
+              "(`## The claims`).",
               "", "## The claims", ""]
     for claim, verdicts in judged:
         lines += [f"### {claim.paper}: {claim.ordering}", "", f"{summarize(verdicts, claim.expect)}.", "",

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from dialoguecse_tf.evaluation.findings import (BEHIND, LEADS, LEVEL, MISSING, Cell, Claim, findings_dict,
+from dialoguecse_tf.evaluation.findings import (BEHIND, GAP_ONLY, LEADS, LEVEL, MISSING, Cell, Claim, findings_dict,
                                                 findings_markdown, judge, moves, outcome, read_claims, read_table,
                                                 summarize)
 from dialoguecse_tf.evaluation.tables import ResultsTable, TableRow
@@ -23,7 +23,7 @@ def _table(*rows) -> dict:
 
 
 SEEDS = (1, 2, 3)
-TABLE = _table(
+ROWS = (
     _row("DSE", {"Banking77": {"acc_1shot": 52.0}, "HWU64": {"acc_1shot": 50.0}},
          {"Banking77": {"acc_1shot": 0.5}, "HWU64": {"acc_1shot": 1.0}}, SEEDS),
     # Banking77: 52.0 - 50.5 = 1.5 > 2 x 0.7 -> DSE leads; HWU64: 50.0 - 48.1 = 1.9 <= 2 x 1.0 -> level.
@@ -32,6 +32,7 @@ TABLE = _table(
     # No seeds: std 0 on its side. Banking77: 52.0 vs 53.5, gap 1.5 > 2 x 0.5 -> DSE behind.
     _row("Untouched", {"Banking77": {"acc_1shot": 53.5}}),
 )
+TABLE = _table(*ROWS)
 CLAIM = Claim("DSE paper", "DSE over SimCSE and the untouched encoder", "DSE", ("SimCSE", "Untouched"),
               ("Banking77:acc_1shot", "HWU64:acc_1shot"))
 
@@ -42,6 +43,25 @@ def test_the_rule_leads_only_beyond_twice_the_larger_std():
     assert outcome(Cell(10.0, 0.1, 3), Cell(12.1, 1.0, 3)) == BEHIND
     # Lower is better: the smaller number leads.
     assert outcome(Cell(10.0, 0.0, 0), Cell(12.0, 0.0, 0), higher_is_better=False) == LEADS
+
+
+def test_a_single_seed_against_a_single_seed_or_none_gives_the_gap_only():
+    assert outcome(Cell(57.39, 0.0, 1), Cell(57.38, 0.0, 1)) == GAP_ONLY
+    assert outcome(Cell(60.0, 0.0, 1), Cell(50.0, 0.0, 0)) == GAP_ONLY
+    assert outcome(Cell(50.0, 0.0, 0), Cell(60.0, 0.0, 1)) == GAP_ONLY
+    # Against a row with seeds, that row's spread is the larger one measured: the rule applies.
+    assert outcome(Cell(60.0, 0.0, 1), Cell(50.0, 1.0, 3)) == LEADS
+    assert outcome(Cell(51.0, 0.0, 1), Cell(50.0, 1.0, 3)) == LEVEL
+    table = _table(_row("One seed", {"HWU64": {"acc_1shot": 60.0}, "Banking77": {"acc_1shot": 40.0}}, seeds=(1,)),
+                   *ROWS)
+    claim = Claim("P", "o", "One seed", ("SimCSE", "Untouched"), ("Banking77:acc_1shot", "HWU64:acc_1shot"))
+    assert [v.outcome for v in judge(table, claim)] == [BEHIND, GAP_ONLY, LEADS, MISSING]
+    assert summarize(judge(table, claim)) == (
+        "holds in part: ahead in 1 of 2 comparisons, level in 0, behind in 1 (1 between rows of one seed or "
+        "none, which give their gap only; 1 not in the table)")
+    only = Claim("P", "o", "One seed", ("Untouched",), ("Banking77:acc_1shot",))
+    assert summarize(judge(table, only)) == "gap only: 1 between rows of one seed or none, which give their gap only"
+    assert "| P | o | gap only | 0 | 0 | 0 | 1 | 0 |" in findings_markdown(table, [only])
 
 
 def test_a_claim_is_judged_per_column_and_row_with_missing_cells_named():
@@ -95,7 +115,7 @@ def test_moves_are_the_cells_beyond_the_rule_and_rows_either_table_lacks():
     # The first table is the claims' summary, which docs copy (experiments/doc_tables.py).
     from dialoguecse_tf.experiments.doc_tables import first_table
     assert first_table(text.splitlines())[2] == (
-        "| DSE paper | DSE over SimCSE and the untouched encoder | holds in part | 1 | 1 | 1 | 1 |")
+        "| DSE paper | DSE over SimCSE and the untouched encoder | holds in part | 1 | 1 | 1 | 0 | 1 |")
     data = findings_dict(TABLE, [CLAIM], previous)
     assert json.loads(json.dumps(data))["claims"][0]["verdicts"][2]["outcome"] == LEVEL
     assert [m["moved"] for m in data["moves"]] == [True, False, False]
