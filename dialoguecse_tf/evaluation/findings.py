@@ -27,7 +27,7 @@ import subprocess
 
 import yaml
 
-from dialoguecse_tf.evaluation.tables import level, metric_directions, metric_text
+from dialoguecse_tf.evaluation.tables import level, metric_directions, metric_text, spread_unmeasured
 
 LEADS, LEVEL, BEHIND, MISSING = "leads", "level", "behind", "missing"
 GAP_ONLY = "gap only"
@@ -148,7 +148,7 @@ def cells(table: dict) -> dict:
 def outcome(cell: Cell, other: Cell, higher_is_better: bool = True) -> str:
     """LEADS, LEVEL or BEHIND: `cell` against `other` by the rule; GAP_ONLY where neither has a
     measured spread and one is a single seed's (two rows without seeds are exact: the rule applies)."""
-    if max(cell.seeds, other.seeds) == 1:
+    if spread_unmeasured(cell.seeds, other.seeds):
         return GAP_ONLY
     if level(cell.value, cell.std, other.value, other.std):
         return LEVEL

@@ -79,8 +79,9 @@ class ResultsTable:
 
     def best_by_column(self) -> dict:
         """{(dataset, metric key): [model, ...]} for each ranked column that two rows or more
-        fill: the row with the best mean and every row level with it (`level`), in row order.
-        Keyed by the column, not its header, so two columns never share a mark."""
+        fill: the row with the best mean and every row level with it (`level`) or not told apart
+        from it (`spread_unmeasured`), in row order. Keyed by the column, not its header, so two
+        columns never share a mark."""
         if not self.mark_best:
             return {}
         directions = metric_directions()
@@ -88,14 +89,16 @@ class ResultsTable:
         for name, key, _ in self.columns():
             if directions.get(key) is None:
                 continue
-            ranked = [(row.model, row.metrics[name][key], row.spread.get(name, {}).get(key, 0.0))
+            ranked = [(row.model, row.metrics[name][key], row.spread.get(name, {}).get(key, 0.0), len(row.seeds))
                       for row in self.rows if key in row.metrics.get(name, {})]
             # One row scored leads nothing: a column only some parts fill is not ranked until others do.
             if len(ranked) > 1:
-                target = (max if directions[key] else min)(value for _, value, _ in ranked)
-                leaders = [(value, std) for _, value, std in ranked if value == target]
-                best[(name, key)] = [model for model, value, std in ranked
-                                     if any(level(value, std, *leader) for leader in leaders)]
+                target = (max if directions[key] else min)(value for _, value, _, _ in ranked)
+                leaders = [(value, std, seeds) for _, value, std, seeds in ranked if value == target]
+                best[(name, key)] = [
+                    model for model, value, std, seeds in ranked
+                    if any(level(value, std, lead, lead_std) or spread_unmeasured(seeds, lead_seeds)
+                           for lead, lead_std, lead_seeds in leaders)]
         return best
 
     def best_rows(self) -> dict:
@@ -123,7 +126,8 @@ class ResultsTable:
                       + "; ".join(f"{row.label()}: {', '.join(row.dialogue_protocols)}"
                                   for row in self.rows if row.dialogue_protocols) + "."]
         if best:
-            lines += ["", _BEST_NOTE]
+            single = any(len(row.seeds) == 1 for row in self.rows)
+            lines += ["", _BEST_NOTE + (" " + _SINGLE_SEED_NOTE if single else "")]
         lines += [f"- {task.label} ({', '.join(header for _, header in task.metrics)}): {task.description}."
                   for task in task_classes() if any(f"{task.task}_file" in dataset for dataset in self.datasets)]
         if any(row.seeds for row in self.rows):
@@ -157,12 +161,20 @@ _BEST_NOTE = (
     "of the two rows' seed standard deviations (a row without seeds counts 0), otherwise they are level. "
     "Spread columns, and columns only one row has, are not ranked."
 )
+_SINGLE_SEED_NOTE = ("A row of one seed has no measured spread: against the best row of one seed or none it cannot "
+                     "be told apart, so it is bold beside it.")
 
 
 def level(value: float, std: float, other: float, other_std: float) -> bool:
     """True if two rows' means are level on a column: they differ by at most twice the larger
     of their seed standard deviations (0 for a row without seeds)."""
     return abs(value - other) <= 2 * max(std, other_std)
+
+
+def spread_unmeasured(seeds: int, other_seeds: int) -> bool:
+    """True if neither of two rows measures a seed spread and one is a single seed's (a row
+    without seeds is exact): the rule cannot tell them apart, only their gap is known."""
+    return max(seeds, other_seeds) == 1
 
 
 def metric_directions() -> dict:
