@@ -15,6 +15,19 @@ from dialoguecse_tf.training.train_log import TRAIN_LOG_FILE, read_train_log
 from harness import run_serialization_test
 
 
+def _tiny_model():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+
+
+def _mean_square(model, batch, training_):
+    return tf.reduce_mean(model(batch) ** 2), {}
+
+
+def _ones(skip):
+    """The loop tests' data: one batch of ones repeated, `skip` batches in as a resumed run reads it."""
+    return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
+
+
 def test_warmup_then_linear_decay():
     schedule = WarmupLinearDecay(1e-3, num_warmup_steps=10, num_train_steps=110)
     values = [float(schedule(step)) for step in (0, 4, 9, 10, 60, 110, 200)]
@@ -30,7 +43,7 @@ def test_resolve_num_train_steps():
 
 
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model = _tiny_model()
     optimizer = create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
     calls = tf.Variable(0)
 
@@ -40,31 +53,25 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
         # The fourth step's loss is poisoned, as a diverging run's would be.
         return tf.where(calls > 3, tf.constant(np.nan), loss), {}
 
-    def dataset_fn(skip):
-        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
-
     config = LoopConfig(str(tmp_path), num_train_steps=10, save_checkpoints_steps=1, log_steps=1)
     with pytest.raises(NonFiniteLossError, match="loss became nan at step 4"):
-        run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+        run_training_loop(tf.distribute.get_strategy(), model, optimizer, _ones, step_fn, config,
                           verbose=False)
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("ckpt-3")
 
 
 def test_logged_scalars_and_evaluations_go_to_a_json_lines_log_a_resumed_run_extends(tmp_path):
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model = _tiny_model()
 
     def step_fn(model, batch, training_):
         output = model(batch)
         return tf.reduce_mean(output ** 2), {"mean_output": tf.reduce_mean(output)}
 
-    def dataset_fn(skip):
-        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
-
     def run(num_train_steps):
         optimizer = create_optimizer(1e-2, num_train_steps=num_train_steps, num_warmup_steps=0)
         config = LoopConfig(str(tmp_path), num_train_steps=num_train_steps, save_checkpoints_steps=2,
                             log_steps=2, eval_steps=4)
-        return run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn,
+        return run_training_loop(tf.distribute.get_strategy(), model, optimizer, _ones, step_fn,
                                  config, verbose=False, evaluate=lambda step: {"map": float(step)})
 
     logs = run(4)
@@ -86,14 +93,7 @@ def test_logged_scalars_and_evaluations_go_to_a_json_lines_log_a_resumed_run_ext
 
 
 def test_a_run_killed_while_evaluating_evaluates_its_step_when_it_resumes(tmp_path):
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-
-    def step_fn(model, batch, training_):
-        return tf.reduce_mean(model(batch) ** 2), {}
-
-    def dataset_fn(skip):
-        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
-
+    model = _tiny_model()
     evaluated = []
 
     def evaluate(step):
@@ -109,7 +109,7 @@ def test_a_run_killed_while_evaluating_evaluates_its_step_when_it_resumes(tmp_pa
     def run(evaluate, on_log=None):
         optimizer = create_optimizer(1e-2, num_train_steps=8, num_warmup_steps=0)
         config = LoopConfig(str(tmp_path), num_train_steps=8, save_checkpoints_steps=2, log_steps=2, eval_steps=4)
-        return run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+        return run_training_loop(tf.distribute.get_strategy(), model, optimizer, _ones, _mean_square, config,
                                  verbose=False, evaluate=evaluate, on_log=on_log)
 
     # Killed while evaluating step 4, after its checkpoint.
@@ -127,36 +127,27 @@ def test_a_run_killed_while_evaluating_evaluates_its_step_when_it_resumes(tmp_pa
 
 
 def test_a_run_failing_at_its_first_step_leaves_no_log(tmp_path):
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model = _tiny_model()
     optimizer = create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
 
     def step_fn(model, batch, training_):
         raise ValueError("the objective is broken")
 
-    def dataset_fn(skip):
-        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
-
     config = LoopConfig(str(tmp_path), num_train_steps=10, save_checkpoints_steps=1, log_steps=1)
     with pytest.raises(ValueError, match="the objective is broken"):
-        run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+        run_training_loop(tf.distribute.get_strategy(), model, optimizer, _ones, step_fn, config,
                           verbose=False)
     assert os.listdir(tmp_path) == []
 
 
 def test_a_resumed_run_drops_the_log_lines_past_its_checkpoint(tmp_path):
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-
-    def step_fn(model, batch, training_):
-        return tf.reduce_mean(model(batch) ** 2), {}
-
-    def dataset_fn(skip):
-        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
+    model = _tiny_model()
 
     def run(num_train_steps):
         optimizer = create_optimizer(1e-2, num_train_steps=num_train_steps, num_warmup_steps=0)
         config = LoopConfig(str(tmp_path), num_train_steps=num_train_steps, save_checkpoints_steps=2,
                             log_steps=1)
-        run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+        run_training_loop(tf.distribute.get_strategy(), model, optimizer, _ones, _mean_square, config,
                           verbose=False)
 
     run(2)
@@ -270,12 +261,9 @@ def test_resumes_a_checkpoint_written_without_dropout_state(tmp_path, caplog):
     def step_fn(model, batch, training_):
         return tf.reduce_mean(model(batch, training=True) ** 2), {}
 
-    def dataset_fn(skip):
-        return tf.data.Dataset.from_tensors(tf.ones((4, 2))).repeat().skip(skip)
-
     config = LoopConfig(str(tmp_path), num_train_steps=4, save_checkpoints_steps=1, log_steps=1)
     steps = []
-    run_training_loop(tf.distribute.get_strategy(), model, optimizer, dataset_fn, step_fn, config,
+    run_training_loop(tf.distribute.get_strategy(), model, optimizer, _ones, step_fn, config,
                       verbose=False, on_log=lambda step, logs: steps.append(step))
     assert steps == [3, 4]
     warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
