@@ -25,7 +25,8 @@ flags.DEFINE_bool("skip_missing_columns", False, "Leave out a --columns entry th
 flags.DEFINE_list("row_order", [], "Model names (seeds folded) to put first, in this order; the other rows follow "
                   "in order of first appearance.")
 flags.DEFINE_bool("mark_best", False, "Bold each ranked column's best row (by the mean over seeds) and every row "
-                  "level with it (means within twice the larger seed std).")
+                  "level with it (means within twice the larger seed std; a row of one seed beside one of one seed "
+                  "or none has no spread to be level by).")
 flags.DEFINE_bool("chart", False, "Also write <output_name>.png: one bar panel per column, seed spread as error bars.")
 flags.mark_flags_as_required(["results", "output_dir"])
 FLAGS = flags.FLAGS

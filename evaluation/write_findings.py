@@ -5,8 +5,9 @@
     --previous=d878363:results/benchmark/results.json --output_dir=results/benchmark
 
 Writes <output_name>.md and <output_name>.json: each paper's claimed ordering checked column by
-column, each column's best and the rows level with it, and with --previous every cell that moved
-by more than the rule calls level.
+column (between rows of one seed or none, which measure no spread, the gap only), each column's
+best and the rows level with it, and with --previous every cell that moved by more than the rule
+calls level.
 """
 
 from absl import flags

@@ -9,9 +9,9 @@ this module states, by that rule alone:
 
 - per claim (declared in a claims file: a row a paper puts ahead of other rows on some columns,
   or a row that should match others, as a bfloat16 run its float32 one), on each column and
-  against each other row, whether the row leads, is level or is behind, and whether the claim
-  holds on all of them;
-- per ranked column, the best mean and every row level with it (the table's bold);
+  against each other row, whether the row leads, is level or is behind, or, between rows of one
+  seed or none, their gap only; and whether the claim holds on all it decides;
+- per ranked column, the best mean and every row the rule finds level with it (the table's bold);
 - against an earlier version of the same table, every cell that moved by more than the rule
   allows, and the rows either version lacks.
 
@@ -88,7 +88,8 @@ class Move:
     @property
     def moved(self) -> bool:
         """Whether the two numbers differ by more than the rule calls level, and in the two decimals
-        tables print (rows without seeds have no spread, so any change would count)."""
+        tables print. A row of one seed or none has no spread, so any change counts: it is the same
+        run's number, which a rerun of unchanged code repeats."""
         return (not level(self.after.value, self.after.std, self.before.value, self.before.std)
                 and metric_text(self.after.value) != metric_text(self.before.value))
 
@@ -181,8 +182,9 @@ def judge(table: dict, claim: Claim) -> list[Verdict]:
 def tally(verdicts: list[Verdict], expect: str = "lead") -> dict:
     """The claim's standing ("holds", "level", "reversed", "holds in part", "does not hold", "gap
     only" or "not scored") and its counts of each outcome, under LEADS, LEVEL, BEHIND, GAP_ONLY and
-    MISSING. The standing reads the comparisons the rule decides (`scored`); a claimed lead: holds,
-    level, reversed or holds in part; a claimed level: holds or does not hold."""
+    MISSING. The standing reads the comparisons the rule decides (`scored`); a claimed lead: holds
+    (ahead in all), level (level in all), reversed (behind in all), holds in part (ahead in some)
+    or does not hold (ahead in none, behind in some); a claimed level: holds or does not hold."""
     counts = {name: sum(verdict.outcome == name for verdict in verdicts)
               for name in (LEADS, LEVEL, BEHIND, GAP_ONLY, MISSING)}
     scored = len(verdicts) - counts[MISSING] - counts[GAP_ONLY]
@@ -197,7 +199,7 @@ def tally(verdicts: list[Verdict], expect: str = "lead") -> dict:
     elif counts[LEVEL] == scored:
         standing = "level"
     else:
-        standing = "holds in part"
+        standing = "holds in part" if counts[LEADS] else "does not hold"
     return {"standing": standing, "scored": scored, **counts}
 
 
@@ -206,11 +208,14 @@ def summarize(verdicts: list[Verdict], expect: str = "lead") -> str:
     counts = tally(verdicts, expect)
     gap_only = (f"{counts[GAP_ONLY]} between rows of one seed or none, which give their gap only"
                 if counts[GAP_ONLY] else "")
+    missing = f"{counts[MISSING]} not in the table" if counts[MISSING] else ""
     if not counts["scored"]:
-        return f"gap only: {gap_only}" if gap_only else "not scored: the table lacks these rows or columns"
+        if not gap_only:
+            return "not scored: the table lacks these rows or columns"
+        return f"gap only: {gap_only}" + (f" ({missing})" if missing else "")
     text = (f"{counts['standing']}: ahead in {counts[LEADS]} of {counts['scored']} comparisons, level in "
             f"{counts[LEVEL]}, behind in {counts[BEHIND]}")
-    notes = [note for note in (gap_only, f"{counts[MISSING]} not in the table" if counts[MISSING] else "") if note]
+    notes = [note for note in (gap_only, missing) if note]
     return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -271,7 +276,10 @@ def findings_markdown(table: dict, claims: list[Claim], previous: dict | None = 
         for verdict in verdicts:
             mine = verdict.row_cell.text() if verdict.row_cell else "–"
             theirs = verdict.other_cell.text() if verdict.other_cell else "–"
-            lines.append(f"| {_header(table, verdict.column)} | {verdict.other} | {mine} | {theirs} | {verdict.outcome} |")
+            result = verdict.outcome
+            if result == GAP_ONLY:
+                result += f" ({verdict.row_cell.value - verdict.other_cell.value:+.2f})"
+            lines.append(f"| {_header(table, verdict.column)} | {verdict.other} | {mine} | {theirs} | {result} |")
         lines.append("")
     best = table.get("best", {})
     if best:

@@ -79,9 +79,10 @@ class ResultsTable:
 
     def best_by_column(self) -> dict:
         """{(dataset, metric key): [model, ...]} for each ranked column that two rows or more
-        fill: the row with the best mean and every row level with it (`level`) or not told apart
-        from it (`spread_unmeasured`), in row order. Keyed by the column, not its header, so two
-        columns never share a mark."""
+        fill: the row with the best mean and every row the rule finds level with it (`level`), in
+        row order: a row of one seed beside a best row of one seed or none (`spread_unmeasured`) is
+        bold only when equal, as the rule finds no spread to call them level by. Keyed by the
+        column, not its header, so two columns never share a mark."""
         if not self.mark_best:
             return {}
         directions = metric_directions()
@@ -89,16 +90,14 @@ class ResultsTable:
         for name, key, _ in self.columns():
             if directions.get(key) is None:
                 continue
-            ranked = [(row.model, row.metrics[name][key], row.spread.get(name, {}).get(key, 0.0), len(row.seeds))
+            ranked = [(row.model, row.metrics[name][key], row.spread.get(name, {}).get(key, 0.0))
                       for row in self.rows if key in row.metrics.get(name, {})]
             # One row scored leads nothing: a column only some parts fill is not ranked until others do.
             if len(ranked) > 1:
-                target = (max if directions[key] else min)(value for _, value, _, _ in ranked)
-                leaders = [(value, std, seeds) for _, value, std, seeds in ranked if value == target]
-                best[(name, key)] = [
-                    model for model, value, std, seeds in ranked
-                    if any(level(value, std, lead, lead_std) or spread_unmeasured(seeds, lead_seeds)
-                           for lead, lead_std, lead_seeds in leaders)]
+                target = (max if directions[key] else min)(value for _, value, _ in ranked)
+                leaders = [(value, std) for _, value, std in ranked if value == target]
+                best[(name, key)] = [model for model, value, std in ranked
+                                     if any(level(value, std, *leader) for leader in leaders)]
         return best
 
     def best_rows(self) -> dict:
@@ -154,15 +153,16 @@ _PROTOCOL_NOTES = {
 }
 
 # The project's one rule for orderings: a row leads another on a column only when their means
-# differ by more than twice the larger of the two rows' seed standard deviations.
+# differ by more than twice the larger of the two rows' seed standard deviations (none is measured
+# between rows of one seed or none: `spread_unmeasured`).
 _BEST_NOTE = (
     "Bold: the row with the best mean in each column (the mean over seeds where they are folded) and every "
     "row level with it; a row leads another only when their means differ by more than twice the larger "
     "of the two rows' seed standard deviations (a row without seeds counts 0), otherwise they are level. "
     "Spread columns, and columns only one row has, are not ranked."
 )
-_SINGLE_SEED_NOTE = ("A row of one seed has no measured spread: against the best row of one seed or none it cannot "
-                     "be told apart, so it is bold beside it.")
+_SINGLE_SEED_NOTE = ("A row of one seed has no measured spread: beside a row of one seed or none, bold or not "
+                     "says nothing of a lead, only which mean is higher (the findings give such a gap only).")
 
 
 def level(value: float, std: float, other: float, other_std: float) -> bool:

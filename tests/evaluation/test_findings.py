@@ -59,9 +59,20 @@ def test_a_single_seed_against_a_single_seed_or_none_gives_the_gap_only():
     assert summarize(judge(table, claim)) == (
         "holds in part: ahead in 1 of 2 comparisons, level in 0, behind in 1 (1 between rows of one seed or "
         "none, which give their gap only; 1 not in the table)")
-    only = Claim("P", "o", "One seed", ("Untouched",), ("Banking77:acc_1shot",))
-    assert summarize(judge(table, only)) == "gap only: 1 between rows of one seed or none, which give their gap only"
-    assert "| P | o | gap only | 0 | 0 | 0 | 1 | 0 |" in findings_markdown(table, [only])
+    only = Claim("P", "o", "One seed", ("Untouched",), ("Banking77:acc_1shot", "HWU64:acc_1shot"))
+    assert summarize(judge(table, only)) == ("gap only: 1 between rows of one seed or none, which give their gap "
+                                             "only (1 not in the table)")
+    text = findings_markdown(table, [only])
+    assert "| P | o | gap only | 0 | 0 | 0 | 1 | 1 |" in text
+    assert "| Banking77 1-shot acc. | Untouched | 40.00 | 53.50 | gap only (-13.50) |" in text
+    # A claimed level reads only the comparisons the rule decides.
+    level_claim = Claim("P", "o", "One seed", ("SimCSE", "Untouched"), ("HWU64:acc_1shot",), expect="level")
+    assert summarize(judge(table, level_claim), "level").startswith("does not hold: ahead in 1 of 1")
+
+
+def test_a_claimed_lead_ahead_nowhere_but_behind_somewhere_does_not_hold():
+    claim = Claim("P", "o", "SimCSE", ("DSE",), ("Banking77:acc_1shot", "HWU64:acc_1shot"))
+    assert summarize(judge(TABLE, claim)) == "does not hold: ahead in 0 of 2 comparisons, level in 1, behind in 1"
 
 
 def test_a_claim_is_judged_per_column_and_row_with_missing_cells_named():

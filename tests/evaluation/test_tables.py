@@ -261,16 +261,16 @@ def test_bold_marks_the_best_row_and_every_row_level_with_it_within_twice_the_la
     assert select_columns(alone, ["JDDC:map"], mark_best=True).best_rows() == {}
 
 
-def test_a_one_seed_row_is_bold_beside_a_best_row_of_one_seed_or_none(tmp_path):
+def test_a_one_seed_row_beside_a_row_of_one_seed_or_none_is_bold_only_when_best_and_the_note_says_why(tmp_path):
     from dialoguecse_tf.evaluation.tables import _SINGLE_SEED_NOTE, select_columns
 
-    # ECD Corr.: "Once" (one seed) 5 under "Plain" (no seeds): no spread on either side, bold both.
-    # ECD MAP: "Once" 0.3 under "Three" (std 0.05): behind by the rule, which reads Three's spread.
-    models = [(seed_row_name("Once", 1), 40.0, 49.8, 60.0), ("Plain", 45.0, 10.0, 60.0)]
+    # ECD Corr.: "Once" (one seed) 0.01 under "Plain" (no seeds): no spread to call them level by,
+    # so Plain alone is bold. ECD MAP: "Once" 0.1 under "Three" (std 0.05): level by Three's spread.
+    models = [(seed_row_name("Once", 1), 44.99, 50.0, 60.0), ("Plain", 45.0, 10.0, 60.0)]
     models += [(seed_row_name("Three", seed), 10.0, value, 60.0) for seed, value in ((1, 50.05), (2, 50.1), (3, 50.15))]
     table = aggregate_seeds(merge_results([write_results(make_results(tmp_path, "ECD", models), str(tmp_path / "r"))]))
     chosen = select_columns(table, ["ECD:corr", "ECD:map"], mark_best=True)
-    assert chosen.best_rows() == {"ECD Corr.": ["Once", "Plain"], "ECD MAP": ["Three"]}
+    assert chosen.best_rows() == {"ECD Corr.": ["Plain"], "ECD MAP": ["Once", "Three"]}
     assert _SINGLE_SEED_NOTE in chosen.to_markdown()
     without = select_columns(aggregate_seeds(merge_results([write_results(
         make_results(tmp_path, "JDDC", [("Plain", 1.0, 2.0, 3.0), ("Low", 0.5, 2.0, 3.0)]), str(tmp_path / "w"))])),
