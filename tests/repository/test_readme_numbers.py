@@ -700,6 +700,7 @@ README_PROSE = {
         fixed={"64": "HWU64's 64 intents, the dataset's name"}),
     (HEADLINE, "**In words**"): Prose(("results/benchmark/findings.md", "results/benchmark/results.md"),
                                       fixed={"2": TWO_CORES}),
+    (HEADLINE, "**Trained longer**"): Prose(("results/benchmark/en_budget/findings.md",)),
     (HEADLINE, "The papers' own numbers"): Prose(
         ("papers/dse_naacl2022.txt", "papers/dial2vec_emnlp2022.md", "papers/dialoguecse_emnlp2021.txt",
          "results/dse_sgd_minilm/pairs_consecutive_prep_stats.json", "experiments/common/sgd.yaml",
