@@ -1,7 +1,7 @@
 """Runs a planned experiment: every run not reused, in order, then its results folder.
 
 The results folder gets what each step declares (`results`, kept train logs, evaluation
-parts), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
+parts; a kept log of a run the experiment no longer declares is removed), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
 took when they ran, and a training run that resumed from a stopped attempt's checkpoints marked:
 its seconds are that last attempt's), `experiment.json` (parameters, seeds, rows and steps asked for, and every run with its key,
 status and command: what `experiments.staleness` checks) and `command.txt` (the command, the
@@ -122,6 +122,7 @@ def _run_experiment(planner: Planner, invocation: str, suffix: str) -> list[dict
         _collect(planner, run, records, invocation, commit, suffix)
     # A run that only evaluated parts leaves the folder's own records (those of its last merge) alone.
     if any(run.tool.writes_results or run.step.results.as_dict() or run.step.keep_train_log for run in planner.order):
+        _drop_undeclared_train_logs(planner)
         _write_records(planner, records, invocation, commit, round(time.time() - started))
     logging.info("runs under %s; results in %s: %s", portable_path(planner.run_dir), portable_path(results_dir),
                  ", ".join(sorted(os.listdir(results_dir))))
@@ -183,6 +184,27 @@ def _collect(planner: Planner, run: Run, records: list, invocation: str, commit:
         _write_experiment(os.path.join(part_dir, EXPERIMENT_FILE), planner, part_records)
         _write_command(os.path.join(part_dir, "command.txt"), invocation, commit,
                        [f"this part's runs: {', '.join(record['run'] for record in part_records)}"])
+
+
+def declared_train_logs(planner: Planner) -> set[str]:
+    """The file names under `{results_dir}/train_logs/` the experiment's steps keep, whichever
+    steps and rows this invocation runs (`--only` and `--rows` leave the others' logs in place)."""
+    return {f"{run.name}.jsonl" for step in planner.spec.steps if step.keep_train_log
+            for run in planner.runs[step.name]}
+
+
+def _drop_undeclared_train_logs(planner: Planner) -> None:
+    # A run the experiment no longer declares (renamed, or its variant dropped) leaves its log
+    # behind, where it reads as part of the rerun result.
+    folder = os.path.join(planner.results_dir, "train_logs")
+    if not os.path.isdir(folder):
+        return
+    declared = declared_train_logs(planner)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".jsonl") and name not in declared:
+            os.remove(os.path.join(folder, name))
+            logging.warning("removed %s: no run of %s keeps a train log of that name",
+                            portable_path(os.path.join(folder, name)), planner.spec.name)
 
 
 def _upstream(planner: Planner, run: Run) -> set:

@@ -15,8 +15,8 @@ import pytest
 from conftest import REPO_ROOT
 from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.data.dialogue_acts import scored_split
-from dialoguecse_tf.experiments.execute import (check_plan, command_line, describe_plan, portable_argument,
-                                                run_experiment)
+from dialoguecse_tf.experiments.execute import (check_plan, command_line, declared_train_logs, describe_plan,
+                                                portable_argument, run_experiment)
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner
 from dialoguecse_tf.experiments.spec import apply_overrides, experiment_names, get_experiment, load_spec
 from dialoguecse_tf.experiments.tools import TOOLS, Tool, expand_input
@@ -553,6 +553,22 @@ def test_a_run_that_declares_no_results_leaves_the_results_folder_records_alone(
     run_experiment(planner, "rows only")
     assert (tmp_path / "runs" / "rows" / "results.json").exists()
     assert not (tmp_path / "results" / "command.txt").exists()
+
+
+def test_a_rerun_drops_the_train_log_of_a_run_the_experiment_no_longer_declares(tmp_path):
+    logs = tmp_path / "results" / "train_logs"
+    logs.mkdir(parents=True)
+    (logs / "empty_text_seed12345.jsonl").write_text("{}\n")
+    (logs / "notes.txt").write_text("not a train log")
+    run_experiment(Planner(_tiny(tmp_path), str(tmp_path / "runs"), str(tmp_path / "results"), DATA), "rerun")
+    assert sorted(os.listdir(logs)) == ["notes.txt"]
+
+
+def test_every_committed_train_log_is_of_a_run_its_experiment_declares(plans):
+    for name, planner in plans.items():
+        folder = REPO_ROOT / planner.spec.results_dir / "train_logs"
+        committed = set(os.listdir(folder)) if folder.is_dir() else set()
+        assert committed <= declared_train_logs(planner), (name, sorted(committed - declared_train_logs(planner)))
 
 
 def test_a_labelled_input_expands_its_path_not_its_label(tmp_path):
