@@ -40,6 +40,7 @@ import pytest
 import yaml
 
 from conftest import REPO_ROOT
+from dialoguecse_tf.evaluation.tables import level
 
 PAPERS = REPO_ROOT.parent / "shared" / "papers"
 DOCS = ("README.md", "docs/usage.md", "docs/benchmark.md", "docs/results_ecd.md", "docs/english_track.md", "docs/dse.md",
@@ -554,7 +555,7 @@ FAST_PATH = {
 
 HEADLINE = "## Headline: three methods on one benchmark"
 ECD_MAIN = "### The main table: 3 seeds for the paper's key comparison"
-STUDY_COLUMNS = ("What it changes", "Whose reading", "vs 67.61")
+STUDY_COLUMNS = ("What it changes", "Whose reading", "MAP against the mean", "MRR against the mean")
 PAPER_TABLE_ROWS = {"DialogueCSE": "dialoguecse_emnlp2021.txt", "DSE": "dse_naacl2022.txt",
                     "dial2vec": "dial2vec_emnlp2022.md"}
 
@@ -1121,6 +1122,25 @@ def test_table_numbers_are_in_their_source(key):
         pytest.skip(f"the papers folder {PAPERS} is missing: this table's transcribed paper numbers are not checked")
     problems = _check(tables[key], DECLARED[key])
     assert not problems, "\n".join(problems)
+
+
+def test_the_english_study_reads_each_ablation_against_the_main_means_by_the_rule():
+    """The study's "against the mean" cells (skipped by the table check above): each one-seed
+    ablation's gap to the main table's 3-seed row and the rule's verdict on it."""
+    table = next(t for t in read_tables("docs/english_track.md") if t.heading.startswith("### Why DialogueCSE"))
+    study = {row["model"]: row for row in json.loads((REPO_ROOT / "results/sgd_minilm/study/table.json").read_text())["rows"]}
+    main = {row["model"].split(" (")[0]: row for row in
+            json.loads((REPO_ROOT / "results/sgd_minilm/table.json").read_text())["rows"]}
+    columns = {name: index for index, name in enumerate(table.header)}
+    for cells in table.rows:
+        label = cells[0]
+        model = "SiameseBERT_M / no MLM" if label == "SiameseBERT_M, no MLM" else f"DialogueCSE_I2 / {label.split(' (')[0]}"
+        reference = main["SiameseBERT_M" if model.startswith("SiameseBERT_M") else "DialogueCSE_I2"]
+        for metric, column in (("map", "MAP against the mean"), ("mrr", "MRR against the mean")):
+            value = study[model]["metrics"]["SGD-dev"][metric]
+            mean, std = reference["metrics"]["SGD-dev"][metric], reference["spread"]["SGD-dev"][metric]
+            verdict = ("level" if level(value, 0.0, mean, std) else "ahead" if value > mean else "behind")
+            assert cells[columns[column]] == f"{value - mean:+.2f}, {verdict}", (label, column)
 
 
 def _shifted(token, step):
