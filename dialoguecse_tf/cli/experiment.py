@@ -102,7 +102,7 @@ def main(argv):
 
 def _docs(repo_root: str, check: bool, data_dir: str | None) -> None:
     from dialoguecse_tf.experiments.doc_tables import update_docs
-    from dialoguecse_tf.experiments.staleness import STALE_SECTION, SUPERSEDED_FILE, check_results
+    from dialoguecse_tf.experiments.staleness import STALE_SECTION, SUPERSEDED_FILE, check_results, listed_but_current
 
     stale = update_docs(repo_root, check=check)
     if check and stale:
@@ -115,6 +115,13 @@ def _docs(repo_root: str, check: bool, data_dir: str | None) -> None:
     unlisted, listed = check_results(repo_root, os.path.abspath(data_dir) if data_dir else None)
     for folder in listed:
         print(f"kept from before a change ({SUPERSEDED_FILE}): {folder.describe()}")
+    current = listed_but_current(repo_root, listed)
+    if current:
+        message = (f"{SUPERSEDED_FILE} lists {', '.join(current)} under {STALE_SECTION!r}, but the current code "
+                   "makes them (rerun since, or gone): take them off the list")
+        if check:
+            raise ValueError(message)
+        print(message)
     if unlisted:
         message = (f"{len(unlisted)} results folders are stale (the current code would make them differently) and "
                    f"{SUPERSEDED_FILE} does not list them under {STALE_SECTION!r}: "

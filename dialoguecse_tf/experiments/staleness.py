@@ -156,6 +156,24 @@ def listed_stale(repo_root: str) -> set[str]:
     return folders
 
 
+def listed_but_current(repo_root: str, listed: list[FolderCheck]) -> list[str]:
+    """The folders `SUPERSEDED_FILE` keeps as made before a change that hold no stale folder any
+    more (rerun since, or removed): a listing that outlives its rerun tells the docs' readers the
+    numbers predate a change they do not.
+
+    Args:
+      repo_root: the repository.
+      listed: the listed stale folders, `check_results`'s second list.
+
+    Returns:
+      the listed paths, sorted.
+    """
+    def holds(kept: str, check: FolderCheck) -> bool:
+        return check.folder == kept or check.folder.startswith(kept + os.sep)
+
+    return sorted(kept for kept in listed_stale(repo_root) if not any(holds(kept, check) for check in listed))
+
+
 def check_results(repo_root: str, data_dir: str | None = None) -> tuple[list[FolderCheck], list[FolderCheck]]:
     """(stale, listed): every results folder (or part) whose runs the current code would make
     differently, split into those `SUPERSEDED_FILE` does not list and those it does. Paths are

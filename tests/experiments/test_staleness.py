@@ -17,7 +17,8 @@ from dialoguecse_tf.experiments import plan
 from dialoguecse_tf.experiments.execute import experiment_record
 from dialoguecse_tf.experiments.plan import Planner
 from dialoguecse_tf.experiments.spec import get_experiment
-from dialoguecse_tf.experiments.staleness import STALE_SECTION, check_results, listed_stale, recorded_command
+from dialoguecse_tf.experiments.staleness import (STALE_SECTION, check_results, listed_but_current, listed_stale,
+                                                  recorded_command)
 from dialoguecse_tf.objectives.dialoguecse import DialogueCSEObjective, DialogueCSEOptions
 
 # A small experiment (ECD data only, so planning it is quick), as the runner would record it.
@@ -67,6 +68,22 @@ def test_a_current_folder_passes_and_a_changed_key_is_named_unless_listed(plante
                           f"| `{FOLDER}/` | made before a change |\n\n## Later\n\n| `results/other/` | x |\n")
     assert listed_stale(str(planted)) == {FOLDER}
     assert _check(planted) == ([], [FOLDER])
+
+
+def test_a_listing_that_outlives_its_rerun_is_named(planted):
+    (planted / "results" / "SUPERSEDED.md").write_text(
+        f"# Results\n\n{STALE_SECTION}\n\n| Folder | Why |\n|:--|:--|\n| `{FOLDER}/` | made before a change |\n")
+    record_file = planted / FOLDER / "experiment.json"
+    current = record_file.read_text()
+    record = json.loads(current)
+    next(run for run in record["runs"] if run["tool"] == "train")["key"] = "0" * 16
+    record_file.write_text(json.dumps(record))
+    _, listed = check_results(str(planted), str(SHARED_DATA))
+    assert listed_but_current(str(planted), listed) == []
+
+    record_file.write_text(current)  # rerun on the current code
+    _, listed = check_results(str(planted), str(SHARED_DATA))
+    assert not listed and listed_but_current(str(planted), listed) == [FOLDER]
 
 
 def test_a_folder_reading_a_stale_folders_results_is_stale_with_it(planted):
