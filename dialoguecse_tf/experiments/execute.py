@@ -1,7 +1,7 @@
 """Runs a planned experiment: every run not reused, in order, then its results folder.
 
 The results folder gets what each step declares (`results`, kept train logs, evaluation
-parts; a kept log of a run the experiment no longer declares is removed), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
+parts; a whole run removes a kept log of a run the experiment no longer declares), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
 took when they ran, and a training run that resumed from a stopped attempt's checkpoints marked:
 its seconds are that last attempt's), `experiment.json` (parameters, seeds, rows and steps asked for, and every run with its key,
 status and command: what `experiments.staleness` checks) and `command.txt` (the command, the
@@ -187,17 +187,26 @@ def _collect(planner: Planner, run: Run, records: list, invocation: str, commit:
 
 
 def declared_train_logs(planner: Planner) -> set[str]:
-    """The file names under `{results_dir}/train_logs/` the experiment's steps keep, whichever
-    steps and rows this invocation runs (`--only` and `--rows` leave the others' logs in place)."""
+    """The file names under `{results_dir}/train_logs/` the experiment's steps keep.
+
+    Args:
+      planner: the planned experiment; every step and seed it declares counts, whichever of them
+        this invocation runs.
+
+    Returns:
+      the names, `<run>.jsonl`.
+    """
     return {f"{run.name}.jsonl" for step in planner.spec.steps if step.keep_train_log
             for run in planner.runs[step.name]}
 
 
 def _drop_undeclared_train_logs(planner: Planner) -> None:
     # A run the experiment no longer declares (renamed, or its variant dropped) leaves its log
-    # behind, where it reads as part of the rerun result.
+    # behind, where it reads as part of the rerun result. Only a whole run rewrites the folder's
+    # table: a partial one (`--only`, `--rows`, perhaps with other `--seeds`) leaves the logs the
+    # table still quotes.
     folder = os.path.join(planner.results_dir, "train_logs")
-    if not os.path.isdir(folder):
+    if planner.only or planner.rows or not os.path.isdir(folder):
         return
     declared = declared_train_logs(planner)
     for name in sorted(os.listdir(folder)):

@@ -137,7 +137,8 @@ def _mark_readers(checks: list[FolderCheck]) -> None:
 
 
 def listed_stale(repo_root: str) -> set[str]:
-    """The folders `SUPERSEDED_FILE` keeps knowingly: the first column of its `STALE_SECTION` table."""
+    """The folders `SUPERSEDED_FILE` keeps knowingly: the `results/` paths in the first column of
+    its `STALE_SECTION` table (a file named beside them, e.g. `stage_seconds.tsv`, is not a folder)."""
     path = os.path.join(repo_root, SUPERSEDED_FILE)
     if not os.path.exists(path):
         return set()
@@ -151,7 +152,7 @@ def listed_stale(repo_root: str) -> set[str]:
     folders = set()
     for line in section.splitlines():
         if line.startswith("| `"):
-            for path_text in re.findall(r"`([^`]+)`", line.split("|")[1]):
+            for path_text in re.findall(r"`(results/[^`]*)`", line.split("|")[1]):
                 folders.add(os.path.normpath(path_text))
     return folders
 

@@ -15,6 +15,7 @@ import pytest
 from conftest import REPO_ROOT
 from dialoguecse_tf.cli.train_flags import stage_from_args
 from dialoguecse_tf.data.dialogue_acts import scored_split
+from dialoguecse_tf.experiments import execute
 from dialoguecse_tf.experiments.execute import (check_plan, command_line, declared_train_logs, describe_plan,
                                                 portable_argument, run_experiment)
 from dialoguecse_tf.experiments.plan import STEP_FILE, Planner
@@ -562,6 +563,19 @@ def test_a_rerun_drops_the_train_log_of_a_run_the_experiment_no_longer_declares(
     (logs / "notes.txt").write_text("not a train log")
     run_experiment(Planner(_tiny(tmp_path), str(tmp_path / "runs"), str(tmp_path / "results"), DATA), "rerun")
     assert sorted(os.listdir(logs)) == ["notes.txt"]
+
+
+def test_a_partial_rerun_keeps_every_train_log_and_a_whole_one_keeps_the_declared(tmp_path):
+    """sgd_minilm keeps its trainings' logs: its merge alone (`--only=table`) removes none, a whole
+    run only the log of a run it does not declare."""
+    logs = tmp_path / "results" / "train_logs"
+    logs.mkdir(parents=True)
+    for name in ("dialoguecse_i2_seed12345.jsonl", "empty_text_seed12345.jsonl"):
+        (logs / name).write_text("{}\n")
+    execute._drop_undeclared_train_logs(_planner("sgd_minilm", tmp_path, only=["table"]))
+    assert sorted(os.listdir(logs)) == ["dialoguecse_i2_seed12345.jsonl", "empty_text_seed12345.jsonl"]
+    execute._drop_undeclared_train_logs(_planner("sgd_minilm", tmp_path))
+    assert sorted(os.listdir(logs)) == ["dialoguecse_i2_seed12345.jsonl"]
 
 
 def test_every_committed_train_log_is_of_a_run_its_experiment_declares(plans):

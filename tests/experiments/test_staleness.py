@@ -65,7 +65,8 @@ def test_a_current_folder_passes_and_a_changed_key_is_named_unless_listed(plante
     superseded.write_text(f"# Results\n\n## Rerun in place\n\n| Folder |\n|:--|\n| `{FOLDER}/` |\n")
     assert _check(planted) == ([FOLDER], [])
     superseded.write_text(superseded.read_text() + f"\n{STALE_SECTION}\n\n| Folder | Why |\n|:--|:--|\n"
-                          f"| `{FOLDER}/` | made before a change |\n\n## Later\n\n| `results/other/` | x |\n")
+                          f"| `{FOLDER}/` (table, `stage_seconds.tsv`) | made before a change |\n\n## Later\n\n"
+                          "| `results/other/` | x |\n")
     assert listed_stale(str(planted)) == {FOLDER}
     assert _check(planted) == ([], [FOLDER])
 
