@@ -135,14 +135,15 @@ def cells(table: dict) -> dict:
 
     Args:
       table: a merged table as JSON (`ResultsTable.to_dict`): rows with `model`, `metrics`,
-        `spread` and `seeds`.
+        `spread`, `seeds` and, where a metric has fewer seeds than its row, `metric_seeds`.
     """
     found = {}
     for row in table["rows"]:
         for dataset, values in row["metrics"].items():
             for key, value in values.items():
                 std = row.get("spread", {}).get(dataset, {}).get(key, 0.0)
-                found[(row["model"], f"{dataset}:{key}")] = Cell(value, std, len(row.get("seeds", [])))
+                seeds = row.get("metric_seeds", {}).get(dataset, {}).get(key, row.get("seeds", []))
+                found[(row["model"], f"{dataset}:{key}")] = Cell(value, std, len(seeds))
     return found
 
 

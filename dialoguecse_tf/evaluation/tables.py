@@ -39,6 +39,20 @@ class TableRow:
     seeds: list = dataclasses.field(default_factory=list)  # training seeds averaged into this row
     per_seed: list = dataclasses.field(default_factory=list)  # each seed's metrics, in `seeds` order
     dialogue_protocols: list = dataclasses.field(default_factory=list)  # how its dialogue columns were embedded
+    # {dataset: {metric: [seeds]}} for a metric only some of `seeds` report (an evaluation that
+    # scores a row's first seed only); every other metric is every seed's.
+    metric_seeds: dict = dataclasses.field(default_factory=dict)
+
+    def seeds_of(self, dataset: str, key: str) -> list:
+        """The training seeds behind the row's number on one column."""
+        return self.metric_seeds.get(dataset, {}).get(key, self.seeds)
+
+    def to_dict(self) -> dict:
+        """The row as JSON; `metric_seeds` only where some metric has fewer seeds than the row."""
+        row = dataclasses.asdict(self)
+        if not row["metric_seeds"]:
+            del row["metric_seeds"]
+        return row
 
     def label(self) -> str:
         """The row's name as tables and charts show it: with its number of seeds where folded."""
@@ -57,7 +71,7 @@ class ResultsTable:
     mark_best: bool = False  # bold each ranked column's best row and the rows level with it
 
     def to_dict(self) -> dict:
-        return {"datasets": self.datasets, "rows": [dataclasses.asdict(row) for row in self.rows],
+        return {"datasets": self.datasets, "rows": [row.to_dict() for row in self.rows],
                 "columns": [[name, key, header] for name, key, header in self.columns()],
                 "best": self.best_rows()}
 
@@ -125,12 +139,15 @@ class ResultsTable:
                       + "; ".join(f"{row.label()}: {', '.join(row.dialogue_protocols)}"
                                   for row in self.rows if row.dialogue_protocols) + "."]
         if best:
-            single = any(len(row.seeds) == 1 for row in self.rows)
+            single = any(len(row.seeds_of(name, key)) == 1 for row in self.rows for name, key, _ in columns
+                         if key in row.metrics.get(name, {}))
             lines += ["", _BEST_NOTE + (" " + _SINGLE_SEED_NOTE if single else "")]
         lines += [f"- {task.label} ({', '.join(header for _, header in task.metrics)}): {task.description}."
                   for task in task_classes() if any(f"{task.task}_file" in dataset for dataset in self.datasets)]
         if any(row.seeds for row in self.rows):
             lines += ["", _SEED_NOTE]
+        if any(row.metric_seeds for row in self.rows):
+            lines += ["", _FEWER_SEEDS_NOTE]
         lines += ["", "Datasets:", ""]
         for dataset in self.datasets:
             parts = [f"{task_label} `{dataset[file_key]}` ({dataset[count_key]} {count_key.split('_')[-1]})"
@@ -161,6 +178,8 @@ _BEST_NOTE = (
     "of the two rows' seed standard deviations (a row without seeds counts 0), otherwise they are level. "
     "Spread columns, and columns only one row has, are not ranked."
 )
+_FEWER_SEEDS_NOTE = ("A cell marked (n of m seeds) comes from the first n of its row's m seeds only (an evaluation "
+                     "that scores fewer seeds, e.g. the fine-tuned tasks); the rule reads it as a row of n seeds.")
 _SINGLE_SEED_NOTE = ("A row of one seed has no measured spread: beside a row of one seed or none, bold or not "
                      "says nothing of a lead, only which mean is higher (the findings give such a gap only).")
 
@@ -233,7 +252,9 @@ def metric_text(value: float, spread: float | None = None) -> str:
 def _metric_cell(row: TableRow, dataset: str, key: str) -> str:
     if key not in row.metrics.get(dataset, {}):
         return "–"
-    return metric_text(row.metrics[dataset][key], row.spread.get(dataset, {}).get(key))
+    text = metric_text(row.metrics[dataset][key], row.spread.get(dataset, {}).get(key))
+    seeds = row.seeds_of(dataset, key)
+    return text if len(seeds) == len(row.seeds) else f"{text} ({len(seeds)} of {len(row.seeds)} seeds)"
 
 
 def _cell(text: str) -> str:
@@ -298,8 +319,10 @@ def seed_row_name(model: str, seed: int) -> str:
 def aggregate_seeds(table: ResultsTable) -> ResultsTable:
     """Folds the rows of one model's training seeds ("<model> [seed <n>]") into one row of
     means, with the sample standard deviation in `spread` (n > 1) and every seed's numbers in
-    `per_seed`; the folded row takes the place of the model's first seed row. Raises ValueError
-    when the seeds of one model do not report the same metrics, or a seed appears twice."""
+    `per_seed`; the folded row takes the place of the model's first seed row. A metric only the
+    first seeds report (an evaluation of `model_seeds: first`) is their mean, its seeds in
+    `metric_seeds`. Raises ValueError when a metric's seeds are not the first ones (a seed's
+    evaluation is missing), or a seed appears twice."""
     groups: dict[str, list] = {}
     order: list = []
     for row in table.rows:
@@ -322,17 +345,20 @@ def _fold_seeds(model: str, seed_rows: list) -> TableRow:
     seeds = [seed for seed, _ in seed_rows]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"{model}: seed listed twice among {seeds}")
-    shapes = {tuple(sorted((name, tuple(sorted(values))) for name, values in row.metrics.items()))
-              for _, row in seed_rows}
-    if len(shapes) != 1:
-        raise ValueError(f"{model}: its seeds {seeds} report different datasets or metrics")
     folded = TableRow(model, {}, [], [], [], seeds=seeds, per_seed=[row.metrics for _, row in seed_rows])
-    for dataset, values in seed_rows[0][1].metrics.items():
-        for key in values:
-            numbers = [row.metrics[dataset][key] for _, row in seed_rows]
-            folded.metrics.setdefault(dataset, {})[key] = statistics.fmean(numbers)
-            if len(numbers) > 1:
-                folded.spread.setdefault(dataset, {})[key] = statistics.stdev(numbers)
+    columns = {(dataset, key): None for _, row in seed_rows for dataset, values in row.metrics.items()
+               for key in values}
+    for dataset, key in columns:
+        reporting = [seed for seed, row in seed_rows if key in row.metrics.get(dataset, {})]
+        if reporting != seeds[:len(reporting)]:
+            raise ValueError(f"{model}: {dataset} {key} is reported by seeds {reporting} of {seeds}, not by the "
+                             "first ones: a seed's evaluation is missing")
+        numbers = [row.metrics[dataset][key] for _, row in seed_rows[:len(reporting)]]
+        folded.metrics.setdefault(dataset, {})[key] = statistics.fmean(numbers)
+        if len(numbers) > 1:
+            folded.spread.setdefault(dataset, {})[key] = statistics.stdev(numbers)
+        if len(reporting) < len(seeds):
+            folded.metric_seeds.setdefault(dataset, {})[key] = reporting
     for _, row in seed_rows:
         for field in ("descriptions", "checkpoints", "sources", "dialogue_protocols"):
             for value in getattr(row, field):

@@ -1,3 +1,4 @@
+import dataclasses
 import datetime
 import json
 import os
@@ -6,6 +7,7 @@ import sys
 
 import pytest
 
+from dialoguecse_tf.evaluation.findings import GAP_ONLY, cells, outcome
 from dialoguecse_tf.evaluation.provenance import REPO_ROOT, dataset_file_record, file_sha256, git_commit, portable_path
 from dialoguecse_tf.evaluation.results_io import model_record, new_results, read_results
 from dialoguecse_tf.evaluation.tables import (
@@ -133,12 +135,30 @@ def test_seed_rows_fold_into_mean_and_sample_std(tmp_path):
     assert saved["seeds"] == [1, 2, 3] and len(saved["per_seed"]) == 3
 
 
-def test_seed_folding_refuses_mismatched_or_repeated_seeds(tmp_path):
-    ecd = write_results(make_results(tmp_path, "ECD", ((seed_row_name("M", 1), 1.0, 2.0, 3.0),
-                                                       (seed_row_name("M", 2), 1.0, 2.0, 3.0))), str(tmp_path / "e"))
+def test_a_metric_of_the_first_seeds_only_is_folded_over_them_and_marked(tmp_path):
+    """An evaluation that scores each row's first seed (the fine-tuned tasks): its columns are that
+    seed's numbers, shown and judged as one seed's beside the row's other columns."""
+    ecd = write_results(make_results(tmp_path, "ECD", ((seed_row_name("M", 1), 10.0, 20.0, 30.0),
+                                                       (seed_row_name("M", 2), 12.0, 22.0, 32.0))), str(tmp_path / "e"))
     jddc = write_results(make_results(tmp_path, "JDDC", ((seed_row_name("M", 1), 1.0, 2.0, 3.0),)),
                          str(tmp_path / "j"))
-    with pytest.raises(ValueError, match=r"M: its seeds \[1, 2\] report different datasets or metrics"):
+    table = aggregate_seeds(merge_results([ecd, jddc]))
+    row = table.rows[0]
+    assert row.seeds == [1, 2] and row.seeds_of("ECD", "corr") == [1, 2] and row.seeds_of("JDDC", "corr") == [1]
+    assert row.metrics["JDDC"]["corr"] == 1.0 and "JDDC" not in row.spread
+    assert "| M (2 seeds) | 11.00 ± 1.41 |" in table.to_markdown()
+    assert "1.00 (1 of 2 seeds)" in table.to_markdown() and "first n of its row's m seeds" in table.to_markdown()
+    cell = cells(table.to_dict())[("M", "JDDC:corr")]
+    assert cell.seeds == 1 and outcome(cell, dataclasses.replace(cell, value=0.5)) == GAP_ONLY
+    assert "metric_seeds" not in aggregate_seeds(merge_results([ecd])).to_dict()["rows"][0]
+
+
+def test_seed_folding_refuses_missing_or_repeated_seeds(tmp_path):
+    ecd = write_results(make_results(tmp_path, "ECD", ((seed_row_name("M", 1), 1.0, 2.0, 3.0),
+                                                       (seed_row_name("M", 2), 1.0, 2.0, 3.0))), str(tmp_path / "e"))
+    jddc = write_results(make_results(tmp_path, "JDDC", ((seed_row_name("M", 2), 1.0, 2.0, 3.0),)),
+                         str(tmp_path / "j"))
+    with pytest.raises(ValueError, match=r"M: JDDC \w+ is reported by seeds \[2\] of \[1, 2\], not by the first ones"):
         aggregate_seeds(merge_results([ecd, jddc]))
     table = merge_results([ecd])
     table.rows[1].model = table.rows[0].model
