@@ -284,8 +284,17 @@ def findings_markdown(table: dict, claims: list[Claim], previous: dict | None = 
         lines.append("")
     best = table.get("best", {})
     if best:
-        lines += ["## Each column's best", "", "| Column | Best mean and the rows level with it |", "|:--|:--|"]
-        lines += [f"| {header} | {', '.join(models)} |" for header, models in best.items()]
+        gaps = unmeasured_beside_best(table)
+        lines += ["## Each column's best", ""]
+        if gaps:
+            lines += ["| Column | Best mean and the rows level with it | Gap only: rows the rule cannot judge "
+                      "against the best mean (one seed beside one seed or none) |", "|:--|:--|:--|"]
+            lines += [f"| {header} | {', '.join(models)} | "
+                      + (", ".join(f"{model} ({gap:+.2f})" for model, gap in gaps.get(header, [])) or "–") + " |"
+                      for header, models in best.items()]
+        else:
+            lines += ["| Column | Best mean and the rows level with it |", "|:--|:--|"]
+            lines += [f"| {header} | {', '.join(models)} |" for header, models in best.items()]
         lines.append("")
     if previous is not None:
         found, new, dropped = moves(previous, table)
@@ -302,6 +311,37 @@ def findings_markdown(table: dict, claims: list[Claim], previous: dict | None = 
     return "\n".join(lines)
 
 
+def unmeasured_beside_best(table: dict) -> dict:
+    """{header: [(model, gap to the best mean)]}: for each column of the table's `best`, the rows
+    not listed there whose comparison with the best-mean row the rule cannot decide (one of them
+    a single seed's, neither with a measured spread): the list calls them neither level nor behind.
+
+    Args:
+      table: a merged table as JSON (`ResultsTable.to_dict`).
+
+    Returns:
+      the rows per column header, in row order; columns without such rows are left out.
+    """
+    found = cells(table)
+    directions = metric_directions()
+    keys = {header: (f"{dataset}:{key}", key) for dataset, key, header in table.get("columns", [])}
+    result = {}
+    for header, models in table.get("best", {}).items():
+        column, key = keys[header]
+        listed = [found[(model, column)] for model in models]
+        best = (max if directions[key] else min)(cell.value for cell in listed)
+        # A row left off the list is behind the best mean by the rule unless the two have no
+        # spread to judge by; level rows beside the best do not decide it.
+        leaders = [cell for cell in listed if cell.value == best]
+        for row in table["rows"]:
+            cell = found.get((row["model"], column))
+            if cell is None or row["model"] in models:
+                continue
+            if any(spread_unmeasured(cell.seeds, leader.seeds) for leader in leaders):
+                result.setdefault(header, []).append((row["model"], cell.value - best))
+    return result
+
+
 def findings_dict(table: dict, claims: list[Claim], previous: dict | None = None) -> dict:
     """The findings as JSON-ready data: every verdict and, with `previous`, every move."""
     result = {"rule": RULE, "claims": []}
@@ -314,6 +354,10 @@ def findings_dict(table: dict, claims: list[Claim], previous: dict | None = None
                           "other_row": dataclasses.asdict(v.other_cell) if v.other_cell else None}
                          for v in verdicts]})
     result["best"] = table.get("best", {})
+    gaps = unmeasured_beside_best(table)
+    if gaps:
+        result["gap_only_beside_best"] = {header: [{"model": model, "gap": gap} for model, gap in rows]
+                                          for header, rows in gaps.items()}
     if previous is not None:
         found, new, dropped = moves(previous, table)
         result["moves"] = [{"model": m.model, "column": m.column, "before": dataclasses.asdict(m.before),

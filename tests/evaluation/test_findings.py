@@ -6,7 +6,7 @@ import pytest
 
 from dialoguecse_tf.evaluation.findings import (BEHIND, GAP_ONLY, LEADS, LEVEL, MISSING, Cell, Claim, findings_dict,
                                                 findings_markdown, judge, moves, outcome, read_claims, read_table,
-                                                summarize)
+                                                summarize, unmeasured_beside_best)
 from dialoguecse_tf.evaluation.tables import ResultsTable, TableRow
 
 
@@ -68,6 +68,22 @@ def test_a_single_seed_against_a_single_seed_or_none_gives_the_gap_only():
     # A claimed level reads only the comparisons the rule decides.
     level_claim = Claim("P", "o", "One seed", ("SimCSE", "Untouched"), ("HWU64:acc_1shot",), expect="level")
     assert summarize(judge(table, level_claim), "level").startswith("does not hold: ahead in 1 of 1")
+
+
+def test_each_columns_best_gives_the_gap_of_a_row_the_rule_cannot_judge_against_it():
+    # HWU64: a one-seed row has the best mean; the untouched row (no seeds) beside it gives a gap
+    # only, SimCSE (3 seeds) is judged: behind, so off the list and not a gap.
+    table = _table(_row("One seed", {"HWU64": {"acc_1shot": 60.0}}, seeds=(1,)),
+                   _row("SimCSE", {"HWU64": {"acc_1shot": 50.0}}, {"HWU64": {"acc_1shot": 1.0}}, SEEDS),
+                   _row("Untouched", {"HWU64": {"acc_1shot": 57.5}}))
+    assert table["best"] == {"HWU64 1-shot acc.": ["One seed"]}
+    assert unmeasured_beside_best(table) == {"HWU64 1-shot acc.": [("Untouched", -2.5)]}
+    text = findings_markdown(table, [])
+    assert "| HWU64 1-shot acc. | One seed | Untouched (-2.50) |" in text
+    assert findings_dict(table, [])["gap_only_beside_best"] == {"HWU64 1-shot acc.": [{"model": "Untouched",
+                                                                                        "gap": -2.5}]}
+    # Every row judged: the column stays as before.
+    assert unmeasured_beside_best(TABLE) == {} and "Gap only: rows" not in findings_markdown(TABLE, [])
 
 
 def test_a_claimed_lead_ahead_nowhere_but_behind_somewhere_does_not_hold():
