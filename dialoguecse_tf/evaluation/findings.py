@@ -330,14 +330,14 @@ def unmeasured_beside_best(table: dict) -> dict:
         column, key = keys[header]
         listed = [found[(model, column)] for model in models]
         best = (max if directions[key] else min)(cell.value for cell in listed)
-        # A row left off the list is behind the best mean by the rule unless the two have no
-        # spread to judge by; level rows beside the best do not decide it.
+        # A row left off the list is behind the best mean by the rule unless no best-mean row has
+        # a spread to judge it by; level rows beside the best do not decide it.
         leaders = [cell for cell in listed if cell.value == best]
         for row in table["rows"]:
             cell = found.get((row["model"], column))
             if cell is None or row["model"] in models:
                 continue
-            if any(spread_unmeasured(cell.seeds, leader.seeds) for leader in leaders):
+            if all(spread_unmeasured(cell.seeds, leader.seeds) for leader in leaders):
                 result.setdefault(header, []).append((row["model"], cell.value - best))
     return result
 

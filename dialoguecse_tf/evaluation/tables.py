@@ -178,8 +178,8 @@ _BEST_NOTE = (
     "of the two rows' seed standard deviations (a row without seeds counts 0), otherwise they are level. "
     "Spread columns, and columns only one row has, are not ranked."
 )
-_FEWER_SEEDS_NOTE = ("A cell marked (n of m seeds) comes from the first n of its row's m seeds only (an evaluation "
-                     "that scores fewer seeds, e.g. the fine-tuned tasks); the rule reads it as a row of n seeds.")
+_FEWER_SEEDS_NOTE = ("A cell marked (1 of m seeds) is its row's first seed's number only (an evaluation that "
+                     "scores each row's first seed, e.g. the fine-tuned tasks); the rule reads it as one seed's.")
 _SINGLE_SEED_NOTE = ("A row of one seed has no measured spread: beside a row of one seed or none, bold or not "
                      "says nothing of a lead, only which mean is higher (the findings give such a gap only).")
 
@@ -320,9 +320,11 @@ def aggregate_seeds(table: ResultsTable) -> ResultsTable:
     """Folds the rows of one model's training seeds ("<model> [seed <n>]") into one row of
     means, with the sample standard deviation in `spread` (n > 1) and every seed's numbers in
     `per_seed`; the folded row takes the place of the model's first seed row. A metric only the
-    first seeds report (an evaluation of `model_seeds: first`) is their mean, its seeds in
-    `metric_seeds`. Raises ValueError when a metric's seeds are not the first ones (a seed's
-    evaluation is missing), or a seed appears twice."""
+    first seed reports (an evaluation of `model_seeds: first`) is that seed's number, its seed in
+    `metric_seeds`; "first" is the order the seeds appear in the merged files (the benchmark's
+    parts glob sorted, its parts of every seed, `en-*`, before the first-seed ones, `en_ft-*`).
+    Raises ValueError when a metric is reported by some seeds but neither all nor only the first
+    (a seed's evaluation is missing), or a seed appears twice."""
     groups: dict[str, list] = {}
     order: list = []
     for row in table.rows:
@@ -350,9 +352,9 @@ def _fold_seeds(model: str, seed_rows: list) -> TableRow:
                for key in values}
     for dataset, key in columns:
         reporting = [seed for seed, row in seed_rows if key in row.metrics.get(dataset, {})]
-        if reporting != seeds[:len(reporting)]:
-            raise ValueError(f"{model}: {dataset} {key} is reported by seeds {reporting} of {seeds}, not by the "
-                             "first ones: a seed's evaluation is missing")
+        if reporting not in (seeds, seeds[:1]):
+            raise ValueError(f"{model}: {dataset} {key} is reported by seeds {reporting} of {seeds}, neither all "
+                             "nor only the first: a seed's evaluation is missing")
         numbers = [row.metrics[dataset][key] for _, row in seed_rows[:len(reporting)]]
         folded.metrics.setdefault(dataset, {})[key] = statistics.fmean(numbers)
         if len(numbers) > 1:

@@ -147,7 +147,8 @@ def test_a_metric_of_the_first_seeds_only_is_folded_over_them_and_marked(tmp_pat
     assert row.seeds == [1, 2] and row.seeds_of("ECD", "corr") == [1, 2] and row.seeds_of("JDDC", "corr") == [1]
     assert row.metrics["JDDC"]["corr"] == 1.0 and "JDDC" not in row.spread
     assert "| M (2 seeds) | 11.00 ± 1.41 |" in table.to_markdown()
-    assert "1.00 (1 of 2 seeds)" in table.to_markdown() and "first n of its row's m seeds" in table.to_markdown()
+    assert "1.00 (1 of 2 seeds)" in table.to_markdown() and "its row's first seed's number" in table.to_markdown()
+    assert table.to_dict()["rows"][0]["metric_seeds"] == {"JDDC": {"corr": [1], "map": [1], "mrr": [1]}}
     cell = cells(table.to_dict())[("M", "JDDC:corr")]
     assert cell.seeds == 1 and outcome(cell, dataclasses.replace(cell, value=0.5)) == GAP_ONLY
     assert "metric_seeds" not in aggregate_seeds(merge_results([ecd])).to_dict()["rows"][0]
@@ -158,8 +159,14 @@ def test_seed_folding_refuses_missing_or_repeated_seeds(tmp_path):
                                                        (seed_row_name("M", 2), 1.0, 2.0, 3.0))), str(tmp_path / "e"))
     jddc = write_results(make_results(tmp_path, "JDDC", ((seed_row_name("M", 2), 1.0, 2.0, 3.0),)),
                          str(tmp_path / "j"))
-    with pytest.raises(ValueError, match=r"M: JDDC \w+ is reported by seeds \[2\] of \[1, 2\], not by the first ones"):
+    with pytest.raises(ValueError, match=r"M: JDDC \w+ is reported by seeds \[2\] of \[1, 2\], neither all nor only"):
         aggregate_seeds(merge_results([ecd, jddc]))
+    three = write_results(make_results(tmp_path, "ECD", tuple((seed_row_name("M", seed), 1.0, 2.0, 3.0)
+                                                            for seed in (1, 2, 3))), str(tmp_path / "three"))
+    two = write_results(make_results(tmp_path, "JDDC", tuple((seed_row_name("M", seed), 1.0, 2.0, 3.0)
+                                                           for seed in (1, 2))), str(tmp_path / "two"))
+    with pytest.raises(ValueError, match=r"reported by seeds \[1, 2\] of \[1, 2, 3\]"):
+        aggregate_seeds(merge_results([three, two]))
     table = merge_results([ecd])
     table.rows[1].model = table.rows[0].model
     with pytest.raises(ValueError, match="seed listed twice"):
