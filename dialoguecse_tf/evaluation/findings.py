@@ -284,17 +284,16 @@ def findings_markdown(table: dict, claims: list[Claim], previous: dict | None = 
         lines.append("")
     best = table.get("best", {})
     if best:
+        # The gap-only column only where some column has such rows: the other tables stay as they were.
         gaps = unmeasured_beside_best(table)
-        lines += ["## Each column's best", ""]
-        if gaps:
-            lines += ["| Column | Best mean and the rows level with it | Gap only: rows the rule cannot judge "
-                      "against the best mean (one seed beside one seed or none) |", "|:--|:--|:--|"]
-            lines += [f"| {header} | {', '.join(models)} | "
-                      + (", ".join(f"{model} ({gap:+.2f})" for model, gap in gaps.get(header, [])) or "–") + " |"
-                      for header, models in best.items()]
-        else:
-            lines += ["| Column | Best mean and the rows level with it |", "|:--|:--|"]
-            lines += [f"| {header} | {', '.join(models)} |" for header, models in best.items()]
+        titles = ["Column", "Best mean and the rows level with it"] + (
+            ["Gap only: rows the rule cannot judge against the best mean (one seed beside one seed or none)"]
+            if gaps else [])
+        lines += ["## Each column's best", "", "| " + " | ".join(titles) + " |", "|" + ":--|" * len(titles)]
+        for header, models in best.items():
+            row = [header, ", ".join(models)] + (
+                [", ".join(f"{model} ({gap:+.2f})" for model, gap in gaps.get(header, [])) or "–"] if gaps else [])
+            lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     if previous is not None:
         found, new, dropped = moves(previous, table)

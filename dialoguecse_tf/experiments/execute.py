@@ -1,7 +1,8 @@
 """Runs a planned experiment: every run not reused, in order, then its results folder.
 
 The results folder gets what each step declares (`results`, kept train logs, evaluation
-parts; a whole run removes a kept log of a run the experiment no longer declares), `stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
+parts; a whole run removes a kept log of a run the experiment no longer declares),
+`stage_seconds.tsv` (every run's wall seconds, reused ones marked with the seconds they
 took when they ran, and a training run that resumed from a stopped attempt's checkpoints marked:
 its seconds are that last attempt's), `experiment.json` (parameters, seeds, rows and steps asked for, and every run with its key,
 status and command: what `experiments.staleness` checks) and `command.txt` (the command, the

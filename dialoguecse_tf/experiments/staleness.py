@@ -169,10 +169,12 @@ def listed_but_current(repo_root: str, listed: list[FolderCheck]) -> list[str]:
     Returns:
       the listed paths, sorted.
     """
-    def holds(kept: str, check: FolderCheck) -> bool:
-        return check.folder == kept or check.folder.startswith(kept + os.sep)
+    return sorted(kept for kept in listed_stale(repo_root) if not any(_within(check.folder, kept) for check in listed))
 
-    return sorted(kept for kept in listed_stale(repo_root) if not any(holds(kept, check) for check in listed))
+
+def _within(folder: str, kept: str) -> bool:
+    """Whether `folder` is the listed folder `kept` or lies in it (a listing covers its folders)."""
+    return folder == kept or folder.startswith(kept + os.sep)
 
 
 def check_results(repo_root: str, data_dir: str | None = None) -> tuple[list[FolderCheck], list[FolderCheck]]:
@@ -193,7 +195,7 @@ def check_results(repo_root: str, data_dir: str | None = None) -> tuple[list[Fol
         os.chdir(previous)
 
     def is_listed(folder: str) -> bool:
-        return any(folder == kept or folder.startswith(kept + os.sep) for kept in listed)
+        return any(_within(folder, kept) for kept in listed)
 
     return ([check for check in checks if not is_listed(check.folder)],
             [check for check in checks if is_listed(check.folder)])
